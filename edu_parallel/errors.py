@@ -1,0 +1,90 @@
+"""Errors a learner can act on.
+
+Every bad argument raises :class:`ValueError` naming the parameter, the value given and the valid
+range, in one line. Failures on the worker side raise :class:`WorkerError` (a rank raised or died)
+or :class:`JobTimeoutError` (ranks that did not finish), both naming the rank and its last step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+class EngineError(RuntimeError):
+    """Base class for failures of a job on the cluster."""
+
+
+class WorkerError(EngineError):
+    """A rank raised an exception or died while running a job.
+
+    ``rank`` names the failing rank, ``where`` its last recorded step, and ``remote_traceback``
+    the traceback text printed in the worker (``None`` when the process died without one).
+    """
+
+    def __init__(
+        self, message: str, rank: int, where: str = "", remote_traceback: str | None = None
+    ):
+        super().__init__(message)
+        self.rank = rank
+        self.where = where
+        self.remote_traceback = remote_traceback
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.remote_traceback:
+            text += f"\n\n--- traceback on rank {self.rank} ---\n{self.remote_traceback}"
+        return text
+
+
+class JobTimeoutError(EngineError, TimeoutError):
+    """A job did not finish in time; ``ranks`` are the ranks that were still running."""
+
+    def __init__(self, message: str, ranks: list[int], where: dict[int, str]):
+        super().__init__(message)
+        self.ranks = ranks
+        self.where = where
+
+
+class ClusterClosedError(EngineError):
+    """The cluster was closed (by the user, or after a failure that could not be recovered)."""
+
+
+def bad_value(name: str, value: Any, valid: str) -> ValueError:
+    """The one-line error for a bad argument: parameter, value given, valid range."""
+    return ValueError(f"{name}={value!r} is not valid: expected {valid}")
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """Return ``value`` as an int in ``[low, high]`` or raise a ValueError that says so."""
+    valid = f"an integer in [{low}, {high}]" if high is not None else f"an integer >= {low}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            as_int = int(value)
+        except (TypeError, ValueError):
+            raise bad_value(name, value, valid) from None
+        if as_int != value:
+            raise bad_value(name, value, valid)
+        value = as_int
+    if value < low or (high is not None and value > high):
+        raise bad_value(name, value, valid)
+    return value
+
+
+def check_positive(name: str, value: Any) -> float:
+    """Return ``value`` as a float > 0 or raise a ValueError that says so."""
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, "a number > 0") from None
+    if not as_float > 0 or as_float != as_float or as_float == float("inf"):
+        raise bad_value(name, value, "a finite number > 0")
+    return as_float
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
+    options = list(choices)
+    if value not in options:
+        raise bad_value(name, value, "one of " + ", ".join(repr(c) for c in options))
+    return value
