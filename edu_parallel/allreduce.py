@@ -1,0 +1,234 @@
+"""All-reduce as a concept to run: the ring and the naive algorithm, verified and measured.
+
+:func:`allreduce_job` runs on every rank: it builds the rank's input, computes the reference with
+the builtin ``dist.all_reduce`` (untraced), then runs the chosen plan, traced and timed.
+:func:`run_allreduce` runs it on a :class:`~edu_parallel.cluster.Cluster` and returns an
+:class:`AllReduceReport`: bytes per rank from the trace against the formula, the check against the
+builtin, and algbw/busbw by nccl-tests' definitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import check_choice, check_int
+from .inputs import PATTERNS, chunk_bounds, numel_for
+from .metrics import algbw_gbps, busbw_gbps
+from .naive import naive_allreduce_plan, naive_sent_bytes_formula
+from .plan import Plan
+from .ring import ring_allreduce_plan
+from .trace import Trace
+from .units import DTYPES, INTEGER_DTYPES, check_dtype, parse_size
+
+ALGOS: dict[str, Callable[[int], Plan]] = {
+    "ring": ring_allreduce_plan,
+    "naive": naive_allreduce_plan,
+}
+
+
+def formula_sent_bytes(algo: str, world_size: int, nbytes: int) -> list[float]:
+    """Bytes each rank sends by the textbook formula: ring ``2(N-1)/N*D``, naive root ``(N-1)D``."""
+    if algo == "ring":
+        return [2 * (world_size - 1) / world_size * nbytes] * world_size
+    return naive_sent_bytes_formula(world_size, nbytes)
+
+
+def allreduce_job(
+    ctx: Any, nbytes: int, dtype: str, algo: str, pattern: str, seed: int
+) -> dict[str, Any]:
+    """On one rank: input, builtin reference (untraced), then the plan, traced and timed."""
+    import torch
+    import torch.distributed as dist
+
+    from .execute import run_plan
+    from .inputs import make_input
+    from .units import torch_dtype
+
+    plan = ALGOS[algo](ctx.world_size)
+    numel = numel_for(nbytes, dtype)
+    x = torch.from_numpy(make_input(ctx.rank, numel, dtype, pattern, seed)).to(
+        ctx.device, torch_dtype(dtype)
+    )
+    with ctx.tracer.paused():
+        reference = x.clone()
+        ctx.tracer.where("builtin dist.all_reduce (reference)")
+        dist.all_reduce(reference)
+    ctx.barrier()
+    start = ctx.tracer.now()
+    run_plan(ctx, plan, x)
+    end = ctx.tracer.now()
+    if dtype in INTEGER_DTYPES:
+        matches = bool(torch.equal(x, reference))
+    else:  # a different order of additions: equal up to rounding
+        tol = 1e-5 * ctx.world_size if dtype in ("float32", "float64") else 2e-2 * ctx.world_size
+        matches = bool(torch.allclose(x.float(), reference.float(), rtol=tol, atol=tol))
+    err = float((x.double() - reference.double()).abs().max()) if numel else 0.0
+    return {"start": start, "end": end, "matches_builtin": matches, "max_abs_err": err}
+
+
+@dataclass
+class AllReduceReport:
+    """The numbers a lesson and the CLI show for one all-reduce run."""
+
+    algo: str
+    world_size: int
+    nbytes: int
+    dtype: str
+    per_rank_sent_bytes: list[int]
+    per_rank_recv_bytes: list[int]
+    per_phase_sent_bytes: dict[str, list[int]]
+    formula_sent_bytes: list[float]
+    matches_builtin: bool
+    steps: int
+    time_s: float
+    algbw_gbps: float
+    busbw_gbps: float
+    trace: Trace = field(repr=False)
+    plan: Plan = field(repr=False)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "concept": "allreduce", "algo": self.algo, "world_size": self.world_size,
+            "nbytes": self.nbytes, "dtype": self.dtype,
+            "per_rank_sent_bytes": self.per_rank_sent_bytes,
+            "per_rank_recv_bytes": self.per_rank_recv_bytes,
+            "per_phase_sent_bytes": self.per_phase_sent_bytes,
+            "formula_sent_bytes": self.formula_sent_bytes[0] if self.algo == "ring" else self.formula_sent_bytes,
+            "formula_sent_bytes_per_rank": self.formula_sent_bytes,
+            "matches_builtin": self.matches_builtin, "steps": self.steps,
+            "steps_per_phase": self.plan.steps_per_phase(),
+            "time_s": self.time_s, "algbw_gbps": self.algbw_gbps, "busbw_gbps": self.busbw_gbps,
+        }  # fmt: skip
+
+
+def run_allreduce(cluster: Any, size: int | str = "1MiB", dtype: str = "float32", algo: str = "ring",
+                  pattern: str = "random", seed: int = 0, trace: bool = True) -> AllReduceReport | None:  # fmt: skip
+    """Run an all-reduce of ``size`` bytes per rank on ``cluster`` and measure it.
+
+    ``cluster`` is a Cluster or a TorchrunExecutor (then only rank 0 gets a report, others None).
+    ``pattern="powers_of_two"`` makes every partial sum readable as a set of ranks (animation).
+    With ``trace=False`` nothing is recorded and the byte counts come from the plan.
+    """
+    nbytes = parse_size(size)
+    check_dtype(dtype)
+    check_choice("algo", algo, ALGOS)
+    check_choice("pattern", pattern, PATTERNS)
+    seed = check_int("seed", seed, 0)
+    out = cluster.run(allreduce_job, nbytes, dtype, algo, pattern, seed, trace=trace)
+    if out is None:  # a non-zero rank under torchrun: rank 0 reports
+        return None
+    return report_from_run(
+        out.results, out.trace, algo, nbytes, dtype, pattern, cluster.world_size, traced=trace
+    )
+
+
+def report_from_run(results: list[dict], trace: Trace, algo: str, nbytes: int, dtype: str, pattern: str,
+                    world_size: int, traced: bool = True) -> AllReduceReport:  # fmt: skip
+    """Build the report from per-rank job results and the merged trace (cluster or torchrun)."""
+    n = world_size
+    plan = ALGOS[algo](n)
+    numel = numel_for(nbytes, dtype)
+    bounds = chunk_bounds(numel, plan.num_chunks)
+    item = DTYPES[dtype]
+    chunk_bytes = [(bounds[k + 1] - bounds[k]) * item for k in range(plan.num_chunks)]
+    real_bytes = numel * item
+    trace.meta.update({
+        "concept": plan.name, "algo": algo, "collective": "all_reduce", "nbytes": real_bytes,
+        "dtype": dtype, "input": pattern, "plan": plan.to_text(), "chunk_bounds": bounds,
+        "chunk_bytes": chunk_bytes, "world_size": n,
+    })  # fmt: skip
+    if traced:
+        sent, recv = trace.sent_bytes(), trace.recv_bytes()
+        counted = trace.sent_bytes(per_phase=True)
+        per_phase = {p: counted.get(p, [0] * n) for p in plan.phases()}
+    else:
+        per_phase = plan.sent_bytes(chunk_bytes)
+        sent = [sum(v[r] for v in per_phase.values()) for r in range(n)]
+        recv = (
+            list(sent)
+            if algo == "ring"
+            else [real_bytes * (n - 1) if r == plan.root else real_bytes for r in range(n)]
+        )
+    time_s = max(r["end"] - r["start"] for r in results)
+    time_s = max(time_s, 1e-9)
+    return AllReduceReport(
+        algo=algo, world_size=n, nbytes=real_bytes, dtype=dtype,
+        per_rank_sent_bytes=list(sent), per_rank_recv_bytes=list(recv),
+        per_phase_sent_bytes=dict(per_phase),
+        formula_sent_bytes=formula_sent_bytes(algo, n, real_bytes),
+        matches_builtin=all(r["matches_builtin"] for r in results), steps=len(plan.steps),
+        time_s=time_s, algbw_gbps=algbw_gbps(real_bytes, time_s),
+        busbw_gbps=busbw_gbps("all_reduce", n, real_bytes, time_s), trace=trace, plan=plan,
+    )  # fmt: skip
+
+
+def step_table(trace: Trace) -> list[dict[str, Any]]:
+    """One row per step: phase, transfers, bytes per transfer, measured wall time of the step."""
+    rows: dict[int, dict[str, Any]] = {}
+    for e in trace.events:
+        if e.step is None or e.kind not in ("send", "recv", "compute"):
+            continue
+        row = rows.setdefault(
+            e.step,
+            {"step": e.step, "phase": e.phase, "transfers": [], "start": e.start, "end": e.end},
+        )
+        row["start"], row["end"] = min(row["start"], e.start), max(row["end"], e.end)
+        if e.kind == "recv":
+            row["transfers"].append((e.peer, e.rank, e.chunk, e.op, e.nbytes))
+    out = []
+    for step in sorted(rows):
+        row = rows[step]
+        row["transfers"].sort()
+        row["wall_s"] = row["end"] - row["start"]
+        out.append(row)
+    return out
+
+
+def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
+    """The CLI's readable output: per-step table, then bytes against the formula, check, bandwidth."""
+    from .units import format_bytes
+
+    n, lines = report.world_size, []
+    lines.append(
+        f"{report.algo} all-reduce: {n} ranks, {format_bytes(report.nbytes)} per rank ({report.dtype})"
+    )
+    lines.append("")
+    lines.append(
+        f"{'step':>4}  {'phase':<15} {'transfers (src>dst chunk op)':<44} {'bytes/msg':>10} {'wall ms':>8}"
+    )
+    rows = step_table(report.trace)
+    for row in rows[:max_steps]:
+        sym = {"reduce": "+", "copy": "="}
+        text = " ".join(f"{s}>{d}:c{c}{sym.get(op, '?')}" for s, d, c, op, _ in row["transfers"])
+        sizes = sorted({b for *_, b in row["transfers"]})
+        size = (
+            format_bytes(sizes[0])
+            if len(sizes) == 1
+            else f"{format_bytes(sizes[0])}-{format_bytes(sizes[-1])}"
+        )
+        text = text if len(text) <= 44 else text[:41] + "..."
+        lines.append(
+            f"{row['step']:>4}  {row['phase']:<15} {text:<44} {size:>10} {row['wall_s'] * 1e3:>8.3f}"
+        )
+    if len(rows) > max_steps:
+        lines.append(f"   ... {len(rows) - max_steps} more steps")
+    lines.append("")
+    phases = list(report.per_phase_sent_bytes)
+    lines.append(
+        f"{'rank':>4}  "
+        + "".join(f"{p:>16}" for p in phases)
+        + f"{'sent total':>14}{'formula':>14}"
+    )
+    for r in range(n):
+        cells = "".join(f"{report.per_phase_sent_bytes[p][r]:>16,}" for p in phases)
+        lines.append(
+            f"{r:>4}  {cells}{report.per_rank_sent_bytes[r]:>14,}{report.formula_sent_bytes[r]:>14,.1f}"
+        )
+    formula = "2(N-1)/N * D" if report.algo == "ring" else "root (N-1) * D, others D"
+    lines.append(f"formula: {formula}; uneven chunks differ from it by less than one chunk")
+    lines.append(f"matches dist.all_reduce: {'yes' if report.matches_builtin else 'NO'}")
+    lines.append(f"time {report.time_s * 1e3:.3f} ms   algbw {report.algbw_gbps:.4g} GB/s   "
+                 f"busbw {report.busbw_gbps:.4g} GB/s (algbw * 2(N-1)/N, nccl-tests)")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""``edu-parallel lab``: open the lessons in JupyterLab, safely.
+
+Jupyter binds 127.0.0.1 only and keeps token authentication on (the URL it prints carries the
+token). In a source checkout (editable install) the lessons open in place, from ``notebooks/``;
+from an installed wheel they are copied once to a writable folder (``~/edu-parallel-course`` by
+default), never overwriting a learner's edited copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from .errors import bad_value, check_int
+
+
+def lessons_source() -> Path:
+    """The folder holding the lesson notebooks: the checkout's ``notebooks/`` or the installed copy."""
+    checkout = Path(__file__).resolve().parent.parent / "notebooks"
+    if any(checkout.glob("*.ipynb")):
+        return checkout
+    for base in (sys.prefix, sysconfig.get_paths()["data"], os.path.expanduser("~/.local")):
+        installed = Path(base) / "share" / "edu-parallel" / "notebooks"
+        if any(installed.glob("*.ipynb")):
+            return installed
+    raise FileNotFoundError("the lesson notebooks were not found: reinstall edu-parallel")
+
+
+def is_writable_checkout(path: Path) -> bool:
+    return (path.parent / "pyproject.toml").exists() and os.access(path, os.W_OK)
+
+
+def prepare_lessons(dest: str | Path | None = None) -> Path:
+    """Return a writable folder with the lessons, copying missing ones from the installed set."""
+    source = lessons_source()
+    if dest is None and is_writable_checkout(source):
+        return source
+    target = Path(dest) if dest is not None else Path.home() / "edu-parallel-course"
+    target.mkdir(parents=True, exist_ok=True)
+    if target.resolve() != source.resolve():
+        for f in sorted(source.iterdir()):
+            if f.suffix in (".ipynb", ".md") and not (target / f.name).exists():
+                shutil.copy2(f, target / f.name)
+    return target
+
+
+def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = False) -> list[str]:
+    """The JupyterLab command line: loopback only, token auth kept on."""
+    cmd = [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.root_dir={root_dir}", "--ServerApp.allow_remote_access=False"]  # fmt: skip
+    if port is not None:
+        cmd += [
+            f"--ServerApp.port={check_int('port', port, 1024, 65535)}",
+            "--ServerApp.port_retries=0",
+        ]
+    if no_browser:
+        cmd.append("--no-browser")
+    return cmd
+
+
+def run_lab(dest: str | None = None, port: int | None = None, no_browser: bool = False) -> int:
+    """Prepare the lessons and run JupyterLab until it is stopped (Ctrl-C)."""
+    if dest is not None and Path(dest).exists() and not Path(dest).is_dir():
+        raise bad_value("dir", dest, "a folder (existing or new) for the lessons")
+    root = prepare_lessons(dest)
+    cmd = lab_command(root, port, no_browser)
+    env = dict(os.environ)
+    if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
+        del env["JUPYTER_TOKEN"]
+    print(f"lessons: {root}", flush=True)
+    try:
+        return subprocess.call(cmd, env=env)
+    except KeyboardInterrupt:
+        return 0

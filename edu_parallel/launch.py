@@ -1,0 +1,93 @@
+"""Run the same concept functions under ``torchrun``, on an existing ``env://`` group.
+
+``torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB`` starts two
+processes; each builds a :class:`TorchrunExecutor`, which joins the group torchrun describes
+(``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), runs the function on its rank and
+gathers results and events on rank 0. Rank 0 prints and writes the trace; the others return None.
+This is the path from a laptop to a real multi-GPU cluster: the concept code does not change.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from typing import Any
+
+from .cluster import RunResult, check_importable, resolve_backend
+from .errors import check_positive
+from .trace import Trace
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def in_torchrun() -> bool:
+    """True when this process was started by torchrun (or another env:// launcher)."""
+    return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+class TorchrunExecutor:
+    """The ``Cluster.run`` interface for a process that is one rank of a torchrun job."""
+
+    def __init__(self, backend: str = "auto", timeout: float = 30.0):
+        import torch
+        import torch.distributed as dist
+
+        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.rank = int(os.environ["RANK"])
+        self.timeout = check_positive("timeout", timeout)
+        local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        # One GPU per local rank is what matters on a multi-node job.
+        self.backend = resolve_backend(
+            backend, min(self.world_size, int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size)))
+        )
+        self.device = (
+            torch.device("cuda", local_rank)
+            if self.backend == "nccl" and gpus
+            else torch.device("cpu")
+        )
+        if self.backend == "nccl":
+            torch.cuda.set_device(self.device)
+        if not dist.is_initialized():
+            dist.init_process_group(
+                self.backend, init_method="env://", timeout=timedelta(seconds=self.timeout)
+            )
+
+    def run(self, fn: Any, *args: Any, trace: bool = True, **kwargs: Any) -> RunResult | None:
+        """Run ``fn(ctx, *args)`` on this rank; rank 0 gets every rank's results and events."""
+        import torch.distributed as dist
+
+        from .context import RankContext, Tracer
+        from .worker import _to_cpu
+
+        check_importable(fn)
+        dist.barrier()
+        t0 = time.perf_counter()
+        tracer = Tracer(self.rank, t0, trace)
+        ctx = RankContext(self.rank, self.world_size, self.backend, self.device, tracer)
+        result = _to_cpu(fn(ctx, *args, **kwargs))
+        gathered: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object((result, tracer.events, tracer.snapshots), gathered, dst=0)
+        if self.rank != 0:
+            return None
+        out = Trace(meta={"world_size": self.world_size, "backend": self.backend,
+                          "fn": f"{fn.__module__}.{fn.__qualname__}", "source": "torchrun"})  # fmt: skip
+        results = []
+        for res, events, snaps in gathered:
+            results.append(res)
+            out.events.extend(events)
+            out.snapshots.extend(snaps)
+        return RunResult(results, out, time.perf_counter() - t0)
+
+    def close(self) -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def __enter__(self) -> TorchrunExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,109 @@
+"""The :class:`Quiz` container: questions, score bookkeeping and the plain-text form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import bad_value, check_int
+from .core import QUESTION_TYPES, Feedback, MultipleChoice, PredictThenRun, Question, check_text
+
+
+@dataclass
+class Quiz:
+    """Questions plus score bookkeeping: the latest answer to each question counts."""
+
+    title: str
+    questions: list[Question]
+    results: list[Feedback | None] = field(init=False, repr=False)
+    attempts: list[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_text("title", self.title)
+        self.questions = list(self.questions)
+        if not self.questions:
+            raise bad_value("questions", self.questions, "a non-empty list of questions")
+        for q in self.questions:
+            if not isinstance(q, QUESTION_TYPES):
+                raise bad_value("questions", q, "MultipleChoice, Numeric or PredictThenRun items")
+        keys = [q.key for q in self.questions if q.key]
+        if len(set(keys)) != len(keys):
+            raise bad_value("questions", keys, "questions with distinct keys")
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every answer."""
+        self.results = [None] * len(self.questions)
+        self.attempts = [0] * len(self.questions)
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __iter__(self) -> Iterator[Question]:
+        return iter(self.questions)
+
+    def __getitem__(self, index: int) -> Question:
+        return self.questions[index]
+
+    def by_key(self, key: str) -> Question:
+        """The question whose ``key`` is ``key``."""
+        for q in self.questions:
+            if q.key == key:
+                return q
+        raise bad_value("key", key, "one of " + ", ".join(repr(q.key) for q in self.questions))
+
+    def answer(self, index: int, value: Any) -> Feedback:
+        """Check ``value`` against question ``index`` and record the feedback."""
+        i = check_int("index", index, 0, len(self.questions) - 1)
+        fb = self.questions[i].check(value)
+        self.results[i] = fb
+        self.attempts[i] += 1
+        return fb
+
+    @property
+    def score(self) -> int:
+        return sum(1 for fb in self.results if fb is not None and fb.correct)
+
+    @property
+    def total(self) -> int:
+        return len(self.questions)
+
+    @property
+    def answered(self) -> int:
+        return sum(1 for fb in self.results if fb is not None)
+
+    def score_line(self) -> str:
+        return f"Score: {self.score} / {self.total}"
+
+    def summary(self) -> str:
+        """``"Ring all-reduce: Score: 5 / 7 (7 answered)"``."""
+        return f"{self.title}: {self.score_line()} ({self.answered} answered)"
+
+    def to_text(self, answers: bool = False) -> str:
+        """The quiz as plain text; with ``answers=True`` each answer and its explanation."""
+        lines = [self.title, "=" * len(self.title), ""]
+        for n, q in enumerate(self.questions, 1):
+            lines.extend(question_text(q, n, answers))
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def question_text(q: Question, number: int, answers: bool = False) -> list[str]:
+    """Lines for one question: prompt, choices or units hint, and optionally the answer."""
+    lines = [f"{number}. {q.prompt}"]
+    inner = q.predict if isinstance(q, PredictThenRun) else q
+    if isinstance(inner, MultipleChoice):
+        lines.extend(f"   {inner.label(i)}" for i in range(len(inner.choices)))
+        if inner.multiple:
+            lines.append("   (choose every right answer, e.g. 'a, c')")
+    elif inner.is_bytes:
+        lines.append("   (answer in bytes; units allowed, e.g. '1536' or '1.5 KiB')")
+    elif inner.units:
+        lines.append(f"   (answer in {inner.units})")
+    if isinstance(q, PredictThenRun):
+        lines.append("   (predict first; then the engine runs and shows what happened)")
+    if answers:
+        lines.append(f"   Answer: {q.expected}")
+        lines.append(f"   Why: {q.explanation}")
+    return lines

@@ -1,0 +1,38 @@
+"""Renderers: they read traces (never run anything) and draw them.
+
+* :func:`ring_animation` - plotly frames of the ranks' chunks step by step (plays in HTML).
+* :func:`ring_step_figure` - one frame of it.
+* :func:`step_grid` - every step at once as a matplotlib figure, for print.
+* :func:`bytes_bars` / :func:`bytes_bars_plotly` - bytes each rank sent against the formula.
+* :func:`timeline` - a Gantt of each rank's events (plotly), honestly labelled.
+* :class:`RingPlayer`, :class:`PlayerState` - an ipywidgets player that re-runs the engine.
+
+Plotting libraries are imported inside the functions; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from .bars import bytes_bars, bytes_bars_plotly, default_formula
+from .grid import step_grid
+from .model import Arrow, RingFrames, StepView, build_frames
+from .player import PlayerState, RingPlayer
+from .ring import RingDrawing, ring_animation, ring_step_figure
+from .timeline import time_axis_label, timeline
+
+__all__ = [
+    "Arrow",
+    "PlayerState",
+    "RingDrawing",
+    "RingFrames",
+    "RingPlayer",
+    "StepView",
+    "build_frames",
+    "bytes_bars",
+    "bytes_bars_plotly",
+    "default_formula",
+    "ring_animation",
+    "ring_step_figure",
+    "step_grid",
+    "time_axis_label",
+    "timeline",
+]

@@ -1,0 +1,102 @@
+"""Every step at once, for print: a matplotlib grid of steps (rows) x ranks (columns).
+
+Each cell of the grid is a row of chunk boxes coloured as in the animation (contributor count, or
+value); boxes changed by the step get a thick outline in the op's colour, and a line under them
+says what the rank sent (``->r1 c3 +``). Built on :class:`matplotlib.figure.Figure` (no pyplot
+global state), so it renders headless. Artists carry ``gid`` "cell", "transfer" or "caption".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..trace import Trace
+from .model import OP_COLORS, Arrow, build_frames
+
+_COL_GAP = 1.4  # data units between ranks
+_ROW_H = 2.3  # box (1) + transfer text + gap
+
+
+def _sent_text(arrows: list[Arrow]) -> str:
+    """What one rank sent in one step, grouped by chunk and op: '->r1,r2 c0 ='."""
+    groups: dict[tuple[int | None, str], list[int]] = {}
+    for a in arrows:
+        groups.setdefault((a.chunk, a.op), []).append(a.dst)
+    parts = []
+    for (chunk, op), dsts in groups.items():
+        sym = {"reduce": "+", "copy": "="}.get(op, "?")
+        where = f" c{chunk}" if chunk is not None else ""
+        parts.append(f"\u2192r{','.join(map(str, sorted(dsts)))}{where} {sym}")
+    return "; ".join(parts)
+
+
+def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
+    """Draw all steps of ``trace`` into ``ax`` (a new Figure when None) and return the Figure."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+
+    fr = build_frames(trace)
+    n, c, rows = fr.world_size, fr.num_chunks, len(fr.steps)
+    col_w = c + _COL_GAP
+    width_units = n * col_w
+    inch = min(0.5, 13.0 / width_units)  # inches per data unit
+    if ax is None:
+        fig = Figure(figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained")
+        ax = fig.add_subplot()
+    fig = ax.figure
+    box_pt = inch * 72
+    compact = any(
+        len(fr.label(v, r, k)) * 0.62 * 9 > box_pt * 0.9
+        for v in fr.steps for r in range(n) for k in range(c)
+    )  # fmt: skip
+    font = min(9.0, box_pt * 0.9 / (0.62 * (2 if compact else 1) + 1e-9), box_pt * 0.55)
+    for i, view in enumerate(fr.steps):
+        y0 = -i * _ROW_H
+        for r in range(n):
+            x0 = r * col_w
+            for k in range(c):
+                op = view.changed.get((r, k))
+                ax.add_patch(
+                    Rectangle((x0 + k, y0), 1, 1, facecolor=fr.color(view, r, k),
+                              edgecolor=OP_COLORS.get(op, "#777777") if op else "#777777",
+                              linewidth=2.2 if op else 0.6, gid="cell")
+                )  # fmt: skip
+                if font >= 4:
+                    ax.text(x0 + k + 0.5, y0 + 0.5, fr.label(view, r, k, compact), ha="center",
+                            va="center", fontsize=font, gid="label")  # fmt: skip
+            sent = [a for a in view.arrows if a.src == r]
+            if sent:
+                text = _sent_text(sent)
+                size = min(8.0, max(4.0, col_w * box_pt / (0.62 * len(text) + 1)))
+                ax.text(x0 + c / 2, y0 - 0.15, text, ha="center", va="top", fontsize=size,
+                        color=OP_COLORS.get(sent[0].op, "#444444"), gid="transfer")  # fmt: skip
+    ax.set_xlim(-0.3, width_units - _COL_GAP + 0.3)
+    ax.set_ylim(-(rows - 1) * _ROW_H - 1.1, 1.3)
+    ax.set_xticks([r * col_w + c / 2 for r in range(n)], [f"rank {r}" for r in range(n)])
+    ax.xaxis.tick_top()
+    ax.set_yticks(
+        [-i * _ROW_H + 0.5 for i in range(rows)], [_row_label(fr.steps, i) for i in range(rows)]
+    )
+    ax.tick_params(length=0, labelsize=9)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_aspect("equal")
+    heading = title or f"{trace.meta.get('concept', 'run')}: every step{fr.note}"
+    ax.set_title(heading, fontsize=11)
+    handles = [
+        Line2D([], [], color=OP_COLORS["reduce"], lw=2.2, label="changed by reduce (+: adds)"),
+        Line2D([], [], color=OP_COLORS["copy"], lw=2.2, label="changed by copy (=: overwrites)"),
+        Patch(facecolor="none", edgecolor="none", label=fr.legend_text()),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    return fig
+
+
+def _row_label(steps: list, i: int) -> str:
+    view = steps[i]
+    if view.step < 0:
+        return "input"
+    total = sum(1 for v in steps if v.step >= 0 and v.phase == view.phase)
+    seen = sum(1 for v in steps[: i + 1] if v.step >= 0 and v.phase == view.phase)
+    return f"{view.phase or 'step'} {seen}/{total}"

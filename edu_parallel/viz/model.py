@@ -1,0 +1,285 @@
+"""What every renderer draws, read from a trace: the state of each rank's chunks step by step.
+
+:func:`build_frames` turns a :class:`~edu_parallel.trace.Trace` into :class:`RingFrames`: one
+:class:`StepView` for the input and one per plan step, each with the chunk values (from the trace's
+buffer snapshots, carried forward for ranks a step did not touch), the contributor sets (for the
+``"powers_of_two"`` input, read from the values' binary digits), the step's transfers (from the
+trace's send events) and a one-line title. Without snapshots (large runs) the contributor sets come
+from the symbolic holdings of ``meta["plan"]`` instead, and the note says so.
+
+Pure Python plus numpy-free helpers: no plotting library, no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..inputs import chunk_bounds, contributors
+from ..plan import Plan, holdings_after_each_step
+from ..trace import Trace
+
+OP_COLORS = {"reduce": "#d62728", "copy": "#1f77b4"}
+OTHER_OP_COLOR = "#7f7f7f"
+EMPTY_COLOR = "#e6e6e6"
+_PALE, _FULL = (255, 247, 188), (35, 139, 69)  # 1 contributor .. all contributors
+_LOW, _MID, _HIGH = (69, 117, 180), (247, 247, 247), (215, 48, 39)
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """One transfer of a step: ``src`` sent chunk ``chunk`` to ``dst``, which applied ``op``."""
+
+    src: int
+    dst: int
+    chunk: int | None
+    op: str
+    nbytes: int
+
+    def text(self) -> str:
+        sym = {"reduce": "+", "copy": "="}.get(self.op, "?")
+        where = f" c{self.chunk}" if self.chunk is not None else ""
+        return f"r{self.src}->r{self.dst}{where} {sym}"
+
+
+@dataclass
+class StepView:
+    """The state after ``step`` (``-1``: the input) and the transfers that produced it."""
+
+    step: int
+    phase: str | None
+    title: str
+    values: list[list[float | None]]  # [rank][chunk]: the chunk's first element (None: unknown)
+    masks: list[list[int | None]]  # [rank][chunk]: bitmask of contributing ranks (None: unknown)
+    arrows: list[Arrow] = field(default_factory=list)
+    changed: dict[tuple[int, int], str] = field(default_factory=dict)  # (rank, chunk) -> op
+
+
+@dataclass
+class RingFrames:
+    """All steps of a run. ``mode`` is "contributors", "value" or "symbolic"."""
+
+    world_size: int
+    num_chunks: int
+    mode: str
+    note: str
+    steps: list[StepView]
+    chunk_bytes: list[int]
+    vmin: float = 0.0
+    vmax: float = 1.0
+
+    def label(self, view: StepView, rank: int, chunk: int, compact: bool = False) -> str:
+        """Text for one cell: contributor set (or count when ``compact``), else the value."""
+        mask, value = view.masks[rank][chunk], view.values[rank][chunk]
+        if self.mode != "symbolic" and value is None and self.chunk_bytes[chunk] == 0:
+            return "0 B"
+        if self.mode == "value":
+            return "?" if value is None else f"{value:.3g}"
+        if mask is None:
+            return "?" if value is None else f"{value:.3g}"
+        if compact:
+            return str(bin(mask).count("1")) if mask else "-"
+        return ranks_text(mask)
+
+    def color(self, view: StepView, rank: int, chunk: int) -> str:
+        """Hex colour of one cell: by contributor count, or by value in "value" mode."""
+        mask, value = view.masks[rank][chunk], view.values[rank][chunk]
+        if self.mode != "value":
+            if not mask:
+                return EMPTY_COLOR
+            n = max(self.world_size - 1, 1)
+            return _mix(_PALE, _FULL, (bin(mask).count("1") - 1) / n)
+        if value is None:
+            return EMPTY_COLOR
+        span = max(abs(self.vmin), abs(self.vmax)) or 1.0
+        t = value / span
+        return _mix(_MID, _HIGH, t) if t >= 0 else _mix(_MID, _LOW, -t)
+
+    def hover(self, view: StepView, rank: int, chunk: int) -> str:
+        """Long description of one cell for hover text."""
+        mask, value = view.masks[rank][chunk], view.values[rank][chunk]
+        text = f"rank {rank}, chunk {chunk} ({self.chunk_bytes[chunk]} B)"
+        if value is not None:
+            text += f"<br>value {value:.6g}"
+        if mask is not None:
+            text += f"<br>sum of ranks {ranks_text(mask)}" if mask else "<br>holds nothing yet"
+        if (rank, chunk) in view.changed:
+            text += f"<br>changed in this step ({view.changed[(rank, chunk)]})"
+        return text
+
+    def legend_text(self) -> str:
+        """One line saying what colour and label mean."""
+        if self.mode == "value":
+            return "cell: value of the chunk's first element (blue < 0 < red)"
+        return (
+            f"cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
+            f"{self.world_size}); label: which ranks"
+        )
+
+
+def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
+    t = min(max(t, 0.0), 1.0)
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True))
+
+
+def ranks_text(mask: int) -> str:
+    """Bitmask -> compact rank set: ``0b1011`` -> ``"0-1,3"``; 0 -> ``"-"``."""
+    members = [i for i in range(mask.bit_length()) if mask >> i & 1]
+    if not members:
+        return "-"
+    runs: list[list[int]] = []
+    for m in members:
+        if runs and m == runs[-1][1] + 1:
+            runs[-1][1] = m
+        else:
+            runs.append([m, m])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _range_text(ranks: list[int]) -> str:
+    mask = sum(1 << r for r in ranks)
+    return ranks_text(mask)
+
+
+def describe_step(arrows: list[Arrow], world_size: int) -> str:
+    """A sentence for a step's transfers, e.g. "each rank sends 1 chunk to its right neighbour,
+    which adds it"."""
+    if not arrows:
+        return "no transfers"
+    ops = {a.op for a in arrows}
+    op = ops.pop() if len(ops) == 1 else "mixed"
+    verb = {"reduce": "adds it", "copy": "overwrites its copy"}.get(op, "applies it")
+    srcs = sorted({a.src for a in arrows})
+    dsts = sorted({a.dst for a in arrows})
+    n = world_size
+    if len(arrows) == n and len(srcs) == n:
+        if all(a.dst == (a.src + 1) % n for a in arrows):
+            return f"each rank sends 1 chunk to its right neighbour, which {verb}"
+        if all(a.dst == (a.src - 1) % n for a in arrows):
+            return f"each rank sends 1 chunk to its left neighbour, which {verb}"
+    chunks = sorted({a.chunk for a in arrows if a.chunk is not None})
+    what = f"chunk {_range_text(chunks)}" if chunks else "its buffer"
+    if len(dsts) == 1:
+        plural = {"reduce": "adds them", "copy": "keeps the last"}.get(op, "applies them")
+        return f"ranks {_range_text(srcs)} send {what} to rank {dsts[0]}, which {plural}"
+    if len(srcs) == 1:
+        verb = {"reduce": "add it", "copy": "overwrite their copy"}.get(op, "apply it")
+        return f"rank {srcs[0]} sends {what} to ranks {_range_text(dsts)}, which {verb}"
+    counts = {o: sum(a.op == o for a in arrows) for o in sorted({a.op for a in arrows})}
+    return f"{len(arrows)} transfers (" + ", ".join(f"{c} {o}" for o, c in counts.items()) + ")"
+
+
+def _plan(trace: Trace) -> Plan | None:
+    text = trace.meta.get("plan")
+    return Plan.from_text(text) if text else None
+
+
+def _arrows(trace: Trace, plan: Plan | None) -> dict[int, list[Arrow]]:
+    """Send events per step, with the op read from the matching recv (or else the plan)."""
+    recv_op = {}
+    for e in trace.events:
+        if e.kind == "recv":
+            recv_op[(e.peer, e.rank, e.step, e.chunk, e.tag)] = e.op
+    plan_op = {}
+    if plan is not None:
+        for i, s in enumerate(plan.steps):
+            for t in s.transfers:
+                plan_op[(t.src, t.dst, i, t.chunk)] = t.op
+    out: dict[int, list[Arrow]] = {}
+    for e in trace.events:
+        if e.kind != "send" or e.step is None or e.peer is None:
+            continue
+        op = recv_op.get((e.rank, e.peer, e.step, e.chunk, e.tag)) or plan_op.get(
+            (e.rank, e.peer, e.step, e.chunk), "?"
+        )
+        out.setdefault(e.step, []).append(Arrow(e.rank, e.peer, e.chunk, op, e.nbytes))
+    return out
+
+
+def build_frames(trace: Trace) -> RingFrames:
+    """Read a trace into one :class:`StepView` per frame (input, then each step).
+
+    Raises ValueError when the trace has neither snapshots nor ``meta["plan"]``.
+    """
+    plan = _plan(trace)
+    n = trace.world_size
+    arrows = _arrows(trace, plan)
+    steps_seen = [e.step for e in trace.events if e.step is not None]
+    steps_seen += [s.step for s in trace.snapshots]
+    num_steps = len(plan.steps) if plan else (max(steps_seen) + 1 if steps_seen else 0)
+    if plan is not None:
+        c = plan.num_chunks
+    elif trace.meta.get("chunk_bounds"):
+        c = len(trace.meta["chunk_bounds"]) - 1
+    else:
+        c = max([e.chunk for e in trace.events if e.chunk is not None], default=0) + 1
+    phase = {}
+    for e in trace.events:
+        if e.step is not None and e.phase is not None:
+            phase.setdefault(e.step, e.phase)
+    if plan is not None:
+        for i, s in enumerate(plan.steps):
+            phase.setdefault(i, s.phase)
+    chunk_bytes = list(trace.meta.get("chunk_bytes") or [0] * c)
+    pattern = trace.meta.get("input")
+    if trace.snapshots:
+        mode, note = ("contributors" if pattern == "powers_of_two" else "value"), ""
+    elif plan is not None:
+        mode, note = "symbolic", " (symbolic: this trace has no buffer snapshots)"
+    else:
+        raise ValueError(
+            "trace is not valid for the ring view: it has no snapshots and no meta['plan']"
+        )
+    grid = trace.snapshot_grid()
+    held = holdings_after_each_step(plan) if mode == "symbolic" else None
+    current: list[list[float] | None] = [None] * n
+    views: list[StepView] = []
+    per_phase_total: dict[str | None, int] = {}
+    for i in range(num_steps):
+        per_phase_total[phase.get(i)] = per_phase_total.get(phase.get(i), 0) + 1
+    per_phase_seen: dict[str | None, int] = {}
+    for i in range(-1, num_steps):
+        values: list[list[float | None]] = []
+        masks: list[list[int | None]] = []
+        for r in range(n):
+            if (r, i) in grid:
+                current[r] = grid[(r, i)]
+            row = _chunk_values(current[r], c, trace.meta.get("chunk_bounds"))
+            values.append(row)
+            if held is not None:
+                masks.append(list(held[i + 1][r]))
+            elif mode == "contributors":
+                masks.append([_mask(v) for v in row])
+            else:
+                masks.append([None] * c)
+        step_arrows = arrows.get(i, [])
+        if i < 0:
+            first = "input, before any step"
+            if pattern == "powers_of_two":
+                first = "input: rank r holds 2^r in every element, so a sum shows its ranks"
+            title = first + note
+        else:
+            p = phase.get(i)
+            per_phase_seen[p] = per_phase_seen.get(p, 0) + 1
+            head = f"{p}, step {per_phase_seen[p]} of {per_phase_total[p]}" if p else f"step {i + 1}"
+            title = f"{head}: {describe_step(step_arrows, n)}{note}"
+        changed = {(a.dst, a.chunk): a.op for a in step_arrows if a.chunk is not None}
+        views.append(StepView(i, phase.get(i), title, values, masks, step_arrows, changed))
+    known = [v for view in views for row in view.values for v in row if v is not None]
+    return RingFrames(
+        n, c, mode, note, views, chunk_bytes, min(known, default=0.0), max(known, default=1.0)
+    )
+
+
+def _chunk_values(values: list[float] | None, c: int, bounds: list[int] | None) -> list:
+    """First element of each chunk (None for an empty chunk or an unknown buffer)."""
+    if values is None:
+        return [None] * c
+    if not bounds or len(bounds) != c + 1 or bounds[-1] != len(values):
+        bounds = chunk_bounds(len(values), c)
+    return [values[bounds[k]] if bounds[k] < bounds[k + 1] else None for k in range(c)]
+
+
+def _mask(value: float | None) -> int | None:
+    if value is None:
+        return None
+    return sum(1 << r for r in contributors(value))

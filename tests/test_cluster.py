@@ -1,0 +1,135 @@
+"""The persistent engine: jobs, failures that name the rank and step, no orphans."""
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+from conftest import child_pids
+
+from edu_parallel import Cluster, ClusterClosedError, JobTimeoutError, WorkerError, demos
+
+pytestmark = pytest.mark.multiprocess
+
+
+def test_runs_many_jobs_on_the_same_processes(cluster4):
+    first = cluster4.run(demos.hello)
+    second = cluster4.run(demos.hello)
+    assert [h["rank"] for h in first.results] == [0, 1, 2, 3]
+    assert {h["world_size"] for h in first.results} == {4}
+    assert [h["pid"] for h in first.results] == [h["pid"] for h in second.results] == cluster4.pids
+    assert cluster4.start_method == "fork" and cluster4.backend == "gloo"
+
+
+def test_traced_job_records_sends_and_collectives(cluster4):
+    out = cluster4.run(demos.traced_hello, 64)
+    assert out.results == [6 * 16.0] * 4  # every rank got its left neighbour's 16 floats; summed
+    sends = out.trace.select("send")
+    assert sorted((e.rank, e.peer) for e in sends) == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert all(e.nbytes == 64 and e.end >= e.start for e in sends)
+    assert len(out.trace.select("collective")) == 4
+    assert len(out.trace.matched_transfers()) == 4
+
+
+def test_a_raising_rank_is_named_within_a_second_and_the_cluster_goes_on():
+    with Cluster(4, timeout=20) as c:
+        t = time.monotonic()
+        with pytest.raises(WorkerError) as info:
+            c.run(demos.raise_on, 2)
+        assert time.monotonic() - t < 1.0
+        err = info.value
+        assert err.rank == 2 and "rank 2 raised" in str(err) and "about to all-reduce" in err.where
+        assert "RuntimeError: rank 2 failed on purpose" in err.remote_traceback
+        assert len(c.run(demos.hello).results) == 4 and c.restarts == 1
+
+
+def test_a_killed_rank_is_named():
+    with Cluster(3, timeout=10) as c:
+        t = time.monotonic()
+        with pytest.raises(
+            WorkerError, match=r"rank 1 died \(killed by SIGKILL\).*computing before"
+        ) as info:
+            c.run(demos.die_on, 1)
+        assert info.value.rank == 1 and time.monotonic() - t < 10
+        assert [h["rank"] for h in c.run(demos.hello).results] == [0, 1, 2]
+
+
+def test_a_hang_times_out_naming_the_ranks_that_did_not_finish():
+    with Cluster(4, timeout=2) as c:
+        t = time.monotonic()
+        with pytest.raises(JobTimeoutError) as info:
+            c.run(demos.skip_collective, 3)
+        assert 2 <= time.monotonic() - t < 6
+        assert info.value.ranks == [0, 1, 2]
+        assert "all_reduce" in info.value.where[0] and "ranks [3] finished" in str(info.value)
+        assert c.run(demos.hello, timeout=5).results[3]["rank"] == 3
+
+
+def test_interrupt_stops_the_workers_and_the_next_run_restarts():
+    with Cluster(2, timeout=20) as c:
+        old = c.pids
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        t = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            c.run(demos.sleep, 30)
+        assert time.monotonic() - t < 5
+        assert not c.alive and all(pid not in child_pids() for pid in old)
+        assert [h["pid"] for h in c.run(demos.hello).results] != old
+
+
+def test_a_taken_port_fails_at_once():
+    before = set(child_pids())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        t = time.monotonic()
+        with pytest.raises(ValueError, match=f"port={port} is not valid"):
+            Cluster(2, port=port)
+        assert time.monotonic() - t < 5
+    assert set(child_pids()) - before == set()
+
+
+def test_closed_cluster_says_so():
+    c = Cluster(2)
+    c.close()
+    with pytest.raises(ClusterClosedError, match="create a new one"):
+        c.run(demos.hello)
+
+
+def test_functions_that_workers_cannot_import_are_refused(cluster2):
+    with pytest.raises(ValueError, match="fn=.*importable module"):
+        cluster2.run(lambda ctx: 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"world_size": 0}, r"world_size=0 is not valid: expected an integer in \[1, 16\]"),
+        ({"world_size": 17}, r"world_size=17"),
+        (
+            {"world_size": 2, "backend": "mpi"},
+            r"backend='mpi' is not valid: expected one of 'auto', 'gloo', 'nccl'",
+        ),
+        (
+            {"world_size": 2, "backend": "nccl"},
+            r"backend='nccl' is not valid: .*CUDA device per rank",
+        ),
+        ({"world_size": 2, "timeout": 0}, r"timeout=0 is not valid"),
+        ({"world_size": 2, "start_method": "thread"}, r"start_method='thread'"),
+    ],
+)
+def test_bad_arguments_name_parameter_and_range(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Cluster(**kwargs)
+
+
+def test_fifty_create_close_cycles_leave_no_children():
+    before = set(child_pids())
+    for _ in range(50):
+        with Cluster(2) as c:
+            assert len(c.pids) == 2
+    assert set(child_pids()) - before == set()
