@@ -289,7 +289,7 @@ def retime(trace: Trace, model: CostModel) -> Trace:
                 posted[m] += 1
                 if posted[m] == 2:
                     s, rv = events[msgs[m][0]], events[msgs[m][1]]
-                    heapq.heappush(ready, (0.0, s.rank, rv.rank, -1 if s.tag is None else s.tag, m))
+                    heapq.heappush(ready, (t, s.rank, rv.rank, -1 if s.tag is None else s.tag, m))
             if g.recvs_left == 0:
                 run_computes(g, t)
             if g.left == 0:

@@ -8,6 +8,7 @@ heights are bytes; the axis ticks read in B, KiB or MiB. Matplotlib artists carr
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..naive import naive_sent_bytes_formula
@@ -57,7 +58,7 @@ def _unit(top: float) -> tuple[float, str]:
 
 def _nice_step(top: float, unit: float) -> float:
     raw = max(top / unit / 5, 1e-9)
-    mag = 10 ** __import__("math").floor(__import__("math").log10(raw))
+    mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     return step * unit
 
@@ -68,7 +69,9 @@ def _series(trace: Trace, per_phase: bool) -> dict[str, list[int]]:
     return {"all phases": list(trace.sent_bytes())}  # type: ignore[arg-type]
 
 
-def bytes_bars(trace: Trace, formula: Formula = None, per_phase: bool = True, ax: Any = None) -> Any:
+def bytes_bars(
+    trace: Trace, formula: Formula = None, per_phase: bool = True, ax: Any = None
+) -> Any:
     """Matplotlib Figure: bytes each rank sent (stacked by phase) with the formula line(s)."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, MultipleLocator
@@ -103,7 +106,9 @@ def bytes_bars(trace: Trace, formula: Formula = None, per_phase: bool = True, ax
     ax.set_xlabel("rank")
     ax.set_ylabel(f"bytes sent ({unit_name})")
     size = format_bytes(trace.meta["nbytes"]) if "nbytes" in trace.meta else "?"
-    ax.set_title(f"{trace.meta.get('concept', 'run')}: bytes sent per rank, D = {size}", fontsize=11)
+    ax.set_title(
+        f"{trace.meta.get('concept', 'run')}: bytes sent per rank, D = {size}", fontsize=11
+    )
     ax.legend(fontsize=8, loc="upper right")
     return fig
 

@@ -42,7 +42,9 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     width_units = n * col_w
     inch = min(0.5, 13.0 / width_units)  # inches per data unit
     if ax is None:
-        fig = Figure(figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained")
+        fig = Figure(
+            figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained"
+        )
         ax = fig.add_subplot()
     fig = ax.figure
     box_pt = inch * 72

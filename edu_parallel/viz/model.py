@@ -260,7 +260,9 @@ def build_frames(trace: Trace) -> RingFrames:
         else:
             p = phase.get(i)
             per_phase_seen[p] = per_phase_seen.get(p, 0) + 1
-            head = f"{p}, step {per_phase_seen[p]} of {per_phase_total[p]}" if p else f"step {i + 1}"
+            head = (
+                f"{p}, step {per_phase_seen[p]} of {per_phase_total[p]}" if p else f"step {i + 1}"
+            )
             title = f"{head}: {describe_step(step_arrows, n)}{note}"
         changed = {(a.dst, a.chunk): a.op for a in step_arrows if a.chunk is not None}
         views.append(StepView(i, phase.get(i), title, values, masks, step_arrows, changed))

@@ -72,6 +72,7 @@ class RingPlayer:
         self.drawing = RingDrawing(self.trace)
         self.state.num_frames = len(self.drawing)
         self.figure: Any = None
+        self._syncing = False
         last = len(self.drawing) - 1
         self.play = w.Play(value=0, min=0, max=last, step=1, interval=1000, description="play")
         self.step_slider = w.IntSlider(value=0, min=0, max=last, description="step",
@@ -104,7 +105,7 @@ class RingPlayer:
     def _go(self, step: int) -> None:
         """Move to frame ``step`` (clamped), keeping slider and play button in sync."""
         step = min(max(int(step), 0), len(self.drawing) - 1)
-        if step == self.state.step and self.figure is not None:
+        if self._syncing or (step == self.state.step and self.figure is not None):
             return
         self.state.step = step
         for widget in (self.step_slider, self.play):
@@ -123,11 +124,13 @@ class RingPlayer:
         self.drawing = RingDrawing(self.trace)
         new.num_frames = len(self.drawing)
         self.state = new
-        last = len(self.drawing) - 1
-        for widget in (self.step_slider, self.play):
-            widget.value = min(widget.value, last)
-            widget.max = last
-            widget.value = 0
+        self._syncing = True
+        try:
+            for widget in (self.step_slider, self.play):
+                widget.value = 0
+                widget.max = len(self.drawing) - 1
+        finally:
+            self._syncing = False
         self._describe_run()
         self.render()
 

@@ -240,5 +240,7 @@ def ring_step_figure(trace: Trace, step: int, title: str | None = None) -> Any:
     """A plotly figure of one frame: ``step=0`` the input, ``step=k`` after the k-th step."""
     drawing = RingDrawing(trace, title)
     if not 0 <= step < len(drawing):
-        raise ValueError(f"step={step!r} is not valid: expected an integer in [0, {len(drawing) - 1}]")
+        raise ValueError(
+            f"step={step!r} is not valid: expected an integer in [0, {len(drawing) - 1}]"
+        )
     return drawing.figure(step)

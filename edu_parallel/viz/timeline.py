@@ -32,9 +32,10 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
     events = [e for e in trace.events if e.kind in KINDS]
     rows = sorted({(e.rank, KINDS.index(e.kind)) for e in events})
     names = [f"r{r} {KINDS[k]}" for r, k in rows]
-    phases = trace.phases() or ["-"]
+    phases = trace.phases()
+    phases += ["-"] if "-" not in phases else []  # events without a phase
     fig = go.Figure()
-    for i, phase in enumerate(phases + ["-"] if "-" not in phases else phases):
+    for i, phase in enumerate(phases):
         mine = [e for e in events if (e.phase or "-") == phase]
         if not mine:
             continue
