@@ -232,3 +232,24 @@ def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
     lines.append(f"time {report.time_s * 1e3:.3f} ms   algbw {report.algbw_gbps:.4g} GB/s   "
                  f"busbw {report.busbw_gbps:.4g} GB/s (algbw * 2(N-1)/N, nccl-tests)")  # fmt: skip
     return "\n".join(lines)
+
+
+def cluster_runner(
+    cluster: Any, algo: str = "ring", dtype: str = "int64", pattern: str = "powers_of_two"
+) -> Callable[[int, int], Trace]:
+    """``runner(world_size, nbytes) -> Trace`` on real ranks, for players and predict-then-run quizzes.
+
+    Uses ``cluster`` when the world size matches; otherwise starts a short-lived Cluster of that
+    size (about 0.1 s with fork) and closes it after the run.
+    """
+    check_choice("algo", algo, ALGOS)
+
+    def runner(world_size: int, nbytes: int) -> Trace:
+        if world_size == cluster.world_size:
+            return run_allreduce(cluster, nbytes, dtype, algo, pattern).trace
+        from .cluster import Cluster
+
+        with Cluster(world_size, cluster.backend, timeout=cluster.timeout) as other:
+            return run_allreduce(other, nbytes, dtype, algo, pattern).trace
+
+    return runner

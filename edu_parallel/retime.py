@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import bad_value, check_choice, check_int, check_positive
@@ -86,20 +86,18 @@ class CostModel:
         return abs(event.nbytes) / rate if rate else 0.0
 
 
-# Bandwidths are per direction, from the vendors' datasheets. Latencies are order-of-magnitude
+# Bandwidths are per direction, from the datasheets named in ``source``: NVIDIA H100 (NVLink 4,
+# 900 GB/s = 450 GB/s each way), NVIDIA A100 (NVLink 3, 600 GB/s = 300 each way), PCI-SIG PCIe 5.0
+# (32 GT/s x 16 lanes, 128b/130b = ~63 GB/s each way), NVIDIA ConnectX-7 (IB NDR 400 Gb/s =
+# 50e9 B/s) and ConnectX-8 (IB XDR 800 Gb/s = 100e9 B/s). Latencies are order-of-magnitude
 # assumptions (hardware plus library overhead per message, a few microseconds), not measurements.
 LINKS: dict[str, Link] = {
     link.name: link
     for link in (
-        # NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s (SXM5) = 450 GB/s each way.
         Link("nvlink4-h100", 2e-6, 450e9, "NVIDIA H100 datasheet: NVLink 4, 900 GB/s bidirectional per GPU"),
-        # NVIDIA A100 Tensor Core GPU datasheet: NVLink 600 GB/s = 300 GB/s each way.
         Link("nvlink3-a100", 2e-6, 300e9, "NVIDIA A100 datasheet: NVLink 3, 600 GB/s bidirectional per GPU"),
-        # PCI-SIG PCIe 5.0: 32 GT/s x 16 lanes, 128b/130b encoding = ~63 GB/s each way.
         Link("pcie5-x16", 3e-6, 32e9 * 16 * 128 / 130 / 8, "PCI-SIG PCIe 5.0 base spec: 32 GT/s per lane, 128b/130b, x16"),
-        # NVIDIA ConnectX-7 / Quantum-2 datasheets: InfiniBand NDR 400 Gb/s per port = 50e9 B/s.
         Link("ib-ndr-400", 5e-6, 400e9 / 8, "NVIDIA ConnectX-7 datasheet: InfiniBand NDR 400 Gb/s per port"),
-        # NVIDIA ConnectX-8 / Quantum-X800 datasheets: InfiniBand XDR 800 Gb/s per port = 100e9 B/s.
         Link("ib-xdr-800", 5e-6, 800e9 / 8, "NVIDIA ConnectX-8 datasheet: InfiniBand XDR 800 Gb/s per port"),
     )
 }  # fmt: skip
@@ -344,13 +342,10 @@ def retime(trace: Trace, model: CostModel) -> Trace:
             f"rank {r} at {events[groups[r][at[r]].members[0]].line()}" for r in stuck
         )
         raise ValueError(f"trace cannot be retimed: it deadlocks when each group's sends wait for their recvs ({where}); give events that overlap the same step")  # fmt: skip
-    link = model.link
     return trace.with_times(
-        times, retimed_with=link.name, time_unit="s", source="retime",
+        times, retimed_with=model.link.name, time_unit="s", source="retime",
         retimed_from=trace.meta.get("source"),
-        cost_model={"link": link.name, "alpha_s": link.alpha_s, "bandwidth_Bps": link.bandwidth_Bps,
-                    "link_source": link.source, "reduce_Bps": model.reduce_Bps,
-                    "compute_Bps": model.compute_Bps},
+        cost_model={**asdict(model.link), "reduce_Bps": model.reduce_Bps, "compute_Bps": model.compute_Bps},
     )  # fmt: skip
 
 

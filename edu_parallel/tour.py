@@ -36,7 +36,7 @@ def ascii_steps(trace) -> list[str]:
 
 def run_tour(world_size: int = 4, interactive: bool | None = None, print_fn=print) -> int:
     from . import demos
-    from .allreduce import run_allreduce
+    from .allreduce import cluster_runner, run_allreduce
     from .cluster import Cluster
     from .errors import WorkerError
     from .quiz.banks import tour_quiz
@@ -78,9 +78,9 @@ def run_tour(world_size: int = 4, interactive: bool | None = None, print_fn=prin
         say(
             f"   ... and the cluster goes on: {len(cluster.run(demos.hello).results)} ranks answer."
         )
-    say("\n5. Quiz")
-    quiz = tour_quiz()
-    run_in_terminal(quiz, print_fn=say, interactive=interactive)
+        say("\n5. Quiz (the predict-then-run question runs on these ranks)")
+        quiz = tour_quiz(runner=cluster_runner(cluster, pattern="random", dtype="float32"))
+        run_in_terminal(quiz, print_fn=say, interactive=interactive)
     say(
         "\nNext: `edu-parallel lab` opens the lessons; `edu-parallel run ring --help` shows the options."
     )

@@ -101,7 +101,7 @@ def bytes_bars(
     unit, unit_name = _unit(top)
     ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top, unit)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / unit:g} {unit_name}"))
-    ax.set_ylim(0, top * 1.15)
+    ax.set_ylim(0, top * 1.4)  # room for the legend above the bars
     ax.set_xticks(range(n), [f"r{r}" for r in range(n)])
     ax.set_xlabel("rank")
     ax.set_ylabel(f"bytes sent ({unit_name})")

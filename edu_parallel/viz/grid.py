@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..trace import Trace
-from .model import OP_COLORS, Arrow, build_frames
+from .model import OP_COLORS, Arrow, build_frames, text_color
 
 _COL_GAP = 1.4  # data units between ranks
 _ROW_H = 2.3  # box (1) + transfer text + gap
@@ -26,7 +26,7 @@ def _sent_text(arrows: list[Arrow]) -> str:
     for (chunk, op), dsts in groups.items():
         sym = {"reduce": "+", "copy": "="}.get(op, "?")
         where = f" c{chunk}" if chunk is not None else ""
-        parts.append(f"\u2192r{','.join(map(str, sorted(dsts)))}{where} {sym}")
+        parts.append(f"\u2192{','.join(f'r{d}' for d in sorted(dsts))}{where} {sym}")
     return "; ".join(parts)
 
 
@@ -40,7 +40,7 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     n, c, rows = fr.world_size, fr.num_chunks, len(fr.steps)
     col_w = c + _COL_GAP
     width_units = n * col_w
-    inch = min(0.5, 13.0 / width_units)  # inches per data unit
+    inch = min(0.5, max(0.075, 13.0 / width_units))  # inches per data unit (16 ranks: ~20in)
     if ax is None:
         fig = Figure(
             figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained"
@@ -48,11 +48,12 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
         ax = fig.add_subplot()
     fig = ax.figure
     box_pt = inch * 72
+    font = min(9.0, box_pt * 0.55)
+    gap_pt = (_ROW_H - 1.2) * box_pt  # room for the transfer text under a row of boxes
     compact = any(
-        len(fr.label(v, r, k)) * 0.62 * 9 > box_pt * 0.9
+        len(fr.label(v, r, k)) * 0.62 * font > box_pt * 0.9
         for v in fr.steps for r in range(n) for k in range(c)
     )  # fmt: skip
-    font = min(9.0, box_pt * 0.9 / (0.62 * (2 if compact else 1) + 1e-9), box_pt * 0.55)
     for i, view in enumerate(fr.steps):
         y0 = -i * _ROW_H
         for r in range(n):
@@ -62,15 +63,17 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
                 ax.add_patch(
                     Rectangle((x0 + k, y0), 1, 1, facecolor=fr.color(view, r, k),
                               edgecolor=OP_COLORS.get(op, "#777777") if op else "#777777",
-                              linewidth=2.2 if op else 0.6, gid="cell")
+                              linewidth=min(2.2, box_pt / 6) if op else min(0.6, box_pt / 15),
+                              gid="cell")
                 )  # fmt: skip
                 if font >= 4:
                     ax.text(x0 + k + 0.5, y0 + 0.5, fr.label(view, r, k, compact), ha="center",
-                            va="center", fontsize=font, gid="label")  # fmt: skip
+                            va="center", fontsize=font, gid="label",
+                            color=text_color(fr.color(view, r, k)))  # fmt: skip
             sent = [a for a in view.arrows if a.src == r]
             if sent:
                 text = _sent_text(sent)
-                size = min(8.0, max(4.0, col_w * box_pt / (0.62 * len(text) + 1)))
+                size = min(8.0, gap_pt, col_w * box_pt / (0.62 * len(text) + 1))
                 ax.text(x0 + c / 2, y0 - 0.15, text, ha="center", va="top", fontsize=size,
                         color=OP_COLORS.get(sent[0].op, "#444444"), gid="transfer")  # fmt: skip
     ax.set_xlim(-0.3, width_units - _COL_GAP + 0.3)
@@ -80,7 +83,7 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     ax.set_yticks(
         [-i * _ROW_H + 0.5 for i in range(rows)], [_row_label(fr.steps, i) for i in range(rows)]
     )
-    ax.tick_params(length=0, labelsize=9)
+    ax.tick_params(length=0, labelsize=min(9.0, 0.8 * _ROW_H * box_pt))
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_aspect("equal")
@@ -91,7 +94,9 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
         Line2D([], [], color=OP_COLORS["copy"], lw=2.2, label="changed by copy (=: overwrites)"),
         Patch(facecolor="none", edgecolor="none", label=fr.legend_text()),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    wide = fig.get_figwidth() >= 11
+    fig.legend(handles=handles, loc="outside lower center", ncols=3 if wide else 1, fontsize=8,
+               frameon=False)  # fmt: skip
     return fig
 
 

@@ -121,6 +121,12 @@ def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True))
 
 
+def text_color(background: str) -> str:
+    """Black or white, whichever reads better on a ``#rrggbb`` background."""
+    r, g, b = (int(background[i : i + 2], 16) for i in (1, 3, 5))
+    return "#111111" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
+
+
 def ranks_text(mask: int) -> str:
     """Bitmask -> compact rank set: ``0b1011`` -> ``"0-1,3"``; 0 -> ``"-"``."""
     members = [i for i in range(mask.bit_length()) if mask >> i & 1]

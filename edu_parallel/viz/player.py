@@ -120,8 +120,13 @@ class RingPlayer:
         except ValueError as err:
             self.status.value = f"<b style='color:#b00'>{err}</b>"
             return
-        self.trace = self.runner(new.world_size, new.nbytes)
-        self.drawing = RingDrawing(self.trace)
+        try:
+            trace = self.runner(new.world_size, new.nbytes)
+            drawing = RingDrawing(trace)
+        except Exception as err:  # shown in the widget: a click handler's error is easy to miss
+            self.status.value = f"<b style='color:#b00'>run failed: {type(err).__name__}: {err}</b>"
+            return
+        self.trace, self.drawing = trace, drawing
         new.num_frames = len(self.drawing)
         self.state = new
         self._syncing = True

@@ -14,10 +14,11 @@ Cell ``customdata`` is ``[rank, chunk, value]``; arrow-head ``customdata`` is
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from ..trace import Trace
-from .model import OP_COLORS, Arrow, RingFrames, StepView, build_frames
+from .model import OP_COLORS, Arrow, RingFrames, StepView, build_frames, text_color
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
 _MARGIN = dict(l=20, r=20, t=110, b=70)
@@ -37,11 +38,15 @@ class RingDrawing:
              self.radius * math.sin(math.pi / 2 - 2 * math.pi * r / n))
             for r in range(n)
         ]  # fmt: skip
-        self.half_span = self.radius + c / 2 + 1.2
+        self.half_span = self.radius + c / 2 + 1.2  # x: rows stick out sideways
+        self.half_height = self.radius + 1.8  # y: a row plus its rank name
         self.width = int(min(1150, 560 + 36 * n + 6 * n * c))
         plot_px = self.width - _MARGIN["l"] - _MARGIN["r"]
         self.cell_px = 0.92 * plot_px / (2 * self.half_span)
+        self.plot_height = round(plot_px * self.half_height / self.half_span)
         self.label_compact, self.font_px = self._fit_labels()
+        lines = max(self.title(i).count("<br>") + 1 for i in range(len(self)))
+        self.margin = dict(_MARGIN, t=48 + 21 * lines)  # title lines, then the colour key
 
     def __len__(self) -> int:
         return len(self.frames.steps)
@@ -67,30 +72,32 @@ class RingDrawing:
         return True, font if font >= 6 else 0.0
 
     def _curve(self, a: Arrow) -> tuple[list[float], list[float]]:
-        """Points of a curved arrow from the source cell to just before the destination cell."""
+        """Points of an arrow from the source cell to the destination cell, leaving and entering
+        the (horizontal) rows vertically so it does not cross other cells; ends cut short."""
         k = a.chunk if a.chunk is not None else (self.frames.num_chunks - 1) / 2
         x0, y0 = self.cell_xy(a.src, k)  # type: ignore[arg-type]
-        x1, y1 = self.cell_xy(a.dst, k)  # type: ignore[arg-type]
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        bend = 0.18 * math.hypot(x1 - x0, y1 - y0)
-        norm = math.hypot(mx, my) or 1.0
-        qx, qy = mx - bend * mx / norm, my - bend * my / norm  # pulled toward the centre
-        pts = [
-            ((1 - t) ** 2 * x0 + 2 * (1 - t) * t * qx + t**2 * x1,
-             (1 - t) ** 2 * y0 + 2 * (1 - t) * t * qy + t**2 * y1)
-            for t in (i / 16 for i in range(17))
-        ]  # fmt: skip
-        cut = 0.75  # keep the ends outside both cells
+        x3, y3 = self.cell_xy(a.dst, k)  # type: ignore[arg-type]
+        up0 = _sign(y3 - y0) or -_sign(y0) or 1.0
+        up3 = _sign(y0 - y3) or -_sign(y3) or 1.0
+        h = 0.8 + 0.4 * abs(y3 - y0) + (0.15 * abs(x3 - x0) if abs(y3 - y0) < 1 else 0.0)
+        x1, y1, x2, y2 = x0, y0 + up0 * h, x3, y3 + up3 * h
+        pts = []
+        for i in range(25):
+            t = i / 24
+            u = 1 - t
+            pts.append((u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
+                        u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3))  # fmt: skip
+        cut = 0.72  # keep the ends outside both cells
         while len(pts) > 3 and math.dist(pts[0], (x0, y0)) < cut:
             pts.pop(0)
-        while len(pts) > 3 and math.dist(pts[-1], (x1, y1)) < cut:
+        while len(pts) > 3 and math.dist(pts[-1], (x3, y3)) < cut:
             pts.pop()
         return [p[0] for p in pts], [p[1] for p in pts]
 
     # ----------------------------------------------------------------- per-step traces
     def title(self, index: int) -> str:
         """The figure title of frame ``index`` (0 = input)."""
-        text = self.frames.steps[index].title
+        text = "<br>".join(textwrap.wrap(self.frames.steps[index].title, self.width // 8))
         return f"<b>{self.user_title}</b><br>{text}" if self.user_title else text
 
     def traces(self, index: int) -> list[Any]:
@@ -98,7 +105,7 @@ class RingDrawing:
         import plotly.graph_objects as go
 
         fr, view = self.frames, self.frames.steps[index]
-        xs, ys, colors, texts, hovers, data, edge, width = [], [], [], [], [], [], [], []
+        xs, ys, colors, texts, hovers, data, edge, width, ink = [], [], [], [], [], [], [], [], []
         for r in range(fr.world_size):
             for k in range(fr.num_chunks):
                 x, y = self.cell_xy(r, k)
@@ -106,6 +113,7 @@ class RingDrawing:
                 ys.append(y)
                 colors.append(fr.color(view, r, k))
                 texts.append(fr.label(view, r, k, self.label_compact) if self.font_px else "")
+                ink.append(text_color(colors[-1]))
                 hovers.append(fr.hover(view, r, k))
                 data.append([r, k, view.values[r][k]])
                 op = view.changed.get((r, k))
@@ -113,7 +121,7 @@ class RingDrawing:
                 width.append(3.5 if op else 1.0)
         cells = go.Scatter(
             x=xs, y=ys, mode="markers+text", text=texts, hovertext=hovers, hoverinfo="text",
-            customdata=data, textfont=dict(size=self.font_px or 1, color="#111111"),
+            customdata=data, textfont=dict(size=self.font_px or 1, color=ink),
             marker=dict(symbol="square", size=self.cell_px, color=colors,
                         line=dict(color=edge, width=width)),
             name="chunks", showlegend=False,
@@ -126,8 +134,8 @@ class RingDrawing:
             if fr.world_size <= 8:
                 for a in arrows:
                     px, py = self._curve(a)
-                    lx.append(px[len(px) // 2])
-                    ly.append(py[len(py) // 2])
+                    lx.append(px[len(px) * 2 // 5])  # off-centre: crossing arrows keep apart
+                    ly.append(py[len(py) * 2 // 5])
                     lt.append(a.text().split(" ", 1)[1] if a.chunk is not None else "")
         out.append(
             go.Scatter(x=lx, y=ly, mode="text", text=lt, hoverinfo="skip", showlegend=False,
@@ -166,19 +174,21 @@ class RingDrawing:
         import plotly.graph_objects as go
 
         xs = [c[0] for c in self.centers]
-        ys = [c[1] + 0.95 for c in self.centers]
+        ys = [c[1] + (-1.0 if c[1] < -1e-6 else 1.0) for c in self.centers]  # outward
         text = [f"<b>rank {r}</b>" for r in range(self.frames.world_size)]
         return [go.Scatter(x=xs, y=ys, mode="text", text=text, hoverinfo="skip",
                            showlegend=False, textfont=dict(size=13), name="ranks")]  # fmt: skip
 
     def layout(self, index: int) -> dict[str, Any]:
         """Fixed axes (equal scale), size, title of frame ``index`` and the colour key."""
-        span = [-self.half_span, self.half_span]
-        axis = dict(range=span, visible=False, fixedrange=True)
+        axis = dict(range=[-self.half_span, self.half_span], visible=False, fixedrange=True)
         return dict(
-            title=dict(text=self.title(index), x=0.5, xanchor="center", font=dict(size=15)),
-            width=self.width, height=self.width + _MARGIN["t"] + _MARGIN["b"] - 40,
-            margin=_MARGIN, xaxis=axis, yaxis=dict(axis, scaleanchor="x", scaleratio=1),
+            title=dict(text=self.title(index), x=0.5, xanchor="center", y=0.99, yanchor="top",
+                       yref="container", font=dict(size=15)),
+            width=self.width, height=self.plot_height + self.margin["t"] + self.margin["b"],
+            margin=self.margin,
+            xaxis=axis, yaxis=dict(axis, range=[-self.half_height, self.half_height],
+                                   scaleanchor="x", scaleratio=1),
             plot_bgcolor="white", legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02),
             annotations=[dict(text=self.frames.legend_text(), xref="paper", yref="paper",
                               x=0.5, y=1.0, xanchor="center", yanchor="bottom",
@@ -218,8 +228,12 @@ class RingDrawing:
                                                                           redraw=True))])
                                  for name in names])],
         )  # fmt: skip
-        fig.update_layout(margin=dict(_MARGIN, b=130), height=fig.layout.height + 60)
+        fig.update_layout(margin=dict(self.margin, b=130), height=fig.layout.height + 60)
         return fig
+
+
+def _sign(v: float) -> float:
+    return 0.0 if abs(v) < 1e-9 else math.copysign(1.0, v)
 
 
 def _frame_name(view: StepView) -> str:

@@ -1,0 +1,145 @@
+"""Engine speed goals, measured in one run and printed as a table (goals, not tests).
+
+    python benchmarks/bench_engine.py [--quick]
+
+1. A 4-rank cluster ready (fork): <= 0.2 s, and >= 15x faster than torch.multiprocessing.spawn
+   starting and joining a 4-rank group for one run.
+2. Empty-job round trip on a live cluster: <= 1 ms (median).
+3. Hand ring all-reduce busbw / dist.all_reduce busbw at 1 KiB, 1 MiB, 64 MiB for w = 2, 4:
+   >= 0.9x at 64 MiB with tracing off, >= 0.85x with tracing on.
+4. Unique memory per worker (USS: private pages, from /proc/PID/smaps_rollup): <= 50 MiB.
+Timing on a shared 2-core machine is noisy: ratios are measured back to back in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+
+from edu_parallel import Cluster, demos
+from edu_parallel.benchjobs import time_allreduce
+from edu_parallel.metrics import busbw_gbps
+
+
+def _spawned_rank(rank: int, world_size: int, port: int) -> None:
+    store = dist.TCPStore(
+        "127.0.0.1", port, world_size, is_master=rank == 0, timeout=timedelta(seconds=60)
+    )
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def spawn_run_s(world_size: int) -> float:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = time.perf_counter()
+    tmp.spawn(_spawned_rank, args=(world_size, port), nprocs=world_size, join=True)
+    return time.perf_counter() - t
+
+
+def uss_mib(pid: int) -> float:
+    fields = {}
+    for line in open(f"/proc/{pid}/smaps_rollup"):
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].endswith(":"):
+            fields[parts[0][:-1]] = int(parts[1])
+    return (fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    a = ap.parse_args()
+    reps = 3 if a.quick else 7
+    rows: list[tuple[str, str, str, str]] = []
+
+    ready = []
+    for _ in range(reps):
+        with Cluster(4) as c:
+            ready.append(c.startup_s)
+    spawn = [spawn_run_s(4) for _ in range(2 if a.quick else 3)]
+    ready_s, spawn_s = statistics.median(ready), statistics.median(spawn)
+    rows.append(
+        ("4-rank cluster ready (fork)", f"{ready_s:.3f} s", "<= 0.2 s", _ok(ready_s <= 0.2))
+    )
+    rows.append(("mp.spawn 4 ranks, one run", f"{spawn_s:.3f} s", "", ""))
+    rows.append(
+        (
+            "speed-up vs mp.spawn",
+            f"{spawn_s / ready_s:.1f}x",
+            ">= 15x",
+            _ok(spawn_s / ready_s >= 15),
+        )
+    )
+
+    with Cluster(4) as c:
+        for _ in range(20):
+            c.run(demos.empty)
+        trips = []
+        for _ in range(300):
+            t = time.perf_counter()
+            c.run(demos.empty)
+            trips.append(time.perf_counter() - t)
+        rt = statistics.median(trips)
+        rows.append(
+            ("empty-job round trip (4 ranks)", f"{rt * 1e3:.3f} ms", "<= 1 ms", _ok(rt <= 1e-3))
+        )
+        uss = [uss_mib(pid) for pid in c.pids]
+        rows.append(
+            (
+                "unique memory per worker (max)",
+                f"{max(uss):.1f} MiB",
+                "<= 50 MiB",
+                _ok(max(uss) <= 50),
+            )
+        )
+
+    for w in (2, 4):
+        with Cluster(w, timeout=300) as c:
+            for size, label in ((1024, "1 KiB"), (1 << 20, "1 MiB"), (64 << 20, "64 MiB")):
+                iters = 3 if size >= 64 << 20 else 20
+                med = {}
+                for impl, traced in (("builtin", False), ("ring", False), ("ring", True)):
+                    per_rank = c.run(time_allreduce, size, iters, impl, trace=traced).results
+                    med[(impl, traced)] = statistics.median(
+                        max(ts) for ts in zip(*per_rank, strict=True)
+                    )
+                bw = {k: busbw_gbps("all_reduce", w, size, v) for k, v in med.items()}
+                for traced, goal in ((False, 0.9), (True, 0.85)):
+                    ratio = bw[("ring", traced)] / bw[("builtin", False)]
+                    check = f">= {goal}x" if size == 64 << 20 else ""
+                    rows.append((
+                        f"ring/builtin busbw w={w} {label} trace {'on' if traced else 'off'}",
+                        f"{ratio:.2f}x ({bw[('ring', traced)]:.3f} vs {bw[('builtin', False)]:.3f} GB/s)",
+                        check, _ok(ratio >= goal) if check else "",
+                    ))  # fmt: skip
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+          f"Python {platform.python_version()}, torch {torch.__version__}")  # fmt: skip
+    print()
+    print(f"| {'measure':<44} | {'value':<34} | {'goal':<9} | ok |")
+    print(f"|{'-' * 46}|{'-' * 36}|{'-' * 11}|----|")
+    for name, value, goal, ok in rows:
+        print(f"| {name:<44} | {value:<34} | {goal:<9} | {ok:<2} |")
+    sys.stdout.flush()
+
+
+def _ok(flag: bool) -> str:
+    return "yes" if flag else "NO"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""The command line: readable tables, JSON, one-line errors, torchrun, traces on disk."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from edu_parallel.trace import Trace
+
+pytestmark = pytest.mark.multiprocess
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, timeout=90, env=None):
+    return subprocess.run([sys.executable, "-m", "edu_parallel", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)  # fmt: skip
+
+
+def test_run_ring_json_has_the_documented_keys():
+    out = cli("run", "ring", "--world-size", "3", "--size", "1KiB", "--dtype", "int64", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("concept", "world_size", "nbytes", "dtype", "per_rank_sent_bytes", "formula_sent_bytes",
+                "matches_builtin", "steps", "time_s", "algbw_gbps", "busbw_gbps", "per_rank_recv_bytes", "algo"):  # fmt: skip
+        assert key in data
+    assert data["world_size"] == 3 and data["nbytes"] == 1024 and data["dtype"] == "int64"
+    assert data["matches_builtin"] is True and data["steps"] == 4 and data["algo"] == "ring"
+    assert data["formula_sent_bytes"] == pytest.approx(2 * 2 / 3 * 1024)
+    assert all(abs(s - data["formula_sent_bytes"]) < 1024 / 3 for s in data["per_rank_sent_bytes"])
+    assert data["busbw_gbps"] == pytest.approx(data["algbw_gbps"] * 4 / 3)
+
+
+def test_run_prints_a_step_table_and_writes_traces(tmp_path):
+    trace, chrome = tmp_path / "t.json", tmp_path / "c.json"
+    out = cli("run", "allreduce", "--algo", "naive", "--world-size", "4", "--size", "4096",
+              "--trace", str(trace), "--chrome-trace", str(chrome))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "matches dist.all_reduce: yes" in out.stdout and "busbw" in out.stdout
+    assert "   0  reduce" in out.stdout and "   1  broadcast" in out.stdout
+    t = Trace.load(trace)
+    assert t.sent_bytes() == [3 * 4096, 4096, 4096, 4096]
+    assert len(json.loads(chrome.read_text())["traceEvents"]) > len(t.events)
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (
+            ["run", "ring", "--world-size", "0"],
+            "world_size=0 is not valid: expected an integer in [1, 16]",
+        ),
+        (["run", "ring", "--world-size", "99"], "world_size=99"),
+        (["run", "ring", "--size", "0"], "size='0' is not valid"),
+        (["run", "ring", "--size", "lots"], "size='lots' is not valid"),
+        (
+            ["run", "ring", "--dtype", "float8"],
+            "dtype='float8' is not valid: expected one of float32",
+        ),
+        (["run", "ring", "--backend", "mpi"], "backend='mpi' is not valid"),
+        (["run", "ring", "--backend", "nccl"], "CUDA device per rank"),
+        (
+            ["run", "allreduce", "--algo", "magic"],
+            "algo='magic' is not valid: expected one of 'ring', 'naive'",
+        ),
+        (["run", "teleport"], "invalid choice: 'teleport'"),
+        (["plan", "magic"], "algo='magic'"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args, expected):
+    out = cli(*args)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and expected in out.stderr and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: ")
+
+
+def test_plan_prints_text_and_grid():
+    out = cli("plan", "ring", "--world-size", "3")
+    assert out.returncode == 0
+    assert out.stdout.startswith(
+        "plan ring_allreduce all_reduce n=3 chunks=3\nreduce-scatter | 0>1:c0+"
+    )
+    assert "valid: it computes all_reduce in 4 steps" in out.stdout
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "torchrun")), reason="torchrun not installed")  # fmt: skip
+def test_the_same_concept_runs_under_torchrun(tmp_path):
+    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
+    trace = tmp_path / "tr.json"
+    out = subprocess.run(
+        [torchrun, "--standalone", "--nproc-per-node", "2", "-m", "edu_parallel", "run", "ring",
+         "--size", "64KiB", "--json", "--trace", str(trace)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    assert len(lines) == 1  # rank 0 reports, rank 1 stays quiet
+    data = json.loads(lines[0])
+    assert (
+        data["world_size"] == 2
+        and data["matches_builtin"]
+        and data["per_rank_sent_bytes"] == [65536, 65536]
+    )
+    t = Trace.load(trace)
+    assert t.meta["source"] == "torchrun" and {e.rank for e in t.events} == {0, 1}
+
+
+def test_tour_runs_in_the_terminal_without_input():
+    out = cli("tour", "--no-input", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "matches dist.all_reduce: True" in out.stdout
+    assert "rank 1 raised" in out.stdout and "Answer:" in out.stdout
+    assert "s5  all r0 [0123] [0123] [0123] [0123]" in out.stdout
+
+
+def test_console_script_is_installed():
+    scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
+    assert scripts.get("edu-parallel") == "edu_parallel.cli:main"
