@@ -39,8 +39,6 @@ _EXPORTS = {
     "run_plan": "execute",
     "run_allreduce": "allreduce",
     "AllReduceReport": "allreduce",
-    "simulate": "simulate",
-    "retime": "retime",
     "CostModel": "retime",
     "Link": "retime",
     "LINKS": "retime",
@@ -56,7 +54,12 @@ _EXPORTS = {
     "TorchrunExecutor": "launch",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "retime", "simulate"])
+
+# These two functions share their module's name, and importing a submodule sets the package
+# attribute to the module; importing them here (both are pure Python, no torch) keeps the function.
+from .retime import retime as retime  # noqa: E402
+from .simulate import simulate as simulate  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

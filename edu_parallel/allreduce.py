@@ -36,7 +36,13 @@ def formula_sent_bytes(algo: str, world_size: int, nbytes: int) -> list[float]:
 
 
 def allreduce_job(
-    ctx: Any, nbytes: int, dtype: str, algo: str, pattern: str, seed: int
+    ctx: Any,
+    nbytes: int,
+    dtype: str,
+    algo: str,
+    pattern: str,
+    seed: int,
+    segment_bytes: int = 4 << 20,
 ) -> dict[str, Any]:
     """On one rank: input, builtin reference (untraced), then the plan, traced and timed."""
     import torch
@@ -57,7 +63,7 @@ def allreduce_job(
         dist.all_reduce(reference)
     ctx.barrier()
     start = ctx.tracer.now()
-    run_plan(ctx, plan, x)
+    run_plan(ctx, plan, x, segment_bytes)
     end = ctx.tracer.now()
     if dtype in INTEGER_DTYPES:
         matches = bool(torch.equal(x, reference))
@@ -104,19 +110,23 @@ class AllReduceReport:
 
 
 def run_allreduce(cluster: Any, size: int | str = "1MiB", dtype: str = "float32", algo: str = "ring",
-                  pattern: str = "random", seed: int = 0, trace: bool = True) -> AllReduceReport | None:  # fmt: skip
+                  pattern: str = "random", seed: int = 0, trace: bool = True,
+                  segment_bytes: int = 4 << 20) -> AllReduceReport | None:  # fmt: skip
     """Run an all-reduce of ``size`` bytes per rank on ``cluster`` and measure it.
 
     ``cluster`` is a Cluster or a TorchrunExecutor (then only rank 0 gets a report, others None).
     ``pattern="powers_of_two"`` makes every partial sum readable as a set of ranks (animation).
     With ``trace=False`` nothing is recorded and the byte counts come from the plan.
+    Messages above ``segment_bytes`` travel in pieces so reduction overlaps transfer; the trace
+    still records one message per planned transfer.
     """
     nbytes = parse_size(size)
     check_dtype(dtype)
     check_choice("algo", algo, ALGOS)
     check_choice("pattern", pattern, PATTERNS)
     seed = check_int("seed", seed, 0)
-    out = cluster.run(allreduce_job, nbytes, dtype, algo, pattern, seed, trace=trace)
+    segment_bytes = check_int("segment_bytes", segment_bytes, 1)
+    out = cluster.run(allreduce_job, nbytes, dtype, algo, pattern, seed, segment_bytes, trace=trace)
     if out is None:  # a non-zero rank under torchrun: rank 0 reports
         return None
     return report_from_run(

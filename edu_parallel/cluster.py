@@ -216,6 +216,14 @@ class Cluster:
         self._kill()
         self._state = "closed"
 
+    def __del__(self) -> None:  # a notebook cell re-run rebinds `cluster`: stop the old workers
+        try:
+            if self._state != "closed":
+                self._kill()
+                self._state = "closed"
+        except Exception:
+            pass
+
     def _kill(self) -> None:
         for p in self._procs:
             if p.is_alive():

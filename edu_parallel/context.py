@@ -72,18 +72,37 @@ class Tracer:
             self.enabled = was
 
 
+SEGMENT_TAGS = 4096  # a segmented message k of logical tag t travels with tag t * 4096 + k
+
+
 @dataclass
 class Pending:
-    """A posted isend/irecv: ``wait()`` completes it and closes its event's time span."""
+    """A posted isend/irecv, possibly cut into segments that travel as separate messages.
 
-    work: Any
+    ``wait()`` completes it and closes its event's time span; ``segments()`` yields each segment's
+    view as soon as it has arrived, so a receiver can add segment k while k+1 is on the wire.
+    """
+
+    works: list[Any]
+    views: list[torch.Tensor]
     event: Event
     tracer: Tracer
     done: bool = field(default=False)
 
+    def segments(self) -> Iterator[torch.Tensor]:
+        for work, view in zip(self.works, self.views, strict=True):
+            work.wait()
+            yield view
+        self._close()
+
     def wait(self) -> None:
         if not self.done:
-            self.work.wait()
+            for work in self.works:
+                work.wait()
+            self._close()
+
+    def _close(self) -> None:
+        if not self.done:
             self.event.end = self.tracer.now()
             self.done = True
 
@@ -105,8 +124,11 @@ class RankContext:
 
     # ---------------------------------------------------------------- point to point
     def isend(self, tensor: torch.Tensor, dst: int, *, tag: int = 0, step: int | None = None,
-              phase: str | None = None, chunk: int | None = None) -> Pending:  # fmt: skip
-        """Post a non-blocking send of ``tensor`` to ``dst`` and record a ``send`` event."""
+              phase: str | None = None, chunk: int | None = None, segment_bytes: int = 0) -> Pending:  # fmt: skip
+        """Post a non-blocking send of ``tensor`` to ``dst`` and record one ``send`` event.
+
+        With ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
+        must use the same value); the trace still shows one message."""
         self.tracer.where(_where("send to", dst, step, phase))
         ev = Event(
             "send",
@@ -121,11 +143,11 @@ class RankContext:
             0.0,
             tag,
         )
-        work = dist.isend(tensor, dst, tag=tag)
-        return Pending(work, self.tracer.add(ev), self.tracer)
+        return self._post(dist.isend, tensor, dst, tag, segment_bytes, ev)
 
     def irecv(self, tensor: torch.Tensor, src: int, *, tag: int = 0, op: str = "copy",
-              step: int | None = None, phase: str | None = None, chunk: int | None = None) -> Pending:  # fmt: skip
+              step: int | None = None, phase: str | None = None, chunk: int | None = None,
+              segment_bytes: int = 0) -> Pending:  # fmt: skip
         """Post a non-blocking receive into ``tensor`` from ``src``; ``op`` says what the
         caller will do with the data ("reduce" or "copy")."""
         self.tracer.where(_where("recv from", src, step, phase))
@@ -142,8 +164,22 @@ class RankContext:
             0.0,
             tag,
         )
-        work = dist.irecv(tensor, src, tag=tag)
-        return Pending(work, self.tracer.add(ev), self.tracer)
+        return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
+
+    def _post(
+        self, post: Any, tensor: torch.Tensor, peer: int, tag: int, segment_bytes: int, ev: Event
+    ) -> Pending:
+        if segment_bytes <= 0 or _nbytes(tensor) <= segment_bytes:
+            return Pending(
+                [post(tensor, peer, tag=tag)], [tensor], self.tracer.add(ev), self.tracer
+            )
+        views = list(torch.split(tensor, max(1, segment_bytes // tensor.element_size())))
+        if len(views) > SEGMENT_TAGS:
+            raise ValueError(
+                f"segment_bytes={segment_bytes} is not valid: expected at most {SEGMENT_TAGS} segments per message"
+            )
+        works = [post(v, peer, tag=tag * SEGMENT_TAGS + k) for k, v in enumerate(views)]
+        return Pending(works, views, self.tracer.add(ev), self.tracer)
 
     def wait_all(self, pending: list[Pending]) -> None:
         """Wait for every posted send and receive."""
@@ -198,6 +234,13 @@ class RankContext:
             Event(
                 "compute", self.rank, op, None, step, phase, chunk, nbytes, start, self.tracer.now()
             )
+        )
+
+    def record_compute(self, op: str, nbytes: int, start: float, end: float, *, step: int | None = None,
+                       phase: str | None = None, chunk: int | None = None) -> None:  # fmt: skip
+        """Record a ``compute`` event whose span the caller measured."""
+        self.tracer.add(
+            Event("compute", self.rank, op, None, step, phase, chunk, nbytes, start, end)
         )
 
     def memory(

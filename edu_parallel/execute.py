@@ -1,11 +1,13 @@
 """Workers interpret plans: :func:`run_plan` executes a :class:`~edu_parallel.plan.Plan` on a rank.
 
-For every step, the rank posts an ``irecv`` into a scratch buffer for each chunk it receives and an
-``isend`` for each chunk it sends, waits for all of them (non-blocking on both sides, so the order
-of posting cannot deadlock), then adds (``reduce``) or copies (``copy``) what arrived into its
-buffer. Sends read the buffer before any update of that step, which is the plan's semantics.
-Every send, recv and reduction is recorded with its step, phase, chunk and tag
-``step * num_chunks + chunk``, the same events :func:`edu_parallel.simulate.plan_events` plans.
+For every step, the rank posts an ``irecv`` for each chunk it receives and an ``isend`` for each
+chunk it sends, both non-blocking, so the order of posting cannot deadlock. A ``copy`` lands
+straight in the buffer (unless this rank also sends that chunk in the step); a ``reduce`` lands in
+a scratch buffer and is added segment by segment as the segments arrive, so the addition overlaps
+the rest of the transfer. Sends read the buffer before any update of that step: the plan's
+semantics. Every send, recv and reduction is recorded once per transfer, with its step, phase,
+chunk and tag ``step * num_chunks + chunk``: the events :func:`~edu_parallel.simulate.plan_events`
+plans.
 """
 
 from __future__ import annotations
@@ -15,8 +17,25 @@ import torch
 from .context import RankContext
 from .plan import Plan
 
+SEGMENT_BYTES = 4 << 20  # messages above this travel in 4 MiB pieces (pipelined reduction)
+_SCRATCH_LIMIT = 256 << 20  # scratch buffers up to this size are kept between jobs
+_scratch: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
-def run_plan(ctx: RankContext, plan: Plan, buf: torch.Tensor) -> torch.Tensor:
+
+def scratch(numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A receive buffer of at least ``numel`` elements, reused across jobs (no page faults)."""
+    key = (dtype, str(device))
+    buf = _scratch.get(key)
+    if buf is None or buf.numel() < numel:
+        buf = torch.empty(numel, dtype=dtype, device=device)
+        if numel * buf.element_size() <= _SCRATCH_LIMIT:
+            _scratch[key] = buf
+    return buf
+
+
+def run_plan(
+    ctx: RankContext, plan: Plan, buf: torch.Tensor, segment_bytes: int = SEGMENT_BYTES
+) -> torch.Tensor:
     """Run ``plan`` on this rank's contiguous 1-D ``buf`` in place and return it."""
     if plan.world_size != ctx.world_size:
         raise ValueError(
@@ -29,37 +48,52 @@ def run_plan(ctx: RankContext, plan: Plan, buf: torch.Tensor) -> torch.Tensor:
     r, c = ctx.rank, plan.num_chunks
     chunks = torch.tensor_split(buf, c)  # views; the first numel % c chunks are one longer
     largest = max(x.numel() for x in chunks)
-    pool: list[torch.Tensor] = []  # scratch receive buffers, reused across steps
     ctx.tracer.snapshot(-1, None, buf)
     for i, step in enumerate(plan.steps):
         incoming = [t for t in step.transfers if t.dst == r]
         outgoing = [t for t in step.transfers if t.src == r]
         if not incoming and not outgoing:
             continue
-        while len(pool) < len(incoming):
-            pool.append(torch.empty(largest, dtype=buf.dtype, device=buf.device))
-        scratch = [pool[j][: chunks[t.chunk].numel()] for j, t in enumerate(incoming)]
-        posted = [
-            ctx.isend(
-                chunks[t.chunk], t.dst, tag=i * c + t.chunk, step=i, phase=step.phase, chunk=t.chunk
-            )
+        sent_chunks = {t.chunk for t in outgoing}
+        staged = [t for t in incoming if t.op == "reduce" or t.chunk in sent_chunks]
+        pool = scratch(largest * len(staged), buf.dtype, buf.device)
+        where = {}  # transfer -> tensor its data lands in
+        for j, t in enumerate(staged):
+            where[t] = pool[j * largest : j * largest + chunks[t.chunk].numel()]
+        for t in incoming:
+            where.setdefault(t, chunks[t.chunk])  # a copy of a chunk nobody reads: receive in place
+        kw = {"step": i, "phase": step.phase, "segment_bytes": segment_bytes}
+        sends = [
+            ctx.isend(chunks[t.chunk], t.dst, tag=i * c + t.chunk, chunk=t.chunk, **kw)
             for t in outgoing
         ]
-        posted += [
-            ctx.irecv(
-                s, t.src, tag=i * c + t.chunk, op=t.op, step=i, phase=step.phase, chunk=t.chunk
-            )
-            for s, t in zip(scratch, incoming, strict=True)
+        recvs = [
+            (t, ctx.irecv(where[t], t.src, tag=i * c + t.chunk, op=t.op, chunk=t.chunk, **kw))
+            for t in incoming
         ]
-        ctx.wait_all(posted)
-        for s, t in zip(scratch, incoming, strict=True):
-            target = chunks[t.chunk]
+        for t, pending in recvs:
+            ctx.tracer.where(f"{step.phase} step {i}: waiting on recv from rank {t.src}")
             if t.op == "reduce":
-                with ctx.compute(
-                    "reduce", s.numel() * s.element_size(), step=i, phase=step.phase, chunk=t.chunk
-                ):
-                    target.add_(s)
+                target, offset, start = chunks[t.chunk], 0, None
+                for seg in pending.segments():
+                    start = ctx.tracer.now() if start is None else start
+                    target[offset : offset + seg.numel()].add_(seg)
+                    offset += seg.numel()
+                nbytes = target.numel() * target.element_size()
+                ctx.record_compute(
+                    "reduce",
+                    nbytes,
+                    start or ctx.tracer.now(),
+                    ctx.tracer.now(),
+                    step=i,
+                    phase=step.phase,
+                    chunk=t.chunk,
+                )
             else:
-                target.copy_(s)
+                pending.wait()
+        ctx.wait_all(sends)
+        for t, _ in recvs:
+            if t.op == "copy" and where[t] is not chunks[t.chunk]:
+                chunks[t.chunk].copy_(where[t])
         ctx.tracer.snapshot(i, step.phase, buf)
     return buf

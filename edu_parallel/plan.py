@@ -290,7 +290,9 @@ def holdings_after_each_step(plan: Plan) -> list[list[list[int]]]:
     return states
 
 
-def explain(plan: Plan, problems: list[Problem] | None = None, width: int = 12) -> str:
+def explain(
+    plan: Plan, problems: list[Problem] | None = None, width: int = 12, max_problems: int = 8
+) -> str:
     """The rank x step grid (what each rank sends/receives), with problems marked ``!!``."""
     problems = validate(plan) if problems is None else problems
     bad = {(p.step, p.rank) for p in problems}
@@ -309,10 +311,13 @@ def explain(plan: Plan, problems: list[Problem] | None = None, width: int = 12) 
         rows.append(" ".join(cells))
     text = "\n".join(rows)
     if problems:
+        shown = problems[:max_problems]
         text += "\n\n" + "\n".join(
             f"!! {'step ' + str(p.step) if p.step is not None else 'at the end'}, rank {p.rank}: {p.message}"
-            for p in problems
+            for p in shown
         )
+        if len(problems) > len(shown):
+            text += f"\n!! ... and {len(problems) - len(shown)} more problems"
     else:
         text += f"\n\nplan {plan.name} is valid: it computes {plan.collective} in {len(plan.steps)} steps"
     return text

@@ -105,3 +105,11 @@ def test_untraced_run_counts_bytes_from_the_plan(cluster2):
 def test_bad_arguments(cluster2, kwargs, match):
     with pytest.raises(ValueError, match=match):
         run_allreduce(cluster2, **kwargs)
+
+
+@pytest.mark.parametrize("algo", ["ring", "naive"])
+def test_segmented_messages_still_trace_as_planned(cluster4, algo):
+    report = run_allreduce(cluster4, 4000, "int64", algo, segment_bytes=96)  # ~11 pieces per chunk
+    assert report.matches_builtin
+    planned = plan_events(report.plan, report.trace.meta["chunk_bytes"])
+    assert Counter(map(_key, report.trace.events)) == Counter(map(_key, planned))

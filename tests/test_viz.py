@@ -336,3 +336,12 @@ def test_viz_imports_no_torch_and_no_plotting_library_at_import():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_matplotlib_renderers_display_in_a_notebook_without_pyplot():
+    from edu_parallel.viz import bytes_bars, step_grid
+
+    trace = simulate(ring_allreduce_plan(3), 48, "int64", pattern="powers_of_two")[0]
+    for fig in (step_grid(trace), bytes_bars(trace)):
+        png = fig._repr_png_()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -73,14 +73,15 @@ def bytes_bars(
     trace: Trace, formula: Formula = None, per_phase: bool = True, ax: Any = None
 ) -> Any:
     """Matplotlib Figure: bytes each rank sent (stacked by phase) with the formula line(s)."""
-    from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    from .figure import new_figure
 
     n = trace.world_size
     series = _series(trace, per_phase)
     predicted, name = _formula(trace, formula)
     if ax is None:
-        fig = Figure(figsize=(max(5.0, 0.55 * n + 3.0), 4.0), layout="constrained")
+        fig = new_figure(figsize=(max(5.0, 0.55 * n + 3.0), 4.0), layout="constrained")
         ax = fig.add_subplot()
     fig = ax.figure
     bottom = [0] * n

@@ -32,9 +32,10 @@ def _sent_text(arrows: list[Arrow]) -> str:
 
 def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     """Draw all steps of ``trace`` into ``ax`` (a new Figure when None) and return the Figure."""
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
+
+    from .figure import new_figure
 
     fr = build_frames(trace)
     n, c, rows = fr.world_size, fr.num_chunks, len(fr.steps)
@@ -42,7 +43,7 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     width_units = n * col_w
     inch = min(0.5, max(0.075, 13.0 / width_units))  # inches per data unit (16 ranks: ~20in)
     if ax is None:
-        fig = Figure(
+        fig = new_figure(
             figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained"
         )
         ax = fig.add_subplot()
