@@ -55,6 +55,19 @@ class RunResult:
     job_id: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def merge(
+        cls, replies: list[Any], meta: dict[str, Any], wall_s: float, job_id: int = 0
+    ) -> RunResult:
+        """Join per-rank ``(result, events, snapshots)`` replies into one result and trace."""
+        trace = Trace(meta=dict(meta))
+        results = []
+        for result, events, snapshots in replies:
+            results.append(result)
+            trace.events.extend(events)
+            trace.snapshots.extend(snapshots)
+        return cls(results, trace, wall_s, job_id)
+
 
 def cuda_device_count() -> int:
     import torch
@@ -268,14 +281,9 @@ class Cluster:
         for conn in self._conns:
             conn.send_bytes(msg)
         replies = self._collect(self._job_id, limit, f"job {fn.__qualname__}")
-        trace_out = Trace(meta={"world_size": self.world_size, "backend": self.backend,
-                                "fn": f"{fn.__module__}.{fn.__qualname__}", "source": "cluster"})  # fmt: skip
-        results = []
-        for result, events, snapshots in replies:
-            results.append(result)
-            trace_out.events.extend(events)
-            trace_out.snapshots.extend(snapshots)
-        return RunResult(results, trace_out, time.perf_counter() - t0, self._job_id)
+        meta = {"world_size": self.world_size, "backend": self.backend, "source": "cluster",
+                "fn": f"{fn.__module__}.{fn.__qualname__}"}  # fmt: skip
+        return RunResult.merge(replies, meta, time.perf_counter() - t0, self._job_id)
 
     def _collect(self, job_id: int, limit: float, what: str) -> list[Any]:
         """Wait for every rank's reply to ``job_id``; turn failures into errors naming ranks."""

@@ -130,19 +130,7 @@ class RankContext:
         With ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
         must use the same value); the trace still shows one message."""
         self.tracer.where(_where("send to", dst, step, phase))
-        ev = Event(
-            "send",
-            self.rank,
-            "isend",
-            dst,
-            step,
-            phase,
-            chunk,
-            _nbytes(tensor),
-            self.tracer.now(),
-            0.0,
-            tag,
-        )
+        ev = self._event("send", "isend", dst, tensor, tag, step, phase, chunk)
         return self._post(dist.isend, tensor, dst, tag, segment_bytes, ev)
 
     def irecv(self, tensor: torch.Tensor, src: int, *, tag: int = 0, op: str = "copy",
@@ -151,11 +139,16 @@ class RankContext:
         """Post a non-blocking receive into ``tensor`` from ``src``; ``op`` says what the
         caller will do with the data ("reduce" or "copy")."""
         self.tracer.where(_where("recv from", src, step, phase))
-        ev = Event(
-            "recv",
+        ev = self._event("recv", op, src, tensor, tag, step, phase, chunk)
+        return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
+
+    def _event(self, kind: str, op: str, peer: int, tensor: torch.Tensor, tag: int,
+               step: int | None, phase: str | None, chunk: int | None) -> Event:  # fmt: skip
+        return Event(
+            kind,
             self.rank,
             op,
-            src,
+            peer,
             step,
             phase,
             chunk,
@@ -164,7 +157,6 @@ class RankContext:
             0.0,
             tag,
         )
-        return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
 
     def _post(
         self, post: Any, tensor: torch.Tensor, peer: int, tag: int, segment_bytes: int, ev: Event

@@ -59,6 +59,8 @@ def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = Fals
         ]
     if no_browser:
         cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI run as root
+        cmd.append("--allow-root")
     return cmd
 
 

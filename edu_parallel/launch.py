@@ -16,7 +16,6 @@ from typing import Any
 
 from .cluster import RunResult, check_importable, resolve_backend
 from .errors import check_positive
-from .trace import Trace
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -71,14 +70,9 @@ class TorchrunExecutor:
         dist.gather_object((result, tracer.events, tracer.snapshots), gathered, dst=0)
         if self.rank != 0:
             return None
-        out = Trace(meta={"world_size": self.world_size, "backend": self.backend,
-                          "fn": f"{fn.__module__}.{fn.__qualname__}", "source": "torchrun"})  # fmt: skip
-        results = []
-        for res, events, snaps in gathered:
-            results.append(res)
-            out.events.extend(events)
-            out.snapshots.extend(snaps)
-        return RunResult(results, out, time.perf_counter() - t0)
+        meta = {"world_size": self.world_size, "backend": self.backend, "source": "torchrun",
+                "fn": f"{fn.__module__}.{fn.__qualname__}"}  # fmt: skip
+        return RunResult.merge(gathered, meta, time.perf_counter() - t0)
 
     def close(self) -> None:
         import torch.distributed as dist

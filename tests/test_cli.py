@@ -1,8 +1,6 @@
 """The command line: readable tables, JSON, one-line errors, torchrun, traces on disk."""
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -87,12 +85,10 @@ def test_plan_prints_text_and_grid():
     assert "valid: it computes all_reduce in 4 steps" in out.stdout
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "torchrun")), reason="torchrun not installed")  # fmt: skip
 def test_the_same_concept_runs_under_torchrun(tmp_path):
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
     trace = tmp_path / "tr.json"
-    out = subprocess.run(
-        [torchrun, "--standalone", "--nproc-per-node", "2", "-m", "edu_parallel", "run", "ring",
+    out = subprocess.run(  # `torchrun` is `python -m torch.distributed.run`; this keeps our interpreter
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "edu_parallel", "run", "ring",
          "--size", "64KiB", "--json", "--trace", str(trace)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip

@@ -43,6 +43,7 @@ def test_command_binds_loopback_and_keeps_the_token():
         and "--no-browser" in cmd
     )
     assert not any("token=" in c.lower() and c.endswith("=") for c in cmd)
+    assert ("--allow-root" in cmd) == (os.geteuid() == 0)  # Jupyter refuses root without it
     with pytest.raises(ValueError, match="port=80 is not valid"):
         lab_command(Path("/tmp/x"), 80)
 
@@ -51,6 +52,19 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _get_json(url: str, wait_s: float = 30.0) -> dict:
+    """GET ``url``; Jupyter prints its URL a moment before it accepts connections, so retry."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.load(r)
+        except urllib.error.URLError as exc:
+            if isinstance(exc, urllib.error.HTTPError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
@@ -73,8 +87,8 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
             token = m.group(1) if m else None
         assert token, "".join(log)[-3000:]
         base = f"http://127.0.0.1:{port}/api/contents"
-        with urllib.request.urlopen(f"{base}?token={token}", timeout=10) as r:
-            names = {item["name"] for item in json.load(r)["content"]}
+        names = _get_json(f"{base}?token={token}")["content"]
+        names = {item["name"] for item in names}
         assert "03_ring_allreduce.ipynb" in names
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(base, timeout=10)
