@@ -219,7 +219,7 @@ class RingDrawing:
             updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.06, xanchor="left",
                               yanchor="top", showactive=False,
                               buttons=[dict(label="▶ play", method="animate", args=[None, play]),
-                                       dict(label="⏸ pause", method="animate",
+                                       dict(label="❚❚ pause", method="animate",
                                             args=[[None], pause])])],
             sliders=[dict(active=0, x=0.16, len=0.84, y=-0.04, yanchor="top",
                           currentvalue=dict(prefix="step: "),

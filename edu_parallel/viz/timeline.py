@@ -46,7 +46,7 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
             fig.add_bar(
                 y=[f"r{e.rank} {e.kind}" for e in spans], x=[e.end - e.start for e in spans],
                 base=[e.start for e in spans], orientation="h", name=phase, legendgroup=phase,
-                marker=dict(color=color, line=dict(color="white", width=0.5)),
+                marker=dict(color=color, line=dict(color="white", width=1.5)),
                 hovertext=[e.line() for e in spans], hoverinfo="text",
             )  # fmt: skip
         if points:
@@ -58,8 +58,9 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
             )  # fmt: skip
     fig.update_layout(
         title=title or f"{trace.meta.get('concept', 'run')}: what each rank did",
-        barmode="overlay", height=max(300, 60 + 22 * len(names)), legend_title_text="phase",
+        barmode="overlay", height=max(320, 150 + 26 * len(names)), legend_title_text="phase",
         xaxis_title=time_axis_label(trace),
-        yaxis=dict(categoryorder="array", categoryarray=names, autorange="reversed"),
+        yaxis=dict(categoryorder="array", categoryarray=names, autorange="reversed",
+                   tickmode="array", tickvals=names, ticktext=names),  # every row labelled
     )  # fmt: skip
     return fig
