@@ -55,26 +55,30 @@ def run_plan(
         if not incoming and not outgoing:
             continue
         sent_chunks = {t.chunk for t in outgoing}
-        staged = [t for t in incoming if t.op == "reduce" or t.chunk in sent_chunks]
+        staged = [t for t in incoming if t.op == "reduce" or t.to_chunk in sent_chunks]
         pool = scratch(largest * len(staged), buf.dtype, buf.device)
         where = {}  # transfer -> tensor its data lands in
-        for j, t in enumerate(staged):
-            where[t] = pool[j * largest : j * largest + chunks[t.chunk].numel()]
         for t in incoming:
-            where.setdefault(t, chunks[t.chunk])  # a copy of a chunk nobody reads: receive in place
+            if chunks[t.chunk].numel() != chunks[t.to_chunk].numel():
+                raise ValueError(f"transfer {t.text()} moves {chunks[t.chunk].numel()} elements into a chunk of "
+                                 f"{chunks[t.to_chunk].numel()}: use a size divisible by {c} chunks")  # fmt: skip
+        for j, t in enumerate(staged):
+            where[t] = pool[j * largest : j * largest + chunks[t.to_chunk].numel()]
+        for t in incoming:
+            where.setdefault(t, chunks[t.to_chunk])  # a copy into a chunk nobody reads: in place
         kw = {"step": i, "phase": step.phase, "segment_bytes": segment_bytes}
         sends = [
             ctx.isend(chunks[t.chunk], t.dst, tag=i * c + t.chunk, chunk=t.chunk, **kw)
             for t in outgoing
         ]
         recvs = [
-            (t, ctx.irecv(where[t], t.src, tag=i * c + t.chunk, op=t.op, chunk=t.chunk, **kw))
+            (t, ctx.irecv(where[t], t.src, tag=i * c + t.chunk, op=t.op, chunk=t.to_chunk, **kw))
             for t in incoming
         ]
         for t, pending in recvs:
             ctx.tracer.where(f"{step.phase} step {i}: waiting on recv from rank {t.src}")
             if t.op == "reduce":
-                target, offset, start = chunks[t.chunk], 0, None
+                target, offset, start = chunks[t.to_chunk], 0, None
                 for seg in pending.segments():
                     start = ctx.tracer.now() if start is None else start
                     target[offset : offset + seg.numel()].add_(seg)
@@ -87,13 +91,13 @@ def run_plan(
                     ctx.tracer.now(),
                     step=i,
                     phase=step.phase,
-                    chunk=t.chunk,
+                    chunk=t.to_chunk,
                 )
             else:
                 pending.wait()
         ctx.wait_all(sends)
         for t, _ in recvs:
-            if t.op == "copy" and where[t] is not chunks[t.chunk]:
-                chunks[t.chunk].copy_(where[t])
+            if t.op == "copy" and where[t] is not chunks[t.to_chunk]:
+                chunks[t.to_chunk].copy_(where[t])
         ctx.tracer.snapshot(i, step.phase, buf)
     return buf

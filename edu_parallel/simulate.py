@@ -22,7 +22,8 @@ def plan_events(plan: Plan, chunk_bytes: list[int], rank: int | None = None) -> 
     """The events a run of ``plan`` records, in the engine's order, with step-based times.
 
     For step ``i`` a rank records its sends, then its recvs, then one ``compute`` event
-    (``op="reduce"``) per chunk it reduced. ``tag = i * num_chunks + chunk`` matches send and recv.
+    (``op="reduce"``) per chunk it reduced. ``tag = i * num_chunks + chunk`` (the sender's chunk)
+    matches send and recv; a recv's ``chunk`` is where the data lands (``Transfer.to_chunk``).
     """
     events: list[Event] = []
     c = plan.num_chunks
@@ -125,7 +126,10 @@ def simulate(
             (t, bufs[t.src][bounds[t.chunk] : bounds[t.chunk + 1]].copy()) for t in step.transfers
         ]
         for t, data in incoming:
-            view = bufs[t.dst][bounds[t.chunk] : bounds[t.chunk + 1]]
+            view = bufs[t.dst][bounds[t.to_chunk] : bounds[t.to_chunk + 1]]
+            if len(view) != len(data):
+                raise ValueError(f"transfer {t.text()} moves {len(data)} elements into a chunk of "
+                                 f"{len(view)}: use a size divisible by {plan.num_chunks} chunks")  # fmt: skip
             if t.op == "reduce":
                 view += data
             else:

@@ -65,7 +65,7 @@ def test_validator_explains_other_mistakes():
         return Plan("t", collective, 2, 2, (Step("x", tuple(transfers)),))
 
     assert "two different ranks" in validate(plan_with([Transfer(0, 0, 0)]))[0].message
-    assert "valid chunks are 0..1" in validate(plan_with([Transfer(0, 1, 5)]))[0].message
+    assert "outside 0..1" in validate(plan_with([Transfer(0, 1, 5)]))[0].message
     ag = Plan("ag", "all_gather", 2, 2, (Step("all-gather", (Transfer(0, 1, 1, "copy"),)),))
     assert any("holds nothing" in p.message for p in validate(ag))
     twice = plan_with([Transfer(0, 1, 0, "copy"), Transfer(0, 1, 0, "copy")])
@@ -121,3 +121,40 @@ def test_simulation_scales_without_data():
     assert bufs is None
     assert trace.steps_per_phase() == {"reduce-scatter": 255, "all-gather": 255}
     assert len(trace.events) == 2 * 255 * 256 * 2 + 255 * 256
+
+
+def _direct(collective, n, transfers, root=0, phase="direct"):
+    return Plan(
+        f"direct_{collective}", collective, n, n, (Step(phase, tuple(transfers)),), root=root
+    )
+
+
+def test_moving_chunks_round_trips_and_validates_every_collective():
+    n = 3
+    a2a = _direct(
+        "all_to_all",
+        n,
+        [Transfer(r, k, k, "copy", r) for r in range(n) for k in range(n) if r != k],
+    )
+    assert validate(a2a) == []
+    assert Plan.from_text(a2a.to_text()) == a2a and "0>1:c1>c0=" in a2a.to_text()
+    gather = _direct("gather", n, [Transfer(r, 0, r, "copy") for r in (1, 2)])
+    scatter = _direct("scatter", n, [Transfer(1, r, r, "copy") for r in (0, 2)], root=1)
+    broadcast = _direct(
+        "broadcast", n, [Transfer(2, r, k, "copy") for r in (0, 1) for k in range(n)], root=2
+    )
+    reduce = _direct("reduce", n, [Transfer(r, 0, k, "reduce") for r in (1, 2) for k in range(n)])
+    for plan in (gather, scatter, broadcast, reduce):
+        assert validate(plan) == [], explain(plan)
+        assert Plan.from_text(plan.to_text()) == plan
+
+
+def test_all_to_all_mistakes_name_the_items():
+    n = 3
+    wrong = _direct(
+        "all_to_all", n, [Transfer(r, k, k, "copy") for r in range(n) for k in range(n) if r != k]
+    )
+    problems = validate(wrong)  # chunks landed at the sender's index, not the receiver's
+    assert any("needs {" in p.message and ":c" in p.message for p in problems)
+    missing = _direct("gather", n, [Transfer(1, 0, 1, "copy")])
+    assert [p.message for p in validate(missing)] == ["ends with chunk 2 = nothing, needs {2:c2}"]
