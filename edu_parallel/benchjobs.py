@@ -26,3 +26,66 @@ def time_allreduce(ctx: Any, nbytes: int, iters: int, impl: str) -> list[float]:
             run_plan(ctx, plan, x)
         times.append(ctx.tracer.now() - start)
     return times[1:]
+
+
+def ping_pong(ctx: Any, nbytes: int, repeats: int) -> list[float] | None:
+    """One-way seconds of a message of ``nbytes`` between ranks 0 and 1: rank 0 sends, rank 1
+    sends it back, half the round trip, ``repeats`` times after one warm-up. Rank 0 returns the
+    times, every other rank None (ranks >= 2 wait)."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    x = torch.zeros(max(1, nbytes // 4), dtype=torch.float32)
+    times = []
+    for _ in range(repeats + 1):  # the first round trip warms up and is dropped
+        if ctx.rank == 0:
+            start = time.perf_counter()
+            dist.send(x, 1)
+            dist.recv(x, 1)
+            times.append((time.perf_counter() - start) / 2)
+        elif ctx.rank == 1:
+            dist.recv(x, 0)
+            dist.send(x, 0)
+    return times[1:] if ctx.rank == 0 else None
+
+
+def time_reduce(ctx: Any, nbytes: int, repeats: int) -> list[float]:
+    """Seconds of ``a.add_(b)`` on float32 buffers of ``nbytes`` (the reduction of every plan)."""
+    import time
+
+    import torch
+
+    a = torch.ones(max(1, nbytes // 4))
+    b = torch.ones_like(a)
+    times = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        a.add_(b)
+        times.append(time.perf_counter() - start)
+    return times[1:]
+
+
+
+def ring_shift(ctx: Any, nbytes: int, steps: int, repeats: int) -> list[float]:
+    """Seconds per step of ``steps`` back-to-back ring shifts, timed as :func:`time_allreduce`
+    times a ring (ranks line up at a barrier, then the clock runs): every rank sends ``nbytes`` to
+    ``rank + 1`` while it receives from ``rank - 1``: a ring all-reduce step without the
+    reduction. One value per repeat, after one warm-up repeat."""
+    import torch
+    import torch.distributed as dist
+
+    n, r = ctx.world_size, ctx.rank
+    out = torch.zeros(max(1, nbytes // 4), dtype=torch.float32)
+    into = torch.zeros_like(out)
+    times = []
+    for _ in range(repeats + 1):  # the first repeat warms up and is dropped
+        ctx.barrier()
+        start = ctx.tracer.now()
+        for i in range(steps):
+            works = [dist.isend(out, (r + 1) % n, tag=i), dist.irecv(into, (r - 1) % n, tag=i)]
+            for w in works:
+                w.wait()
+        times.append((ctx.tracer.now() - start) / steps)
+    return times[1:]

@@ -2,6 +2,7 @@
 
     edu-parallel run ring --world-size 4 --size 1MiB [--dtype float32] [--json] [--trace FILE]
     edu-parallel run allreduce --algo naive --world-size 4 --size 64KiB
+    edu-parallel run allreduce --algo ps --servers 2 --world-size 4 --json
     edu-parallel plan ring --world-size 4
     edu-parallel lab            # the lessons in JupyterLab (token auth, 127.0.0.1 only)
     edu-parallel tour           # the same first steps in the terminal, no browser
@@ -64,13 +65,25 @@ def _run(a: argparse.Namespace) -> int:
     return 0 if getattr(report, "matches_builtin", True) else 1
 
 
+def _bench(a: argparse.Namespace) -> int:
+    from .bench import bench_collectives, check_collectives, format_bench, progress_bar, size_sweep
+    from .cluster import Cluster
+    from .units import check_dtype
+
+    names = check_collectives(None if a.collective == "all" else [a.collective.replace("-", "_")])
+    sizes = size_sweep(a.min_size, a.max_size, a.factor)
+    check_dtype(a.dtype)
+    with Cluster(a.world_size, a.backend, timeout=a.timeout) as cluster:
+        rows = bench_collectives(cluster, names, sizes, a.dtype, None if a.json else progress_bar)
+    print(json.dumps(rows) if a.json else format_bench(rows))
+    return 0 if all(r["verified"] for r in rows) else 1
+
+
 def _plan(a: argparse.Namespace) -> int:
-    from .allreduce import ALGOS
-    from .errors import check_choice
+    from .allreduce import build_plan
     from .plan import explain
 
-    check_choice("algo", a.algo, ALGOS)
-    plan = ALGOS[a.algo](a.world_size)
+    plan = build_plan(a.algo, a.world_size, a.servers)
     print(plan.to_text())
     print()
     print(explain(plan))
@@ -130,9 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
         concept.add_arguments(p)
         p.set_defaults(func=_run)
     plan = sub.add_parser("plan", help="print an algorithm's plan and its rank x step grid")
-    plan.add_argument("algo", help="ring or naive")
+    plan.add_argument("algo", help="ring, naive, tree, double-tree, ps, ps-sharded, rabenseifner")
     plan.add_argument("--world-size", type=int, default=4)
+    plan.add_argument("--servers", type=int, default=None, help="parameter servers (ps only)")
     plan.set_defaults(func=_plan)
+    bench = sub.add_parser("bench", help="an nccl-tests-style table of the engine's collectives")
+    bench.add_argument("what", choices=["collectives"], help="what to benchmark")
+    bench.add_argument("--world-size", type=int, default=4, help="ranks, 1..16 (default 4)")
+    bench.add_argument(
+        "--collective", default="all", help="all (default) or one of all_reduce, all_gather, ..."
+    )
+    bench.add_argument("--min-size", default="1KiB", help="smallest size (default 1KiB)")
+    bench.add_argument("--max-size", default="4MiB", help="largest size (default 4MiB)")
+    bench.add_argument(
+        "--factor", type=int, default=4, help="size multiplier between rows (default 4)"
+    )
+    bench.add_argument("--dtype", default="float32")
+    bench.add_argument("--backend", default="auto")
+    bench.add_argument("--timeout", type=float, default=60.0)
+    bench.add_argument("--json", action="store_true", help="print the rows as JSON")
+    bench.set_defaults(func=_bench)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")
     lab.add_argument("--dir", default=None, help="where to put a writable copy of the lessons")
     lab.add_argument(

@@ -18,6 +18,9 @@ Rules (per rank, events in program order = recorded ``start``, then index):
   posts it, lasting :func:`collective_time`;
 * ``memory`` and ``mark`` events take no time: inside a group at the group's start, else at the
   rank's clock between groups.
+
+With a :class:`~edu_parallel.topology.Topology` in the model, a message from ``src`` to ``dst``
+takes ``topology.link(src, dst)``'s time (intra- or inter-node); collectives use ``model.link``.
 """
 
 from __future__ import annotations
@@ -68,11 +71,13 @@ class Link:
 @dataclass(frozen=True)
 class CostModel:
     """A link, plus optional compute rates: ``reduce`` compute events take ``nbytes / reduce_Bps``,
-    other compute events ``nbytes / compute_Bps`` (None: they take no time)."""
+    other compute events ``nbytes / compute_Bps`` (None: they take no time). With ``topology`` (a
+    :class:`~edu_parallel.topology.Topology`) each message uses ``topology.link(src, dst)``."""
 
     link: Link
     reduce_Bps: float | None = None
     compute_Bps: float | None = None
+    topology: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.link, Link):
@@ -80,6 +85,16 @@ class CostModel:
         for name in ("reduce_Bps", "compute_Bps"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        if self.topology is not None:
+            from .topology import Topology
+
+            if not isinstance(self.topology, Topology):
+                raise bad_value("topology", self.topology, "None or a Topology(nodes, gpus_per_node, intra, inter)")  # fmt: skip
+
+    def message_s(self, src: int, dst: int, nbytes: float) -> float:
+        """One message: on ``topology.link(src, dst)`` with a topology, else on ``link``."""
+        link = self.link if self.topology is None else self.topology.link(src, dst)
+        return link.message_s(nbytes)
 
     def compute_s(self, event: Event) -> float:
         rate = self.reduce_Bps if event.op == "reduce" else self.compute_Bps
@@ -104,9 +119,14 @@ LINKS: dict[str, Link] = {
 
 
 def cost_model(
-    name_or_link: str | Link, reduce_Bps: float | None = None, compute_Bps: float | None = None
+    name_or_link: Any, reduce_Bps: float | None = None, compute_Bps: float | None = None
 ) -> CostModel:
-    """A :class:`CostModel` from a preset name of :data:`LINKS` or a :class:`Link`."""
+    """A :class:`CostModel` from a preset name of :data:`LINKS`, a :class:`Link`, or a
+    :class:`~edu_parallel.topology.Topology` (its :meth:`bottleneck` link times collectives)."""
+    from .topology import Topology
+
+    if isinstance(name_or_link, Topology):
+        return CostModel(name_or_link.bottleneck(), reduce_Bps, compute_Bps, name_or_link)
     if not isinstance(name_or_link, Link):
         name_or_link = LINKS[check_choice("name_or_link", name_or_link, LINKS)]
     return CostModel(name_or_link, reduce_Bps, compute_Bps)
@@ -224,6 +244,8 @@ def retime(trace: Trace, model: CostModel) -> Trace:
     if not isinstance(model, CostModel):
         raise bad_value("model", model, "a CostModel, e.g. cost_model('nvlink4-h100')")
     events = trace.events
+    if model.topology is not None:
+        model.topology.check_world_size(trace.world_size, "trace.world_size")
     _check_matched(events)
     index = {id(e): i for i, e in enumerate(events)}
     msgs = [(index[id(s)], index[id(r)]) for s, r in trace.matched_transfers()]
@@ -332,7 +354,7 @@ def retime(trace: Trace, model: CostModel) -> Trace:
             busy_out.add(src)
             busy_in.add(dst)
             times[msgs[m][0]] = (now, now)
-            push(now + model.link.message_s(events[msgs[m][0]].nbytes), "end", m)
+            push(now + model.message_s(src, dst, events[msgs[m][0]].nbytes), "end", m)
         for item in blocked:
             heapq.heappush(ready, item)
 
@@ -345,7 +367,8 @@ def retime(trace: Trace, model: CostModel) -> Trace:
     return trace.with_times(
         times, retimed_with=model.link.name, time_unit="s", source="retime",
         retimed_from=trace.meta.get("source"),
-        cost_model={**asdict(model.link), "reduce_Bps": model.reduce_Bps, "compute_Bps": model.compute_Bps},
+        cost_model={**asdict(model.link), "reduce_Bps": model.reduce_Bps, "compute_Bps": model.compute_Bps,
+                    **({"topology": asdict(model.topology)} if model.topology is not None else {})},
     )  # fmt: skip
 
 

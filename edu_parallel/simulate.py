@@ -29,8 +29,10 @@ def plan_events(plan: Plan, chunk_bytes: list[int], rank: int | None = None) -> 
     c = plan.num_chunks
     for i, step in enumerate(plan.steps):
         t0, t1 = float(i), float(i + 1)
-        for t in step.transfers:
+        mine = [t for t in step.transfers if rank is None or rank in (t.src, t.dst)]
+        for t in mine:
             if rank is None or t.src == rank:
+                nb = chunk_bytes[t.chunk]
                 events.append(
                     Event(
                         "send",
@@ -40,14 +42,15 @@ def plan_events(plan: Plan, chunk_bytes: list[int], rank: int | None = None) -> 
                         i,
                         step.phase,
                         t.chunk,
-                        chunk_bytes[t.chunk],
+                        nb,
                         t0,
                         t1,
                         i * c + t.chunk,
                     )
                 )
-        for t in step.transfers:
-            if rank is None or t.dst == rank:
+        for t in mine:
+            if rank is None or t.dst == rank:  # a recv's chunk is where the data lands
+                nb = chunk_bytes[t.chunk]
                 events.append(
                     Event(
                         "recv",
@@ -56,28 +59,18 @@ def plan_events(plan: Plan, chunk_bytes: list[int], rank: int | None = None) -> 
                         t.src,
                         i,
                         step.phase,
-                        t.chunk,
-                        chunk_bytes[t.chunk],
+                        t.to_chunk,
+                        nb,
                         t0,
                         t1,
                         i * c + t.chunk,
                     )
                 )
-        for t in step.transfers:
+        for t in mine:
             if t.op == "reduce" and (rank is None or t.dst == rank):
+                nb = chunk_bytes[t.chunk]
                 events.append(
-                    Event(
-                        "compute",
-                        t.dst,
-                        "reduce",
-                        None,
-                        i,
-                        step.phase,
-                        t.chunk,
-                        chunk_bytes[t.chunk],
-                        t1,
-                        t1,
-                    )
+                    Event("compute", t.dst, "reduce", None, i, step.phase, t.to_chunk, nb, t1, t1)
                 )
     return events  # fmt: skip
 

@@ -177,9 +177,14 @@ def _ranks_of(mask: int, c: int) -> int:
 def explain(
     plan: Plan, problems: list[Problem] | None = None, width: int = 12, max_problems: int = 8
 ) -> str:
-    """The rank x step grid (what each rank sends/receives), with problems marked ``!!``."""
+    """The rank x step grid (what each rank sends/receives), with problems marked ``!!``.
+
+    A cell lists ``>DcK`` (send chunk K to rank D; ``>DcK:J`` when it lands in D's chunk J) and
+    ``<ScK+`` / ``<ScK=`` (receive from rank S into chunk K, adding or copying)."""
     problems = validate(plan) if problems is None else problems
     bad = {(p.step, p.rank) for p in problems}
+    moves = any(t.to_chunk != t.chunk for s in plan.steps for t in s.transfers)
+    width = max(width, 16) if moves else width
     head = ["rank".ljust(6)] + [
         f"{i}:{s.phase[: width - 4]}".ljust(width) for i, s in enumerate(plan.steps)
     ]
@@ -187,7 +192,8 @@ def explain(
     for r in range(plan.world_size):
         cells = [f"r{r}".ljust(6)]
         for i, s in enumerate(plan.steps):
-            outs = [f">{t.dst}c{t.chunk}" for t in s.transfers if t.src == r]
+            outs = [f">{t.dst}c{t.chunk}" + (f":{t.to_chunk}" if t.to_chunk != t.chunk else "")
+                    for t in s.transfers if t.src == r]  # fmt: skip
             ins = [f"<{t.src}c{t.to_chunk}{OPS.get(t.op, '?')}" for t in s.transfers if t.dst == r]
             cell = " ".join(outs + ins) or "."
             cell = ("!!" + cell) if (i, r) in bad else cell

@@ -38,8 +38,12 @@ FORMULAS = {
     "elements": lambda p: p["D"] / 4,
     "sends_rank0": lambda p: 2 * (p["N"] - 1),
     "predict_allgather_rank0": lambda p: (p["N"] - 1) / p["N"] * p["D"],
+    "allgather_sent": lambda p: (p["N"] - 1) / p["N"] * p["S"],
+    "alltoall_recv": lambda p: (p["N"] - 1) / p["N"] * p["S"],
+    "allgather_busbw": lambda p: p["algbw_gbps"] * (p["N"] - 1) / p["N"],
+    "predict_gather_root": lambda p: (p["N"] - 1) / p["N"] * p["S"],
 }
-KNOWN_BANKS = ("00_tour", "03_ring_allreduce")
+KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce")
 
 
 def numeric_part(q):

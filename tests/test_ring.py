@@ -97,7 +97,7 @@ def test_untraced_run_counts_bytes_from_the_plan(cluster2):
     [
         ({"size": 0}, "size=0"),
         ({"dtype": "float8"}, "dtype='float8'"),
-        ({"algo": "tree"}, "algo='tree'"),
+        ({"algo": "bogus"}, "algo=.bogus."),
         ({"pattern": "zeros"}, "pattern='zeros'"),
         ({"seed": -1}, "seed=-1"),
     ],

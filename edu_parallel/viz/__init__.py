@@ -36,3 +36,8 @@ __all__ = [
     "time_axis_label",
     "timeline",
 ]
+
+# Collectives (issue 3): each rank's buffer before and after a run.
+from .collective import before_after  # noqa: E402
+
+__all__ += ["before_after"]
