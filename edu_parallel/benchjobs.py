@@ -67,25 +67,29 @@ def time_reduce(ctx: Any, nbytes: int, repeats: int) -> list[float]:
     return times[1:]
 
 
-
-def ring_shift(ctx: Any, nbytes: int, steps: int, repeats: int) -> list[float]:
+def ring_shift(
+    ctx: Any, nbytes: int, steps: int, repeats: int, reduce: bool = False
+) -> list[float]:
     """Seconds per step of ``steps`` back-to-back ring shifts, timed as :func:`time_allreduce`
     times a ring (ranks line up at a barrier, then the clock runs): every rank sends ``nbytes`` to
-    ``rank + 1`` while it receives from ``rank - 1``: a ring all-reduce step without the
-    reduction. One value per repeat, after one warm-up repeat."""
+    ``rank + 1`` while it receives from ``rank - 1``, and with ``reduce`` adds what it received to
+    an accumulator (a reduce-scatter step; without: an all-gather step). One value per repeat,
+    after one warm-up repeat."""
     import torch
     import torch.distributed as dist
 
     n, r = ctx.world_size, ctx.rank
     out = torch.zeros(max(1, nbytes // 4), dtype=torch.float32)
-    into = torch.zeros_like(out)
+    into, acc = torch.zeros_like(out), torch.zeros_like(out)
     times = []
     for _ in range(repeats + 1):  # the first repeat warms up and is dropped
         ctx.barrier()
         start = ctx.tracer.now()
         for i in range(steps):
-            works = [dist.isend(out, (r + 1) % n, tag=i), dist.irecv(into, (r - 1) % n, tag=i)]
-            for w in works:
-                w.wait()
+            send = dist.isend(out, (r + 1) % n, tag=i)
+            dist.irecv(into, (r - 1) % n, tag=i).wait()
+            if reduce:
+                acc.add_(into)
+            send.wait()
         times.append((ctx.tracer.now() - start) / steps)
     return times[1:]

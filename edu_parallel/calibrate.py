@@ -6,7 +6,8 @@ squares on the *relative* error (each point weighted by ``1/t``), so that the sm
 ``α`` and the large ones ``B`` (an unweighted fit lets the 16 MiB points swamp ``α``). This is how
 Hockney (1994, "The communication challenge for MPP", Parallel Computing 20) defined the two
 parameters, and how Thakur, Rabenseifner & Gropp 2005 measure the ``α``, ``β`` their MPICH
-formulas use. The result is a :class:`~edu_parallel.retime.Link` that :func:`~edu_parallel.
+formulas use; NCCL keeps the same two numbers per link type, measured once by its developers
+(``baseLat``/``hwLat`` and the graph's bandwidths in ``src/graph/tuning.cc``). The result is a :class:`~edu_parallel.retime.Link` that :func:`~edu_parallel.
 costmodel.predict` and :func:`~edu_parallel.retime.retime` accept like the presets.
 """
 

@@ -4,6 +4,7 @@
     edu-parallel run allreduce --algo naive --world-size 4 --size 64KiB
     edu-parallel run allreduce --algo ps --servers 2 --world-size 4 --json
     edu-parallel plan ring --world-size 4
+    edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4-h100 [--json]
     edu-parallel lab            # the lessons in JupyterLab (token auth, 127.0.0.1 only)
     edu-parallel tour           # the same first steps in the terminal, no browser
     torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB
@@ -90,6 +91,12 @@ def _plan(a: argparse.Namespace) -> int:
     return 0
 
 
+def _model(a: argparse.Namespace) -> int:
+    from .model_cli import run_model
+
+    return run_model(a)
+
+
 def _lab(a: argparse.Namespace) -> int:
     from .lab import run_lab
 
@@ -163,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=60.0)
     bench.add_argument("--json", action="store_true", help="print the rows as JSON")
     bench.set_defaults(func=_bench)
+    from .model_cli import add_model_arguments
+
+    model = sub.add_parser("model", help="predict a collective's time with the alpha-beta model")
+    add_model_arguments(model)
+    model.set_defaults(func=_model)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")
     lab.add_argument("--dir", default=None, help="where to put a writable copy of the lessons")
     lab.add_argument(

@@ -10,9 +10,14 @@ model of :func:`~edu_parallel.retime.retime` (a rank sends one message and recei
 
 Formulas are those of Thakur, Rabenseifner & Gropp 2005, "Optimization of Collective
 Communication Operations in MPICH" (IJHPCA 19(1)), and of NCCL's tuner (``src/graph/tuning.cc``:
-ring latency ``2(nRanks-1)`` steps, tree ``2·log2`` levels, tree algbw ``busBw/2``). Ring, naive,
-tree and hierarchical equal the retimed traces of this package's plans exactly (tests); the rest
-say which plan shape they assume. Bandwidths are reported as nccl-tests does (``metrics``).
+ring latency ``2(nRanks-1)`` steps, tree ``2·log2`` levels, tree algbw ``0.9·busBw/2``).
+
+How they relate to the retimed traces of this package's plans (``tests/test_costmodel.py``):
+ring, naive, hierarchical, the ring all-gather and reduce-scatter, and the parameter server with
+one server are equal to them; the binary tree is equal without reduction cost; the sharded
+parameter server and Rabenseifner are lower bounds (retime's first-come port schedule can lose a
+step to the optimum; the plan sends a block as one message per chunk); the double tree is NCCL's
+pipelined model, which the unpipelined plan does not reach. Bandwidths follow nccl-tests.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ _BUS = {
     "reduce": lambda n: 1.0,
 }
 _CEIL_LOG2 = lambda n: (n - 1).bit_length()  # noqa: E731  ceil(log2 n) for n >= 1
+# NCCL src/graph/tuning.cc: "if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)"
+TREE_BW_EFFICIENCY = 0.9
 
 
 @dataclass(frozen=True)
@@ -120,10 +127,12 @@ def _tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
 
 
 def _double_tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
-    # NCCL src/graph/tuning.cc: tree latency 2·log2(n)·lat, algbw = busBw/2 (pipelined, each tree S/2,
-    # every rank moves at most 2S each way: errata E5); an inner rank reduces 2 children x S/2
+    # NCCL src/graph/tuning.cc: tree latency 2·log2(n)·lat; tree busBw = 0.9·busBw and algbw =
+    # busBw/2 (pipelined, each tree S/2, every rank moves at most 2S each way: errata E5), so
+    # 2·S/(0.9·B); an inner rank reduces 2 children x S/2
     depth = _CEIL_LOG2(n)
-    return _Terms(2 * depth * a, 2 * S / B, S * g, "2⌈log2 n⌉·α + 2·S/B", "S·γ")
+    bandwidth = 2 * S / (TREE_BW_EFFICIENCY * B)
+    return _Terms(2 * depth * a, bandwidth, S * g, "2⌈log2 n⌉·α + 2·S/(0.9·B)", "S·γ")
 
 
 def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> _Terms:
@@ -201,13 +210,16 @@ def predict(name: str, world_size: int, nbytes: float, link: Any, *, reduce_Bps:
     ``link``: a :class:`Link`, a preset name (``"nvlink4-h100"``, alias ``"nvlink4"``), a
     :class:`~edu_parallel.topology.Topology` (flat algorithms use its bottleneck link) or a
     :class:`CostModel` (its topology or link, and its ``reduce_Bps``). ``reduce_Bps``: bytes/s of
-    the reduction (None: free). ``servers``: parameter servers for ``"ps"`` (default 1).
+    the reduction (None: free). ``servers``: parameter servers for ``"ps"`` (default 1;
+    ``"ps-sharded"`` is ``"ps"`` with 2, as in ``allreduce.ALGOS``).
     ``nodes``: for ``"hierarchical"`` with a single link (both levels use it).
     """
     key = NAME_ALIASES.get(name, name) if isinstance(name, str) else name
+    n = check_int("world_size", world_size, 1, MAX_TOPOLOGY_RANKS)
+    if key == "ps-sharded":  # allreduce.ALGOS' two-server parameter server
+        key, servers = "ps", min(2, n) if servers is None else servers
     if key not in NAMES:
         raise bad_value("name", name, "one of " + ", ".join(NAMES))
-    n = check_int("world_size", world_size, 1, MAX_TOPOLOGY_RANKS)
     S = _non_negative("nbytes", nbytes)
     where, reduce_Bps = _resolve(link, reduce_Bps)
     g = 1.0 / check_positive("reduce_Bps", reduce_Bps) if reduce_Bps is not None else 0.0
@@ -242,7 +254,7 @@ def predict(name: str, world_size: int, nbytes: float, link: Any, *, reduce_Bps:
     time_s = terms.latency + terms.bandwidth + terms.compute
     algbw = S / time_s / 1e9 if time_s > 0 else math.inf
     factor = _BUS.get("all_reduce" if key in ALLREDUCE_ALGOS else key, lambda n: (n - 1) / n)(n)
-    busbw = algbw * factor if factor else 0.0  # one rank: nothing crosses a bus
+    busbw = algbw * factor if n > 1 else 0.0  # one rank: nothing crosses a bus
     label = where.describe() if isinstance(where, Topology) else where.name
     return Prediction(key, n, S, label, time_s, terms.latency, terms.bandwidth, terms.compute,
                       algbw, busbw, formula)  # fmt: skip

@@ -9,7 +9,9 @@ per GPU, as in NVIDIA's DGX H100 with 8 ConnectX-7 ports for 8 GPUs).
 A :class:`~edu_parallel.retime.CostModel` can carry a topology; :func:`~edu_parallel.retime.retime`
 then times each message on ``topology.link(src, dst)``. NCCL's tuner makes the same split: its
 ring latency counts ``2(nNodes-1)`` inter-node steps and the rest intra-node, its tree latency
-``log2(nNodes)`` inter-node levels (NCCL ``src/graph/tuning.cc``).
+``log2(nNodes)`` inter-node levels (NCCL ``src/graph/tuning.cc``); Thakur, Rabenseifner & Gropp
+2005 ("Optimization of Collective Communication Operations in MPICH") make the same two-level
+split for clusters of SMP nodes.
 """
 
 from __future__ import annotations

@@ -42,8 +42,12 @@ FORMULAS = {
     "alltoall_recv": lambda p: (p["N"] - 1) / p["N"] * p["S"],
     "allgather_busbw": lambda p: p["algbw_gbps"] * (p["N"] - 1) / p["N"],
     "predict_gather_root": lambda p: (p["N"] - 1) / p["N"] * p["S"],
+    "tree_steps": lambda p: 2 * math.floor(math.log2(p["N"])),
+    "ps_server_recv": lambda p: (p["N"] - 1) * p["D"],
+    "ring_latency_us": lambda p: 2 * (p["N"] - 1) * p["alpha_us"],
+    "predict_naive_busiest": lambda p: (p["N"] - 1) * p["D"],
 }
-KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce")
+KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce", "04_ring_tree_ps")
 
 
 def numeric_part(q):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
-from .banks_comm import collectives_quiz
+from .banks_comm import algorithms_quiz, collectives_quiz
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question
 from .terminal import run_in_terminal
@@ -28,6 +28,7 @@ __all__ = [
     "QuizWidget",
     "question_text",
     "Runner",
+    "algorithms_quiz",
     "collectives_quiz",
     "get_quiz",
     "register_bank",

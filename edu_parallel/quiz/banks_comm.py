@@ -143,3 +143,122 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
 
 
 register_bank("02_collectives", collectives_quiz)
+
+
+# ------------------------------------------------------------------------------ 04_ring_tree_ps
+def algorithms_quiz(
+    seed: int | None = None, runner: Callable[[str, int, int], Trace] | None = None
+) -> Quiz:
+    """Lesson 04: bottlenecks (errata E5), latency terms, the model and NCCL-style choice (E9).
+
+    ``runner(algo, world_size, nbytes) -> Trace`` runs an all-reduce algorithm; the default
+    simulates it, the lesson passes :func:`edu_parallel.compare.cluster_traffic_runner`."""
+    from ..allreduce import build_plan
+    from ..choose import choose_allreduce
+    from ..compare import simulated_runner
+    from ..costmodel import link_preset, predict
+
+    rng, run = _rng_runner(seed, runner, simulated_runner())
+    n = 8 if rng is None else rng.choice((8, 16, 32))
+    d = 1 * MIB if rng is None else rng.choice((256 * KIB, 1 * MIB, 4 * MIB))
+    big_n = 64 if rng is None else rng.choice((32, 64, 128))
+    link = "ib-ndr-400" if rng is None else rng.choice(("ib-ndr-400", "nvlink4-h100", "pcie5-x16"))
+    alpha_us = link_preset(link).alpha_s * 1e6
+    n_run = 4 if rng is None else rng.randint(3, 4)
+    d_run = 12 * KIB
+    tiny, huge = 1 * KIB, 1 << 30
+    small_pick = choose_allreduce(tiny, big_n, link).algo
+    large_pick = choose_allreduce(huge, big_n, link).algo
+    options = ["ring", "tree", "double-tree"]
+
+    def reveal(trace: Trace) -> str:
+        sent, recv = trace.sent_bytes(), trace.recv_bytes()
+        return f"sent per rank: {sent}\nreceived per rank: {recv}"
+
+    questions = [
+        MultipleChoice(
+            "The outline says a tree all-reduce is limited because its root carries most of the traffic. "
+            "What do the counted bytes show?",
+            [
+                "True of a flat tree (everyone sends to the root) or a single parameter server: the root "
+                "moves (N-1)·D. NCCL's double binary tree keeps every rank near 2D, like the ring",
+                "True of every tree, including NCCL's: the root always moves (N-1)·D",
+                "False: trees move fewer bytes per rank than the ring",
+                "Trees and rings move exactly the same bytes",
+            ],  # fmt: skip
+            0,
+            "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two "
+            "complementary binary trees, each carrying half the data, so no rank moves much more than 2D; "
+            "the tree's real advantage is latency, O(log N) steps against the ring's O(N).",
+            key="errata_e5",
+        ),
+        Numeric(
+            f"How many steps (latency terms) does the binary-tree all-reduce take on {n} ranks "
+            "(reduce up, then broadcast down)?",
+            len(build_plan("tree", n).steps),
+            tolerance=0.0,
+            units="steps",
+            explanation="Up the tree level by level, then down again: 2·floor(log2 N) steps, against the "
+            "ring's 2(N-1). That is why trees win for small, latency-bound messages.",
+            params={"N": n},
+            key="tree_steps",
+        ),
+        Numeric(
+            f"A single parameter server (co-located on rank 0) all-reduces D = {format_bytes(d)} from {n} "
+            "ranks: how many bytes does the server receive?",
+            (n - 1) * d,
+            units="bytes",
+            explanation="Every one of the other N-1 ranks pushes its whole buffer to the server: (N-1)·D, "
+            "and it sends as much back. Sharding over k servers divides that by about k.",
+            params={"N": n, "D": d},
+            key="ps_server_recv",
+        ),
+        Numeric(
+            f"Alpha-beta model, link {link} (α = {alpha_us:g} µs per message): what is the latency part "
+            f"2(n-1)·α of a ring all-reduce on {big_n} ranks, in microseconds?",
+            predict("ring", big_n, d, link).latency_s * 1e6,
+            units="µs",
+            explanation="The ring takes 2(n-1) steps and every step pays α once (Thakur, Rabenseifner & "
+            "Gropp 2005); the bandwidth part 2(n-1)/n·S/B does not depend on n much.",
+            params={"N": big_n, "alpha_us": alpha_us},
+            key="ring_latency_us",
+        ),
+        MultipleChoice(
+            f"By the model, which algorithm should an all-reduce of 1 KiB on {big_n} ranks over {link} use?",
+            options,
+            options.index(small_pick),
+            "Tiny messages are latency-bound: the α terms dominate, and a tree pays 2·log2 n of them "
+            "against the ring's 2(n-1). NCCL's tuning model makes the same choice per size (errata E9).",
+            params={"N": big_n, "S": tiny, "link": link},
+            key="pick_small",
+        ),
+        MultipleChoice(
+            f"And for 1 GiB on {big_n} ranks over {link}?",
+            options,
+            options.index(large_pick),
+            "Large messages are bandwidth-bound: the ring moves 2(n-1)/n·S per rank and keeps every link "
+            "busy, so it wins once the S/B terms dominate.",
+            params={"N": big_n, "S": huge, "link": link},
+            key="pick_large",
+        ),
+        PredictThenRun(
+            f"Predict how many bytes the busiest rank moves (max of sent and received) in a NAIVE "
+            f"all-reduce of {format_bytes(d_run)} on {n_run} ranks, then run it.",
+            Numeric(
+                "Busiest rank's bytes",
+                (n_run - 1) * d_run,
+                units="bytes",
+                explanation="The root receives (N-1)·D and sends as much.",
+            ),  # fmt: skip
+            run=lambda: run("naive", n_run, d_run),
+            reveal=reveal,
+            explanation="Everyone sends D to the root and gets D back; the root handles (N-1)·D each way.",
+            truth=lambda trace: max(max(trace.sent_bytes()), max(trace.recv_bytes())),
+            params={"N": n_run, "D": d_run},
+            key="predict_naive_busiest",
+        ),
+    ]
+    return Quiz("Lesson 04: ring, tree and parameter server", questions)
+
+
+register_bank("04_ring_tree_ps", algorithms_quiz)
