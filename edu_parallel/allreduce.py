@@ -105,7 +105,7 @@ def allreduce_job(
     import torch
     import torch.distributed as dist
 
-    from .execute import run_plan
+    from .execute import run_plan, same_result
     from .inputs import make_input
     from .units import torch_dtype
 
@@ -122,11 +122,7 @@ def allreduce_job(
     start = ctx.tracer.now()
     run_plan(ctx, plan, x, segment_bytes)
     end = ctx.tracer.now()
-    if dtype in INTEGER_DTYPES:
-        matches = bool(torch.equal(x, reference))
-    else:  # a different order of additions: equal up to rounding
-        tol = 1e-5 * ctx.world_size if dtype in ("float32", "float64") else 2e-2 * ctx.world_size
-        matches = bool(torch.allclose(x.float(), reference.float(), rtol=tol, atol=tol))
+    matches = same_result(x, reference, ctx.world_size, exact=dtype in INTEGER_DTYPES)
     err = float((x.double() - reference.double()).abs().max()) if numel else 0.0
     return {"start": start, "end": end, "matches_builtin": matches, "max_abs_err": err}
 

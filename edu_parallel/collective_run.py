@@ -109,7 +109,7 @@ def collective_job(ctx: Any, name: str, nbytes: int, dtype: str, pattern: str, s
     """
     import torch
 
-    from .execute import run_plan
+    from .execute import run_plan, same_result
     from .inputs import make_input
     from .units import torch_dtype
 
@@ -136,11 +136,7 @@ def collective_job(ctx: Any, name: str, nbytes: int, dtype: str, pattern: str, s
     end = ctx.tracer.now()
     defined = defined_chunks(name, r, root, plan.num_chunks)
     got = torch.cat([chunks[k] for k in defined]) if defined else x[:0]
-    if dtype in INTEGER_DTYPES or name not in REDUCTIONS:
-        matches = bool(torch.equal(got, expected))
-    else:
-        tol = 1e-5 * n if dtype in ("float32", "float64") else 2e-2 * n
-        matches = bool(torch.allclose(got.float(), expected.float(), rtol=tol, atol=tol))
+    matches = same_result(got, expected, n, exact=dtype in INTEGER_DTYPES or name not in REDUCTIONS)
     err = float((got.double() - expected.double()).abs().max()) if got.numel() else 0.0
     out = {"start": start, "end": end, "matches_builtin": matches, "max_abs_err": err,
            "reference": reference, "defined": defined}  # fmt: skip

@@ -101,3 +101,12 @@ def run_plan(
                 chunks[t.to_chunk].copy_(where[t])
         ctx.tracer.snapshot(i, step.phase, buf)
     return buf
+
+
+def same_result(got: torch.Tensor, expected: torch.Tensor, world_size: int, exact: bool) -> bool:
+    """Equal bit for bit when ``exact`` (integers, moved data), else equal up to the rounding of
+    another order of additions: ``rtol = atol = 1e-5 * N`` (float32/64), ``2e-2 * N`` (16-bit)."""
+    if exact:
+        return bool(torch.equal(got, expected))
+    tol = (1e-5 if got.dtype in (torch.float32, torch.float64) else 2e-2) * world_size
+    return bool(torch.allclose(got.float(), expected.float(), rtol=tol, atol=tol))
