@@ -144,3 +144,56 @@ def _collective_concept(concept: str, collective: str) -> Concept:
 
 for _concept, _collective in collective_run.CONCEPT_NAMES.items():
     register(_collective_concept(_concept, _collective))
+
+
+# ---------------------------------------------------------------- pipeline schedules (issue 4)
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    from .schedule import SCHEDULES
+
+    p.set_defaults(world_size=None)  # default: --stages ranks
+    p.add_argument("--schedule", default="1f1b", help=f"one of {', '.join(SCHEDULES)} (default 1f1b)")  # fmt: skip
+    p.add_argument("--stages", type=int, default=None, help="pipeline ranks P (default: --world-size, else 4)")  # fmt: skip
+    p.add_argument("--microbatches", type=int, default=8, help="microbatches M (default 8)")
+    p.add_argument("--chunks", type=int, default=1, help="model chunks per rank v, interleaved only (default 1)")  # fmt: skip
+    p.add_argument("--layers", type=int, default=None, help="Linear+GeLU blocks (default 2*P*v)")
+    p.add_argument("--hidden", type=int, default=32, help="hidden size h (default 32)")
+    p.add_argument("--microbatch-size", type=int, default=4, help="rows per microbatch (default 4)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of weights and batch (default 0)")
+    for name, default, what in (("f", 1.0, "forward"), ("b", 2.0, "backward (B)"),
+                                ("w", 0.0, "weight-gradient (W)"), ("comm", 0.0, "send")):  # fmt: skip
+        p.add_argument(f"--t-{name}", type=float, default=default,
+                       help=f"time of one {what} to retime the executed order (default {default:g})")  # fmt: skip
+
+
+def _pipeline_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts; the world size defaults to the stage count."""
+    from .launch import in_torchrun
+    from .pipeline import check_pipeline_args
+
+    if in_torchrun():
+        a.world_size = int(os.environ["WORLD_SIZE"])
+    if a.stages is None:
+        a.stages = a.world_size if a.world_size is not None else 4
+    if a.world_size is None:
+        a.world_size = a.stages
+    world = a.world_size if isinstance(a.world_size, int) and a.world_size >= 1 else None
+    check_pipeline_args(a.schedule, a.stages, a.microbatches, a.chunks, a.layers, world, a.hidden,
+                        a.microbatch_size, a.seed, a.t_f, a.t_b, a.t_w, a.t_comm)  # fmt: skip
+
+
+def _pipeline_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .pipeline import run_pipeline
+
+    return run_pipeline(executor, a.schedule, a.stages, a.microbatches, a.chunks, a.layers,
+                        a.hidden, a.t_f, a.t_b, a.t_w, a.seed, microbatch_size=a.microbatch_size,
+                        t_comm=a.t_comm)  # fmt: skip
+
+
+def _pipeline_render(report: Any) -> str:
+    from .pipeline import format_pipeline
+
+    return format_pipeline(report)
+
+
+register(Concept("pipeline", "pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1",
+                 _pipeline_args, _pipeline_run, _pipeline_render, _pipeline_check))  # fmt: skip

@@ -229,10 +229,14 @@ class RankContext:
         )
 
     def record_compute(self, op: str, nbytes: int, start: float, end: float, *, step: int | None = None,
-                       phase: str | None = None, chunk: int | None = None) -> None:  # fmt: skip
-        """Record a ``compute`` event whose span the caller measured."""
+                       phase: str | None = None, chunk: int | None = None,
+                       attrs: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """Record a ``compute`` event whose span the caller measured (``attrs``: extra labels)."""
+        extra = dict(attrs) if attrs else None
         self.tracer.add(
-            Event("compute", self.rank, op, None, step, phase, chunk, nbytes, start, end)
+            Event(
+                "compute", self.rank, op, None, step, phase, chunk, nbytes, start, end, attrs=extra
+            )
         )
 
     def memory(

@@ -46,8 +46,13 @@ FORMULAS = {
     "ps_server_recv": lambda p: (p["N"] - 1) * p["D"],
     "ring_latency_us": lambda p: 2 * (p["N"] - 1) * p["alpha_us"],
     "predict_naive_busiest": lambda p: (p["N"] - 1) * p["D"],
+    "gpipe_share": lambda p: (p["P"] - 1) / (p["M"] + p["P"] - 1),
+    "megatron_ratio": lambda p: (p["P"] - 1) / p["M"],
+    "gpipe_peak": lambda p: p["M"],
+    "interleaved_ratio": lambda p: (p["P"] - 1) / p["M"] / p["v"],
+    "predict_1f1b_peak": lambda p: min(p["P"], p["M"]),
 }
-KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce", "04_ring_tree_ps")
+KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce", "04_ring_tree_ps", "09_pipeline")
 
 
 def numeric_part(q):

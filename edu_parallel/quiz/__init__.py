@@ -13,6 +13,7 @@ from typing import Any
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
+from .banks_pipeline import pipeline_quiz
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question
 from .terminal import run_in_terminal
@@ -30,6 +31,7 @@ __all__ = [
     "Runner",
     "algorithms_quiz",
     "collectives_quiz",
+    "pipeline_quiz",
     "get_quiz",
     "register_bank",
     "ring_quiz",

@@ -41,3 +41,26 @@ __all__ = [
 from .collective import before_after  # noqa: E402
 
 __all__ += ["before_after"]
+
+# Pipeline parallelism (issue 4): Gantt with a time cursor, stashed activations, bubble vs M,
+# and the schedule explorer widget (real run when small, else the simulation of the same plan).
+from .pipeline import (  # noqa: E402
+    PipelineView,
+    activation_memory_figure,
+    bubble_curves,
+    bubble_vs_microbatches_figure,
+    pipeline_gantt,
+    pipeline_view,
+)
+from .pipeline_widget import PipelineState, PipelineWidget  # noqa: E402
+
+__all__ += [
+    "PipelineState",
+    "PipelineView",
+    "PipelineWidget",
+    "activation_memory_figure",
+    "bubble_curves",
+    "bubble_vs_microbatches_figure",
+    "pipeline_gantt",
+    "pipeline_view",
+]

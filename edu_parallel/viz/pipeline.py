@@ -1,0 +1,540 @@
+"""Pipeline-parallel renderers: a Gantt of F/B/W per rank, live activations, bubble against M.
+
+They read a :class:`~edu_parallel.schedule_time.Timeline` (the modelled run of a schedule) or a
+:class:`~edu_parallel.trace.Trace` whose ``compute`` events have op ``F``/``B``/``W`` and
+``attrs`` ``microbatch`` and ``stage`` (a measured run, or ``Timeline.to_trace``), and draw it.
+:func:`pipeline_view` turns either into a :class:`PipelineView` (the boxes, the idle gaps, an honest
+time-axis label); the figure functions only draw that. Only :func:`bubble_vs_microbatches_figure`
+computes anything: it times pure-Python plans with ``time_schedule`` (no torch).
+
+Plotly is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import check_int
+from ..schedule import SCHEDULES, build_schedule
+from ..schedule_time import Timeline, gpipe_bubble, time_schedule
+from ..trace import Trace
+from .model import text_color
+from .timeline import time_axis_label
+
+KINDS = ("F", "B", "W")
+KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "W": "#e8770e"}  # blue, green, orange
+KIND_NAMES = {"F": "F forward", "B": "B backward", "W": "W weight grad"}
+BUBBLE_FILL, BUBBLE_LINE = "#ececec", "#a8a8a8"
+CURSOR_COLOR = "#c0392b"
+# Keys Timeline.to_trace writes when given no meta: such a trace holds modelled times.
+_TO_TRACE_KEYS = {"concept", "schedule", "world_size", "num_stages", "makespan"}
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """``rank`` ran ``kind`` (F/B/W) of ``stage`` on ``microbatch`` from ``start`` to ``end``."""
+
+    rank: int
+    kind: str
+    stage: int
+    microbatch: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    """What the pipeline renderers draw; times start at 0 (the first compute)."""
+
+    boxes: list[Box]
+    num_ranks: int
+    num_stages: int
+    name: str
+    time_label: str
+    measured: bool
+
+    @property
+    def makespan(self) -> float:
+        return max((b.end for b in self.boxes), default=0.0)
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per rank ``v`` (virtual stages / ranks)."""
+        return max(1, self.num_stages // self.num_ranks)
+
+    @property
+    def num_microbatches(self) -> int:
+        return 1 + max((b.microbatch for b in self.boxes), default=-1)
+
+    def idle(self) -> list[list[tuple[float, float]]]:
+        """Per rank, the ``(start, end)`` gaps in ``[0, makespan]`` where it computes nothing."""
+        end_all, eps = self.makespan, 1e-9 * max(self.makespan, 1.0)
+        out: list[list[tuple[float, float]]] = []
+        for r in range(self.num_ranks):
+            gaps, t = [], 0.0
+            for b in sorted((b for b in self.boxes if b.rank == r), key=lambda b: b.start):
+                if b.start > t + eps:
+                    gaps.append((t, b.start))
+                t = max(t, b.end)
+            if end_all > t + eps:
+                gaps.append((t, end_all))
+            out.append(gaps)
+        return out
+
+    def bubble_fraction(self) -> float:
+        """Idle rank-time / (ranks * makespan): the bubble as a share of total time."""
+        total = self.num_ranks * self.makespan
+        return sum(b - a for gaps in self.idle() for a, b in gaps) / total if total else 0.0
+
+    def busy_at(self, t: float) -> int:
+        """How many ranks are computing at time ``t``."""
+        return len({b.rank for b in self.boxes if b.start <= t < b.end})
+
+
+def _trace_is_modelled(meta: dict[str, Any]) -> bool:
+    """True for a trace of modelled times: ``meta`` ``clock``/``time_unit``/``source`` say so,
+    or it holds only what ``Timeline.to_trace`` writes when given no meta."""
+    clock, unit = str(meta.get("clock", "")), str(meta.get("time_unit", ""))
+    source = str(meta.get("source", ""))
+    if clock or unit or source:
+        return (clock in ("model", "modelled", "simulated") or unit in ("t_f", "model", "modelled")
+                or source in ("simulated", "time_schedule"))  # fmt: skip
+    return meta.get("concept") == "pipeline" and set(meta) <= _TO_TRACE_KEYS
+
+
+def _modelled_label(t_f: float) -> str:
+    return "time (t_f = 1)" if abs(t_f - 1.0) < 1e-12 else f"modelled time (t_f = {t_f:g})"
+
+
+def pipeline_view(
+    timeline_or_trace: Timeline | Trace, time_label: str | None = None
+) -> PipelineView:
+    """Read a Timeline or a Trace of F/B/W compute events (``time_label`` overrides the axis)."""
+    if isinstance(timeline_or_trace, Timeline):
+        tl = timeline_or_trace
+        boxes = [Box(s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start, s.end)
+                 for s in tl.spans]  # fmt: skip
+        t_f = next((b.end - b.start for b in boxes if b.kind == "F"), 1.0)
+        label = time_label or _modelled_label(t_f)
+        return PipelineView(boxes, tl.num_ranks, tl.num_stages, tl.name, label, False)
+    if not isinstance(timeline_or_trace, Trace):
+        raise TypeError(
+            f"timeline_or_trace={type(timeline_or_trace).__name__} is not valid: expected a "
+            "Timeline (edu_parallel.schedule_time) or a Trace with F/B/W compute events"
+        )
+    trace = timeline_or_trace
+    events = [e for e in trace.events if e.kind == "compute" and e.op in KINDS]
+    if not events:
+        raise ValueError("trace has no compute events with op F, B or W: nothing to draw")
+    origin = min(e.start for e in events)
+    boxes = []
+    for e in events:
+        attrs = e.attrs or {}
+        stage = attrs.get("stage", e.chunk if e.chunk is not None else e.rank)
+        boxes.append(Box(e.rank, e.op, int(stage), int(attrs.get("microbatch", 0)),
+                         e.start - origin, e.end - origin))  # fmt: skip
+    ranks = max(trace.world_size, 1 + max(b.rank for b in boxes))
+    stages = max(int(trace.meta.get("num_stages", 0)), 1 + max(b.stage for b in boxes))
+    modelled = _trace_is_modelled(trace.meta)
+    if time_label:
+        label = time_label
+    elif modelled:
+        label = _modelled_label(next((b.end - b.start for b in boxes if b.kind == "F"), 1.0))
+    else:
+        label = time_axis_label(trace) + (", 0 = first compute" if origin else "")
+    measured = not modelled and time_axis_label(trace).endswith("(measured)")
+    name = str(trace.meta.get("schedule", trace.meta.get("concept", "run")))
+    return PipelineView(boxes, ranks, stages, name, label, measured)
+
+
+def _tint(color: str, amount: float) -> str:
+    """``color`` mixed with white (``amount`` 0 = unchanged, 1 = white)."""
+    rgb = [int(color[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
+
+
+def _fmt(t: float) -> str:
+    return f"{t:.3g}" if abs(t) < 1000 else f"{t:.4g}"
+
+
+def _default_title(view: PipelineView) -> str:
+    v = f", v={view.chunks}" if view.chunks > 1 else ""
+    how = "measured" if view.measured else "simulated"
+    return (
+        f"{view.name}: P={view.num_ranks} ranks, M={view.num_microbatches} microbatches{v}: "
+        f"bubble {view.bubble_fraction():.1%} of rank-time ({how})"
+    )
+
+
+def pipeline_gantt(
+    timeline_or_trace: Timeline | Trace,
+    title: str | None = None,
+    *,
+    time_label: str | None = None,
+    cursor_frames: int = 61,
+) -> Any:
+    """A plotly Gantt of a pipeline run with an animated time cursor.
+
+    One row per rank (rank 0 on top); F/B/W boxes (blue/green/orange, paler for later model
+    chunks when interleaved) labelled with their microbatch (and ``s`` + stage when interleaved);
+    idle time hatched grey as the bubble; the x axis says whether times are modelled or measured.
+    A red cursor moves across time in ``cursor_frames`` plotly frames (play button and slider),
+    so it plays in an exported HTML file. Box traces carry ``customdata`` ``[rank, stage,
+    microbatch]`` and ``meta`` ``{"role": "box", "kind", "chunk"}``; the bubble trace has
+    ``meta`` ``{"role": "bubble"}``; the cursor is the last trace.
+    """
+    import plotly.graph_objects as go
+
+    cursor_frames = check_int("cursor_frames", cursor_frames, 2, 1000)
+    view = pipeline_view(timeline_or_trace, time_label)
+    p, v, span = view.num_ranks, view.chunks, view.makespan or 1.0
+    fig = go.Figure()
+    gaps = [(r, a, b) for r, row in enumerate(view.idle()) for a, b in row]
+    fig.add_bar(
+        y=[g[0] for g in gaps], base=[g[1] for g in gaps], x=[g[2] - g[1] for g in gaps],
+        orientation="h", width=0.78, name="bubble (idle)", meta={"role": "bubble"},
+        marker=dict(color=BUBBLE_FILL, line=dict(color=BUBBLE_LINE, width=0.5),
+                    pattern=dict(shape="/", fgcolor=BUBBLE_LINE, size=7, solidity=0.15)),
+        hovertext=[f"rank {r} idle {_fmt(a)} to {_fmt(b)} ({_fmt(b - a)}): bubble"
+                   for r, a, b in gaps],
+        hoverinfo="text",
+    )  # fmt: skip
+    for kind in KINDS:
+        for chunk in range(v):
+            mine = [b for b in view.boxes if b.kind == kind and b.stage // p == chunk]
+            if not mine:
+                continue
+            color = _tint(KIND_COLORS[kind], 0.5 * chunk / max(v - 1, 1))
+            name = KIND_NAMES[kind] + (
+                f", chunk {chunk} (stages {chunk * p}-{chunk * p + p - 1})" if v > 1 else ""
+            )
+            labels = [f"{b.microbatch}" + (f"<br>s{b.stage}" if v > 1 else "") for b in mine]
+            fig.add_bar(
+                y=[b.rank for b in mine], base=[b.start for b in mine],
+                x=[b.end - b.start for b in mine], orientation="h", width=0.78, name=name,
+                meta={"role": "box", "kind": kind, "chunk": chunk},
+                customdata=[[b.rank, b.stage, b.microbatch] for b in mine],
+                text=labels, textposition="inside", insidetextanchor="middle", textangle=0,
+                textfont=dict(color=text_color(color), size=13),
+                marker=dict(color=color, line=dict(color="white", width=1)),
+                hovertext=[f"rank {b.rank}: {b.stage}{b.kind}{b.microbatch} ({KIND_NAMES[kind]}, "
+                           f"stage {b.stage}, microbatch {b.microbatch}) {_fmt(b.start)} to "
+                           f"{_fmt(b.end)}" for b in mine],
+                hoverinfo="text",
+            )  # fmt: skip
+    times = [span * i / (cursor_frames - 1) for i in range(cursor_frames)]
+    fig.add_trace(_cursor(view, times[0], span))
+    cursor_index = len(fig.data) - 1
+    names = [f"{i}" for i in range(len(times))]
+    fig.frames = [go.Frame(name=n, data=[_cursor(view, t, span)], traces=[cursor_index])
+                  for n, t in zip(names, times, strict=True)]  # fmt: skip
+    key = "box label: microbatch" + (" over s + stage" if v > 1 else "")
+    row_px = 44 if p <= 8 else max(12, 480 // p)
+    _layout_gantt(fig, title or _default_title(view), key, view, row_px, names, times, span)
+    return fig
+
+
+def _cursor(view: PipelineView, t: float, span: float) -> Any:
+    import plotly.graph_objects as go
+
+    busy = view.busy_at(t)
+    text = f"  t = {_fmt(t)}: {busy} of {view.num_ranks} ranks busy  "
+    side = "middle right" if t < 0.6 * span else "middle left"
+    return go.Scatter(
+        x=[t, t], y=[-0.72, view.num_ranks - 0.5], mode="lines+text", text=[text, ""],
+        textposition=side, textfont=dict(color=CURSOR_COLOR, size=13),
+        line=dict(color=CURSOR_COLOR, width=2.5), name="time cursor", hoverinfo="skip",
+        showlegend=False, meta={"role": "cursor", "time": t},
+    )  # fmt: skip
+
+
+def _layout_gantt(
+    fig: Any, title: str, key: str, view: PipelineView, row_px: int,
+    names: list[str], times: list[float], span: float,
+) -> None:  # fmt: skip
+    p = view.num_ranks
+    play = dict(frame=dict(duration=120, redraw=True), transition=dict(duration=0),
+                fromcurrent=True, mode="immediate")  # fmt: skip
+    pause = dict(frame=dict(duration=0, redraw=True), mode="immediate")
+    every = max(1, len(times) // 6)
+    steps = [dict(label=_fmt(t) if i % every == 0 or i == len(times) - 1 else "",
+                  method="animate", args=[[n], dict(play, frame=dict(duration=0, redraw=True))])
+             for i, (n, t) in enumerate(zip(names, times, strict=True))]  # fmt: skip
+    height = 230 + row_px * p
+    plot_h = height - 80 - 150  # minus the top and bottom margins
+    below = lambda px: -px / plot_h  # noqa: E731 - paper y of ``px`` pixels under the plot
+    fig.update_layout(
+        title=dict(text=f"{title}<br><sup>{key}; hatched grey = bubble (idle)</sup>", x=0.01,
+                   xanchor="left", font=dict(size=15)),
+        barmode="overlay", height=height, plot_bgcolor="white",
+        margin=dict(l=70, r=20, t=80, b=150),
+        uniformtext=dict(minsize=8, mode="hide"),
+        xaxis=dict(title=view.time_label, range=[-0.005 * span, 1.005 * span], showgrid=True,
+                   gridcolor="#e0e0e0", zeroline=False),
+        yaxis=dict(tickmode="array", tickvals=list(range(p)),
+                   ticktext=[f"rank {r}" for r in range(p)], range=[p - 0.5, -1.0],
+                   showgrid=False, zeroline=False),
+        legend=dict(orientation="h", x=0.0, y=below(58), yanchor="top", xanchor="left"),
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=below(100), xanchor="left",
+                          yanchor="top", showactive=False,
+                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
+                                   dict(label="❚❚ pause", method="animate",
+                                        args=[[None], pause])])],
+        sliders=[dict(active=0, x=0.17, len=0.83, y=below(92), yanchor="top",
+                      pad=dict(t=0, b=0), currentvalue=dict(visible=False),
+                      font=dict(size=10), steps=steps)],
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------- stashed activations
+def live_activation_steps(
+    timeline_or_trace: Timeline | Trace,
+) -> tuple[list[list[tuple[float, float]]], str]:
+    """Per stage, the step function ``[(time, live), ...]`` of stashed activations, and its unit.
+
+    A Timeline gives microbatches (:meth:`Timeline.live_activations`). A Trace gives the running
+    sum of its ``memory`` events of category ``"activation"`` per stage (``attrs["stage"]``, else
+    ``chunk``), frees before allocations at equal times, in bytes (``"microbatches"`` when every
+    change is +-1), with times shifted like :func:`pipeline_view`.
+    """
+    if isinstance(timeline_or_trace, Timeline):
+        steps = timeline_or_trace.live_activations()
+        return [[(t, float(c)) for t, c in row] for row in steps], "microbatches"
+    view = pipeline_view(timeline_or_trace)
+    trace = timeline_or_trace
+    origin = min(e.start for e in trace.events if e.kind == "compute" and e.op in KINDS)
+    mem = [e for e in trace.events
+           if e.kind == "memory" and (e.attrs or {}).get("category") == "activation"]  # fmt: skip
+    unit = "microbatches" if all(abs(e.nbytes) == 1 for e in mem) else "bytes"
+    per_stage: list[list[tuple[float, int]]] = [[] for _ in range(view.num_stages)]
+    for e in mem:
+        stage = int((e.attrs or {}).get("stage", e.chunk if e.chunk is not None else e.rank))
+        while stage >= len(per_stage):
+            per_stage.append([])
+        per_stage[stage].append((e.start - origin, e.nbytes))
+    out = []
+    for changes in per_stage:
+        row, live = [(0.0, 0.0)], 0.0
+        for t, delta in sorted(changes):
+            live += delta
+            row[-1:] = [(t, live)] if row[-1][0] == t else [row[-1], (t, live)]
+        out.append(row)
+    return out, unit
+
+
+def activation_memory_figure(
+    timeline_or_trace: Timeline | Trace, title: str | None = None, *, time_label: str | None = None
+) -> Any:
+    """Plotly: stashed activations per stage over time, the peak of each stage marked.
+
+    Up to 8 stages: one panel each (a step line; shared axes, so heights compare). More stages: a
+    heatmap (stage rows, stage 0 on top; each cell the most held during its time bin). Peak
+    markers (``meta`` ``{"role": "peak"}``, ``customdata`` ``[stage, peak]`` per point) sit at
+    the first time a stage reaches its peak; panel lines have ``meta`` ``{"role": "live",
+    "stage"}``. ``time_label`` overrides the x-axis label (see :func:`pipeline_view`).
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    view = pipeline_view(timeline_or_trace, time_label)
+    steps, unit = live_activation_steps(timeline_or_trace)
+    end, n = view.makespan, len(steps)
+    peaks = [max(c for _, c in row) for row in steps]
+    first = [next(t for t, c in row if c == pk) for row, pk in zip(steps, peaks, strict=True)]
+    how = "measured" if view.measured else "simulated"
+    title = title or f"{view.name}: stashed activations per stage ({unit}, {how})"
+    if n > 8:
+        fig = _memory_heatmap(steps, peaks, first, end, unit, view.num_ranks)
+        fig.update_layout(
+            title=dict(text=title, x=0.01, xanchor="left"),
+            plot_bgcolor="white",
+            height=min(900, 200 + 14 * n),
+            margin=dict(l=80, r=20, t=60, b=60),
+        )
+        fig.update_xaxes(title_text=view.time_label)
+        return fig
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=0.05 if n > 1 else 0)
+    top = max(peaks, default=0.0)
+    for s, row in enumerate(steps):
+        color = _stage_color(s, n)
+        fig.add_trace(go.Scatter(
+            x=[t for t, _ in row] + [end], y=[c for _, c in row] + [row[-1][1]], mode="lines",
+            line=dict(shape="hv", color=color, width=2), fill="tozeroy",
+            name=f"stage {s} (rank {s % view.num_ranks})", meta={"role": "live", "stage": s},
+            showlegend=False,
+            hovertemplate=f"stage {s}: %{{y}} {unit} stashed from t=%{{x}}<extra></extra>",
+        ), row=s + 1, col=1)  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=[first[s]], y=[peaks[s]], mode="markers+text", text=[f"peak {peaks[s]:g}"],
+            textposition="top right", cliponaxis=False, textfont=dict(size=12),
+            marker=dict(symbol="triangle-down", size=11, color=color,
+                        line=dict(color="black", width=1)),
+            name=f"peak stage {s}", meta={"role": "peak", "stage": s}, showlegend=False,
+            customdata=[[s, peaks[s]]],
+            hovertemplate=f"stage {s} peak: {peaks[s]:g} {unit}<extra></extra>",
+        ), row=s + 1, col=1)  # fmt: skip
+        fig.update_yaxes(title_text=f"stage {s}", row=s + 1, col=1, title_font=dict(size=11),
+                         range=[0, top * 1.5 + 1e-9], nticks=3, gridcolor="#e0e0e0")  # fmt: skip
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left"), height=max(320, 130 + 80 * n),
+        plot_bgcolor="white", margin=dict(l=80, r=20, t=60, b=60),
+    )  # fmt: skip
+    fig.update_xaxes(range=[0, end * 1.01 or 1.0], gridcolor="#e0e0e0")
+    fig.update_xaxes(title_text=view.time_label, row=n, col=1)
+    return fig
+
+
+def _memory_heatmap(
+    steps: list[list[tuple[float, float]]], peaks: list[float], first: list[float],
+    end: float, unit: str, num_ranks: int, bins: int = 400,
+) -> Any:  # fmt: skip
+    """Stage x time heatmap: each cell the most activations held during its time bin."""
+    import plotly.graph_objects as go
+
+    end = end or 1.0
+    edges = [end * i / bins for i in range(bins + 1)]
+    z = []
+    for row in steps:
+        cells = [0.0] * bins
+        for i, (t, c) in enumerate(row):
+            t_next = row[i + 1][0] if i + 1 < len(row) else end
+            lo = min(int(t / end * bins), bins - 1)
+            hi = min(max(lo, int(t_next / end * bins - 1e-9)), bins - 1)
+            for k in range(lo, hi + 1):
+                cells[k] = max(cells[k], c)
+        z.append(cells)
+    n = len(steps)
+    fig = go.Figure(go.Heatmap(
+        x=edges, y=list(range(n)), z=z, colorscale="Blues", zmin=0,
+        colorbar=dict(title=dict(text=unit, side="right")), meta={"role": "live"},
+        hovertemplate="stage %{y}, t=%{x}: up to %{z} " + unit + "<extra></extra>",
+    ))  # fmt: skip
+    fig.add_scatter(
+        x=first, y=list(range(n)), mode="markers+text" if n <= 32 else "markers",
+        text=[f"peak {pk:g}" for pk in peaks], textposition="middle right",
+        textfont=dict(size=10, color="#c0392b"), cliponaxis=False,
+        marker=dict(symbol="triangle-right", size=8, color="#c0392b"), showlegend=False,
+        meta={"role": "peak"}, customdata=[[s, pk] for s, pk in enumerate(peaks)], name="peaks",
+        hovertemplate="stage %{customdata[0]}: %{text}<extra></extra>",
+    )  # fmt: skip
+    fig.update_yaxes(title_text=f"stage (on rank stage % {num_ranks})", autorange="reversed")
+    return fig
+
+
+def _stage_color(stage: int, num_stages: int) -> str:
+    palette = [
+        "#3b6ea5",
+        "#e8770e",
+        "#3f8f3a",
+        "#c0392b",
+        "#8e6bb8",
+        "#8c564b",
+        "#d46aa8",
+        "#5f6b6d",
+    ]
+    if num_stages <= len(palette):
+        return palette[stage]
+    return _tint("#3b6ea5", 0.7 * stage / max(num_stages - 1, 1))
+
+
+# ----------------------------------------------------------------- bubble against microbatches
+@dataclass(frozen=True)
+class BubbleCurve:
+    """Simulated bubble fractions of one schedule at the supported ``Ms``; ``skipped`` says why
+    the others are missing (``{M: reason}``)."""
+
+    schedule: str
+    chunks: int
+    ms: list[int]
+    fractions: list[float]
+    skipped: dict[int, str]
+
+
+def bubble_curves(
+    num_ranks: int,
+    ms: Iterable[int],
+    schedules: Sequence[str] = ("gpipe", "1f1b", "interleaved", "zb-h1"),
+    v: int = 2,
+    t_f: float = 1.0,
+    t_b: float = 2.0,
+    t_w: float = 1.0,
+) -> list[BubbleCurve]:
+    """Time every ``schedule`` at every M with ``time_schedule`` (``v`` chunks for interleaved);
+    a combination ``build_schedule`` rejects is skipped with its reason."""
+    ms = sorted(set(ms))
+    out = []
+    for name in schedules:
+        if name not in SCHEDULES:
+            raise ValueError(
+                f"schedules={name!r} is not valid: expected names from {', '.join(SCHEDULES)}"
+            )
+        chunks = v if name == "interleaved" else 1
+        good, fractions, skipped = [], [], {}
+        for m in ms:
+            try:
+                plan = build_schedule(name, num_ranks, m, chunks)
+            except ValueError as err:
+                skipped[m] = "needs " + str(err).split(": expected ", 1)[-1]
+                continue
+            good.append(m)
+            fractions.append(time_schedule(plan, t_f, t_b, t_w).bubble_fraction())
+        out.append(BubbleCurve(name, chunks, good, fractions, skipped))
+    return out
+
+
+def bubble_vs_microbatches_figure(
+    P: int,  # noqa: N803 - the literature's name
+    Ms: Iterable[int],  # noqa: N803
+    schedules: Sequence[str] = ("gpipe", "1f1b", "interleaved", "zb-h1"),
+    v: int = 2,
+    t_f: float = 1.0,
+    t_b: float = 2.0,
+    t_w: float = 1.0,
+) -> Any:
+    """Plotly: bubble share of rank-time against M for each schedule (simulated with
+    ``time_schedule``), with the GPipe formula ``(P-1)/(M+P-1)`` dashed for reference.
+
+    Unsupported (schedule, M) pairs are left out and the legend says which and why. Curve traces
+    have ``meta`` ``{"role": "simulated", "schedule", "chunks", "skipped"}``; the formula trace
+    ``{"role": "formula"}``.
+    """
+    import plotly.graph_objects as go
+
+    ms = sorted({check_int("Ms", m, 1) for m in Ms})
+    curves = bubble_curves(P, ms, schedules, v, t_f, t_b, t_w)
+    fig = go.Figure()
+    colors = {"gpipe": "#3b6ea5", "1f1b": "#e8770e", "interleaved": "#3f8f3a", "zb-h1": "#c0392b"}
+    symbols = {"gpipe": "circle", "1f1b": "x", "interleaved": "square", "zb-h1": "diamond"}
+    for c in curves:
+        name = c.schedule + (f" (v={c.chunks})" if c.schedule == "interleaved" else "")
+        if c.skipped:
+            reasons = sorted(set(c.skipped.values()))
+            which = ", ".join(str(m) for m in c.skipped) if c.ms else "every M"
+            name += f": skipped M={which} ({'; '.join(reasons)})"
+        fig.add_scatter(
+            x=c.ms, y=c.fractions, mode="lines+markers", name=name,
+            line=dict(color=colors.get(c.schedule), width=2),
+            marker=dict(symbol=symbols.get(c.schedule, "circle"), size=8),
+            meta={"role": "simulated", "schedule": c.schedule, "chunks": c.chunks,
+                  "skipped": {str(k): r for k, r in c.skipped.items()}},
+        )  # fmt: skip
+    fig.add_scatter(  # last: drawn on top of the simulated curves it may coincide with
+        x=ms, y=[gpipe_bubble(P, m) for m in ms], mode="lines",
+        name="GPipe formula (P-1)/(M+P-1), for reference",
+        line=dict(color="black", dash="dash", width=1.5), meta={"role": "formula"},
+    )  # fmt: skip
+    log = bool(ms) and ms[-1] / ms[0] >= 16
+    fig.update_layout(
+        title=dict(text=f"Bubble against microbatches, P={P} ranks (simulated with "
+                   f"time_schedule: t_f={t_f:g}, t_b={t_b:g}, t_w={t_w:g})", x=0.01,
+                   xanchor="left"),
+        xaxis=dict(title="microbatches M" + (" (log scale)" if log else ""),
+                   type="log" if log else "linear", tickvals=ms, gridcolor="#e0e0e0"),
+        yaxis=dict(title="bubble (idle share of rank-time)", tickformat=".0%", rangemode="tozero",
+                   gridcolor="#e0e0e0"),
+        plot_bgcolor="white", height=560, margin=dict(t=60, b=190),
+        legend=dict(orientation="v", x=0.0, xanchor="left", y=-0.2, yanchor="top"),
+    )  # fmt: skip
+    return fig

@@ -1,0 +1,306 @@
+"""An ipywidgets explorer for pipeline schedules: pick a schedule, P, M, v and the cost ratios.
+
+:class:`PipelineState` is the thin, validated state; :class:`PipelineWidget` wires controls to it
+and, on every change, shows the Gantt (:func:`~edu_parallel.viz.pipeline.pipeline_gantt`), the
+bubble (measured or simulated, and by formula), the peak stashed activations per stage, and says
+where the figure came from: a REAL run (``run_small``, small configurations only) or the
+SIMULATION of the same plan (``time_schedule``). Everything is driven from Python, so tests set
+widget values and call ``button.click()``. Nothing here imports torch; ``run_small`` may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import bad_value, check_choice, check_int, check_positive
+from ..schedule import SCHEDULES, build_schedule
+from ..schedule_time import Timeline, bubble_formula, time_schedule
+from ..trace import Trace
+from .pipeline import activation_memory_figure, pipeline_gantt, pipeline_view
+
+RANKS_RANGE = (2, 64)  # simulated; a real run takes at most REAL_RANKS_MAX ranks
+REAL_RANKS_MAX = 8
+MICROBATCHES_RANGE = (1, 512)
+CHUNKS_RANGE = (1, 4)
+MAX_GANTT_BOXES = 20_000  # above this the Gantt is not drawn (illegible, and slow in a browser)
+
+
+@dataclass
+class PipelineState:
+    """Validated explorer state; every assignment is checked.
+
+    ``schedule`` is one of :data:`~edu_parallel.schedule.SCHEDULES`; ``P`` ranks in [2, 64]
+    (real runs: up to 8), ``M`` microbatches in [1, 512], ``v`` model chunks per rank in [1, 4]
+    (used by ``"interleaved"`` only), ``tb_over_tf`` = t_b / t_f > 0, ``tw_over_tf`` = t_w / t_f
+    >= 0. A bad value raises ValueError naming the field, the value and the valid range.
+    """
+
+    schedule: str = "1f1b"
+    P: int = 4  # noqa: N815 - the literature's names
+    M: int = 8  # noqa: N815
+    v: int = 2
+    tb_over_tf: float = 1.0
+    tw_over_tf: float = 1.0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "schedule":
+            value = check_choice("schedule", value, SCHEDULES)
+        elif name == "P":
+            value = check_int("P", value, *RANKS_RANGE)
+        elif name == "M":
+            value = check_int("M", value, *MICROBATCHES_RANGE)
+        elif name == "v":
+            value = check_int("v", value, *CHUNKS_RANGE)
+        elif name == "tb_over_tf":
+            value = check_positive("tb_over_tf", value)
+        elif name == "tw_over_tf":
+            value = _non_negative("tw_over_tf", value)
+        object.__setattr__(self, name, value)
+
+    @property
+    def chunks(self) -> int:
+        """The ``v`` the schedule uses: ``v`` for interleaved, else 1."""
+        return self.v if self.schedule == "interleaved" else 1
+
+    def times(self, t_f: float = 1.0) -> tuple[float, float, float]:
+        """``(t_f, t_b, t_w)`` for a forward time ``t_f``."""
+        return t_f, t_f * self.tb_over_tf, t_f * self.tw_over_tf
+
+    def describe(self) -> str:
+        v = f", v={self.chunks}" if self.schedule == "interleaved" else ""
+        return f"{self.schedule!r}, P={self.P}, M={self.M}{v}"
+
+
+def _non_negative(name: str, value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, "a finite number >= 0") from None
+    if not 0.0 <= x < float("inf"):
+        raise bad_value(name, value, "a finite number >= 0")
+    return x
+
+
+class PipelineWidget:
+    """Controls for a pipeline schedule, and what it does: Gantt, bubble, peak activations.
+
+    ``run_small(schedule, P, M, v, t_f, t_b, t_w)``, when given, runs the plan for real and
+    returns an object with ``.timeline`` (a Timeline, e.g. the executed order retimed in units of
+    t_f, or a Trace of measured times: the axis says which),
+    ``.bubble_fraction_measured`` and ``.peak_activations_per_stage`` (a list, or a method
+    returning one); it is used when ``P <= real_max_ranks`` and ``M <= real_max_microbatches``.
+    Everything else is the SIMULATION of the same plan, and ``source_html`` says which, and why.
+
+    Attributes after each update: ``state``, ``source`` (``"real"`` or ``"simulation"``),
+    ``timeline`` (what is drawn), ``simulated`` (the simulated Timeline, always), ``result``
+    (``run_small``'s result or None), ``gantt`` and ``memory_figure`` (plotly figures; ``gantt``
+    is None above :data:`MAX_GANTT_BOXES` boxes), ``bubble`` (the fraction shown), ``peaks``.
+    """
+
+    def __init__(
+        self,
+        run_small: Callable[..., Any] | None = None,
+        schedule: str = "1f1b",
+        P: int = 4,  # noqa: N803
+        M: int = 8,  # noqa: N803
+        v: int = 2,
+        tb_over_tf: float = 1.0,
+        tw_over_tf: float = 1.0,
+        *,
+        real_max_ranks: int = 4,
+        real_max_microbatches: int = 8,
+        real_t_f: float = 1.0,
+    ) -> None:
+        import ipywidgets as w
+
+        self.run_small = run_small
+        self.state = PipelineState(schedule, P, M, v, tb_over_tf, tw_over_tf)
+        self.real_max_ranks = check_int("real_max_ranks", real_max_ranks, 2, REAL_RANKS_MAX)
+        self.real_max_microbatches = check_int("real_max_microbatches", real_max_microbatches, 1)
+        self.real_t_f = check_positive("real_t_f", real_t_f)
+        self.source = ""
+        self.result: Any = None
+        self.timeline: Timeline | Trace | None = None
+        self.simulated: Timeline | None = None
+        self.gantt: Any = None
+        self.memory_figure: Any = None
+        self.bubble: float | None = None
+        self.peaks: list[float] = []
+        s = self.state
+        self.schedule_dropdown = w.Dropdown(options=list(SCHEDULES), value=s.schedule,
+                                            description="schedule")  # fmt: skip
+        self.ranks_slider = w.IntSlider(value=s.P, min=RANKS_RANGE[0], max=RANKS_RANGE[1],
+                                        description="P ranks", continuous_update=False)  # fmt: skip
+        self.microbatches_box = w.BoundedIntText(
+            value=s.M, min=MICROBATCHES_RANGE[0], max=MICROBATCHES_RANGE[1], description="M micro"
+        )
+        self.chunks_slider = w.IntSlider(value=s.v, min=CHUNKS_RANGE[0], max=CHUNKS_RANGE[1],
+                                         description="v chunks", continuous_update=False)  # fmt: skip
+        self.tb_box = w.FloatText(value=s.tb_over_tf, description="t_b / t_f", step=0.25)
+        self.tw_box = w.FloatText(value=s.tw_over_tf, description="t_w / t_f", step=0.25)
+        self.run_button = w.Button(description="Run again", icon="play", button_style="primary")
+        self.status = w.HTML()
+        self.source_html = w.HTML()
+        self.bubble_html = w.HTML()
+        self.peaks_html = w.HTML()
+        self.gantt_output = w.Output()
+        self.memory_output = w.Output()
+        self.controls = [self.schedule_dropdown, self.ranks_slider, self.microbatches_box,
+                         self.chunks_slider, self.tb_box, self.tw_box]  # fmt: skip
+        for control in self.controls:
+            control.observe(lambda _: self.update(), names="value")
+        self.run_button.on_click(lambda _: self.update())
+        note = w.HTML("<small>Without a W step (gpipe, 1f1b, interleaved) the backward costs "
+                      "t_b + t_w. Times are in units of t_f.</small>")  # fmt: skip
+        self.widget = w.VBox([
+            w.HBox([self.schedule_dropdown, self.ranks_slider, self.microbatches_box]),
+            w.HBox([self.chunks_slider, self.tb_box, self.tw_box, self.run_button]), note,
+            self.status, self.source_html, self.bubble_html, self.peaks_html,
+            self.gantt_output, self.memory_output,
+        ])  # fmt: skip
+        self.update()
+
+    # ----------------------------------------------------------------- decisions
+    def why_simulated(self, state: PipelineState) -> str | None:
+        """Why ``state`` is not run for real (None: it is)."""
+        if self.run_small is None:
+            return "no real runner was given (run_small=None)"
+        if state.P > self.real_max_ranks or state.M > self.real_max_microbatches:
+            return (
+                f"P={state.P}, M={state.M} is too large for a real run here (real runs: "
+                f"P <= {self.real_max_ranks} and M <= {self.real_max_microbatches})"
+            )
+        return None
+
+    # ----------------------------------------------------------------- update
+    def update(self) -> None:
+        """Read the controls, validate, simulate (and run for real when small), then draw."""
+        self.chunks_slider.disabled = self.schedule_dropdown.value != "interleaved"
+        try:
+            new = PipelineState(
+                self.schedule_dropdown.value, self.ranks_slider.value,
+                self.microbatches_box.value, self.chunks_slider.value, self.tb_box.value,
+                self.tw_box.value,
+            )  # fmt: skip
+        except ValueError as err:
+            self.status.value = f"<b style='color:#b00'>{err}</b> (showing the last valid setting)"
+            return
+        try:
+            plan = build_schedule(new.schedule, new.P, new.M, new.chunks)
+        except ValueError as err:
+            self.status.value = (
+                f"<b style='color:#b00'>{new.describe()} cannot be built: {err}</b> "
+                "(showing the last valid setting)"
+            )
+            return
+        t_f, t_b, t_w = new.times()
+        self.simulated = time_schedule(plan, t_f, t_b, t_w)
+        formula = bubble_formula(new.schedule, new.P, new.M, new.chunks, t_f, t_b, t_w)
+        reason = self.why_simulated(new)
+        result = None
+        if reason is None:
+            assert self.run_small is not None
+            rt_f, rt_b, rt_w = new.times(self.real_t_f)
+            try:
+                result = self.run_small(new.schedule, new.P, new.M, new.chunks, rt_f, rt_b, rt_w)
+            except Exception as err:  # shown in the widget: a handler's error is easy to miss
+                reason = f"the real run failed: {type(err).__name__}: {err}"
+        self.state, self.result, self.status.value = new, result, ""
+        if result is not None:
+            self._show_real(new, result, formula)
+        else:
+            self._show_simulated(new, reason or "", formula)
+        self.render()
+
+    def _show_real(self, new: PipelineState, result: Any, formula: dict[str, Any]) -> None:
+        self.source = "real"
+        self.timeline = result.timeline
+        peaks = result.peak_activations_per_stage
+        self.peaks = list(peaks() if callable(peaks) else peaks)
+        self.bubble = float(result.bubble_fraction_measured)
+        label = getattr(result, "time_label", None)
+        rt = ", ".join(f"{n}={x:g}" for n, x in zip(("t_f", "t_b", "t_w"),
+                                                      new.times(self.real_t_f), strict=True))  # fmt: skip
+        if isinstance(self.timeline, Timeline):
+            shows = ("the order the ranks really executed, as the run reports it (a Timeline: "
+                     "times in units of t_f, not wall-clock)")  # fmt: skip
+        else:
+            shows = f"the run's trace ({pipeline_view(self.timeline, label).time_label})"
+        self.source_html.value = (
+            f"<b>Source: REAL run</b> of {new.describe()} (run_small with {rt}); the Gantt shows "
+            f"{shows}."
+        )
+        sim = self.simulated.bubble_fraction() if self.simulated else float("nan")
+        self.bubble_html.value = (
+            f"bubble: <b>{self.bubble:.1%}</b> of rank-time as the real run measured it; the "
+            f"same plan simulated: {sim:.1%}; {_formula_text(formula)}"
+        )
+        title = f"REAL run of {new.describe()}: bubble {self.bubble:.1%} of rank-time (real run)"
+        self._figures(title, label, "measured")
+
+    def _show_simulated(self, new: PipelineState, reason: str, formula: dict[str, Any]) -> None:
+        assert self.simulated is not None
+        self.source = "simulation"
+        self.timeline = self.simulated
+        self.peaks = [float(p) for p in self.simulated.peak_activations_per_stage()]
+        self.bubble = self.simulated.bubble_fraction()
+        self.source_html.value = (
+            f"<b>Source: SIMULATION</b> of the same plan, {new.describe()} (time_schedule: "
+            f"modelled times, not measured), because {reason}."
+        )
+        self.bubble_html.value = (
+            f"bubble: <b>{self.bubble:.1%}</b> of rank-time simulated; {_formula_text(formula)}"
+        )
+        title = f"SIMULATION of {new.describe()}: bubble {self.bubble:.1%} of rank-time"
+        self._figures(title, None, "simulated")
+
+    def _figures(self, title: str, label: str | None, how: str) -> None:
+        assert self.timeline is not None
+        view = pipeline_view(self.timeline, label)
+        unit = "microbatches, simulated" if how == "simulated" else "as the real run counts them"
+        shown = " · ".join(f"s{s} {p:g}" for s, p in enumerate(self.peaks[:16]))
+        more = f" · ... ({len(self.peaks) - 16} more, max {max(self.peaks):g})" if len(
+            self.peaks
+        ) > 16 else ""  # fmt: skip
+        self.peaks_html.value = f"peak stashed activations per stage ({unit}): {shown}{more}"
+        if len(view.boxes) > MAX_GANTT_BOXES:
+            self.gantt = None
+            self.status.value = (
+                f"Gantt not drawn: {len(view.boxes)} boxes (> {MAX_GANTT_BOXES}) would be "
+                "illegible; the numbers above come from the full run."
+            )
+        else:
+            self.gantt = pipeline_gantt(self.timeline, title, time_label=label)
+        self.memory_figure = activation_memory_figure(
+            self.timeline, f"{title.split(':')[0]}: stashed activations per stage ({how})",
+            time_label=label,
+        )  # fmt: skip
+
+    def render(self) -> None:
+        """Show the figures in the output areas (only inside a kernel)."""
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover - ipywidgets depends on IPython
+            return
+        if get_ipython() is None:
+            return
+        for output, fig in ((self.gantt_output, self.gantt),
+                            (self.memory_output, self.memory_figure)):  # fmt: skip
+            with output:
+                output.clear_output(wait=True)
+                if fig is not None:
+                    display(fig)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _formula_text(f: dict[str, Any]) -> str:
+    return (
+        f"formula: {f['share_of_total']:.1%} of total time (GPipe convention) = "
+        f"{f['relative_to_ideal']:.1%} relative to the ideal time (Megatron convention); "
+        f"{f['formula']}; exact when {f['exact_when']}."
+    )

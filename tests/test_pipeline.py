@@ -1,0 +1,168 @@
+"""Pipeline schedules on real ranks: gradients equal one process's, the bubble is the formula's,
+1F1B bounds the stash (ERRATA E2: O(M) -> O(P)), the trace shows every F/B/W and matched sends."""
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+
+from edu_parallel.cli import main
+from edu_parallel.pipeline import run_pipeline
+from edu_parallel.pipeline_model import make_batch, microbatch_loss, reference_grads, stage_bounds
+from edu_parallel.schedule_time import gpipe_bubble, megatron_bubble
+
+pytestmark = pytest.mark.multiprocess
+
+CASES = [  # (fixture, schedule, P, M, v): every schedule on 2 and on 4 ranks
+    ("cluster2", "gpipe", 2, 4, 1),
+    ("cluster2", "1f1b", 2, 4, 1),
+    ("cluster2", "interleaved", 2, 4, 2),
+    ("cluster2", "zb-h1", 2, 4, 1),
+    ("cluster4", "gpipe", 4, 4, 1),
+    ("cluster4", "1f1b", 4, 8, 1),
+    ("cluster4", "interleaved", 4, 8, 2),
+    ("cluster4", "zb-h1", 4, 8, 1),
+]
+
+
+@pytest.mark.parametrize("fixture,name,p,m,v", CASES)
+def test_every_schedule_matches_the_single_process_reference(request, fixture, name, p, m, v):
+    cluster = request.getfixturevalue(fixture)
+    t_w = 1.0 if name == "zb-h1" else 0.0
+    report = run_pipeline(cluster, name, p, m, v, t_b=1.0 if t_w else 2.0, t_w=t_w)
+    assert report.matches_reference and report.max_abs_err < 1e-12
+    assert report.follows_schedule  # the ranks ran exactly their rows, idle slots dropped
+    trace, stages = report.trace, p * v
+    computes = Counter(
+        (e.op, e.attrs["stage"], e.attrs["microbatch"]) for e in trace.select("compute")
+    )
+    kinds = ("F", "B", "W") if name == "zb-h1" else ("F", "B")
+    assert computes == Counter((k, s, mb) for k in kinds for s in range(stages) for mb in range(m))
+    for e in trace.select("compute"):
+        assert e.chunk == e.attrs["stage"] and e.rank == e.chunk % p and e.end >= e.start
+    pairs = trace.matched_transfers()  # raises if a send has no recv or the other way round
+    assert len(pairs) == 2 * (stages - 1) * m  # one activation and one gradient per boundary
+    for send, recv in pairs:
+        up = send.phase == "fwd"
+        assert recv.phase == send.phase and recv.chunk == send.chunk + (1 if up else -1)
+        assert send.peer == recv.rank == (send.chunk + (1 if up else -1)) % p
+        assert send.nbytes == recv.nbytes == 4 * 32 * 8  # (mb, h) float64
+    for r in range(p):  # every stashed activation is freed by the end
+        mem = trace.select("memory", rank=r)
+        assert mem and sum(e.nbytes for e in mem) == 0
+        assert all(e.attrs["category"] == "activation" for e in mem)
+    data = report.to_json_dict()
+    json.dumps(data)
+    assert data["bubble_fraction_measured"] == pytest.approx(data["bubble_fraction_formula"])
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p,m", [(4, 8), (4, 4), (4, 2)])
+def test_equal_times_give_exactly_the_gpipe_bubble(cluster4, name, p, m):
+    report = run_pipeline(cluster4, name, p, m, t_f=1.0, t_b=1.0)
+    assert report.bubble_fraction_measured == pytest.approx((p - 1) / (m + p - 1), rel=1e-9)
+    assert report.bubble_fraction_measured == pytest.approx(gpipe_bubble(p, m), rel=1e-9)
+    assert report.bubble_fraction_formula == pytest.approx(gpipe_bubble(p, m), rel=1e-9)
+    assert report.bubble_relative_to_ideal_measured == pytest.approx(megatron_bubble(p, m))
+    assert report.bubble_relative_to_ideal_formula == pytest.approx((p - 1) / m, rel=1e-9)
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (4, 2), (2, 4)])
+def test_peak_activations_gpipe_m_and_1f1b_min_p_minus_i_m(cluster4, p, m):
+    gpipe = run_pipeline(cluster4, "gpipe", p, m)
+    assert gpipe.peak_activations_per_stage == [m] * p
+    ofob = run_pipeline(cluster4, "1f1b", p, m)
+    assert ofob.peak_activations_per_stage == [min(p - i, m) for i in range(p)]  # E2: O(M) -> O(P)
+    assert ofob.peak_activations_retimed == ofob.peak_activations_per_stage
+    # The bytes autograd kept follow the counts: stage 0 of GPipe holds M microbatches' worth.
+    per_microbatch = gpipe.peak_activation_bytes_per_rank[0] // m
+    assert per_microbatch > 0 and gpipe.peak_activation_bytes_per_rank[0] == m * per_microbatch
+    assert ofob.peak_activation_bytes_per_rank[0] == min(p, m) * per_microbatch
+
+
+def test_ranks_beyond_the_stages_stay_idle(cluster4):
+    report = run_pipeline(cluster4, "1f1b", 2, 4)
+    assert report.matches_reference and report.stages == 2
+    assert {e.rank for e in report.trace.events} == {0, 1}
+
+
+def test_one_stage_and_interleaved_chunks_on_one_rank(cluster2):
+    report = run_pipeline(cluster2, "interleaved", 1, 3, 2)  # stage 1 follows stage 0 locally
+    assert report.matches_reference and report.trace.select(["send", "recv"]) == []
+    assert report.bubble_fraction_measured == 0.0
+
+
+def test_the_reference_is_the_full_batch_gradient():
+    assert stage_bounds(5, 2) == [(0, 3), (3, 5)]
+    assert stage_bounds(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    x, y = make_batch(4, 3, 8, seed=7)  # (M, mb, h)
+    full = torch.nn.functional.mse_loss(x.reshape(12, 8), y.reshape(12, 8))
+    assert sum(microbatch_loss(x[k], y[k], 4) for k in range(4)) == pytest.approx(float(full))
+    a, b = reference_grads(2, 4, 8, 4, 3, seed=7), reference_grads(4, 4, 8, 4, 3, seed=7)
+    assert torch.equal(torch.cat([g.flatten() for s in (0, 1) for g in a[s]]),
+                       torch.cat([g.flatten() for s in range(4) for g in b[s]]))  # fmt: skip
+
+
+class _NoRun:
+    """A cluster that fails if a job starts: arguments must be checked before any work."""
+
+    world_size = 4
+
+    def run(self, *args, **kwargs):
+        raise AssertionError("run_pipeline started work before validating its arguments")
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"schedule": "pipedream"}, "schedule='pipedream' is not valid: expected one of 'gpipe'"),
+        ({"stages": 8}, "stages=8 is not valid: expected an integer in [1, 4]"),
+        ({"stages": 0}, "stages=0 is not valid: expected an integer >= 1"),
+        ({"microbatches": 0}, "microbatches=0 is not valid: expected an integer >= 1"),
+        ({"chunks": 0}, "chunks=0 is not valid: expected an integer >= 1"),
+        ({"chunks": 2}, "chunks=2 is not valid: expected 1 for schedule='1f1b'"),
+        ({"schedule": "interleaved", "microbatches": 6, "chunks": 2},
+         "microbatches=6 is not valid: expected a multiple of stages=4"),
+        ({"layers": 3}, "layers=3 is not valid: expected an integer >= 4"),
+        ({"schedule": "interleaved", "chunks": 2, "layers": 7}, "layers=7 is not valid: expected an integer >= 8"),
+        ({"t_f": 0}, "t_f=0 is not valid: expected a finite number > 0"),
+        ({"t_b": -1.0}, "t_b=-1.0 is not valid"),
+        ({"t_w": -0.5}, "t_w=-0.5 is not valid: expected a finite number >= 0"),
+        ({"hidden": 0}, "hidden=0 is not valid"),
+        ({"seed": -1}, "seed=-1 is not valid"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_raise_before_any_work(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        run_pipeline(_NoRun(), **kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
+    code = main(["run", "pipeline", "--schedule", "1f1b", "--stages", "2", "--microbatches", "4",
+                 "--t-f", "1", "--t-b", "1", "--json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    data = json.loads(out)
+    for key in ("schedule", "bubble_fraction_measured", "bubble_fraction_formula",
+                "peak_activations_per_stage", "matches_reference"):  # fmt: skip
+        assert key in data
+    assert data["schedule"] == "1f1b" and data["world_size"] == 2 and data["matches_reference"]
+    assert data["bubble_fraction_measured"] == pytest.approx(1 / 5, rel=1e-9)
+    assert data["peak_activations_per_stage"] == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--schedule", "zb"], "error: schedule='zb' is not valid"),
+        (["--stages", "4", "--world-size", "2"], "error: stages=4 is not valid: expected an integer in [1, 2]"),
+        (["--stages", "2", "--layers", "1"], "error: layers=1 is not valid: expected an integer >= 2"),
+        (["--stages", "2", "--t-b", "0"], "error: t_b=0.0 is not valid"),
+    ],
+)  # fmt: skip
+def test_cli_errors_are_one_line(capsys, args, message):
+    assert main(["run", "pipeline", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
