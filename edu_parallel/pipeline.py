@@ -114,10 +114,11 @@ class PipelineReport:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
-            "concept": "pipeline", "schedule": self.schedule, "stages": self.stages,
+            "concept": "pipeline", "schedule": self.schedule_text, "schedule_name": self.schedule,
+            "stages": self.stages,
             "world_size": self.trace.meta.get("world_size", self.stages),
             "microbatches": self.microbatches, "chunks": self.chunks, "layers": self.layers,
-            "schedule_text": self.schedule_text, "executed_orders": self.executed_orders,
+            "executed_orders": self.executed_orders,
             "follows_schedule": self.follows_schedule,
             "bubble_fraction_measured": self.bubble_fraction_measured,
             "bubble_fraction_formula": self.bubble_fraction_formula,

@@ -10,6 +10,7 @@ import torch
 from edu_parallel.cli import main
 from edu_parallel.pipeline import run_pipeline
 from edu_parallel.pipeline_model import make_batch, microbatch_loss, reference_grads, stage_bounds
+from edu_parallel.schedule import Schedule
 from edu_parallel.schedule_time import gpipe_bubble, megatron_bubble
 
 pytestmark = pytest.mark.multiprocess
@@ -148,7 +149,8 @@ def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
     for key in ("schedule", "bubble_fraction_measured", "bubble_fraction_formula",
                 "peak_activations_per_stage", "matches_reference"):  # fmt: skip
         assert key in data
-    assert data["schedule"] == "1f1b" and data["world_size"] == 2 and data["matches_reference"]
+    assert data["schedule_name"] == "1f1b" and data["world_size"] == 2 and data["matches_reference"]
+    assert Schedule.from_text(data["schedule"]).to_text() == data["schedule"]  # the plan as text
     assert data["bubble_fraction_measured"] == pytest.approx(1 / 5, rel=1e-9)
     assert data["peak_activations_per_stage"] == [2, 1]
 
