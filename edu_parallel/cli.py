@@ -5,6 +5,7 @@
     edu-parallel run allreduce --algo ps --servers 2 --world-size 4 --json
     edu-parallel plan ring --world-size 4
     edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4-h100 [--json]
+    edu-parallel memory --params 7.5e9 --gpus 64 --zero 3 [--offload optimizer] [--json]
     edu-parallel lab            # the lessons in JupyterLab (token auth, 127.0.0.1 only)
     edu-parallel tour           # the same first steps in the terminal, no browser
     torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB
@@ -97,6 +98,12 @@ def _model(a: argparse.Namespace) -> int:
     return run_model(a)
 
 
+def _memory(a: argparse.Namespace) -> int:
+    from .memory_cli import run_memory
+
+    return run_memory(a)
+
+
 def _lab(a: argparse.Namespace) -> int:
     from .lab import run_lab
 
@@ -175,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     model = sub.add_parser("model", help="predict a collective's time with the alpha-beta model")
     add_model_arguments(model)
     model.set_defaults(func=_model)
+    from .memory_cli import add_memory_arguments
+
+    memory = sub.add_parser("memory", help="model-state bytes per GPU with ZeRO, offload, TP, PP")
+    add_memory_arguments(memory)
+    memory.set_defaults(func=_memory)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")
     lab.add_argument("--dir", default=None, help="where to put a writable copy of the lessons")
     lab.add_argument(

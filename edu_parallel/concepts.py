@@ -197,3 +197,38 @@ def _pipeline_render(report: Any) -> str:
 
 register(Concept("pipeline", "pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1",
                  _pipeline_args, _pipeline_run, _pipeline_render, _pipeline_check))  # fmt: skip
+
+
+# ---------------------------------------------------------------- ZeRO stages (issue 5)
+def _zero_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", type=int, default=1, help="0 (plain DP), 1, 2 or 3 (default 1)")
+    p.add_argument("--steps", type=int, default=2, help="training steps K >= 1 (default 2)")
+    p.add_argument("--lr", type=float, default=1e-2, help="Adam learning rate > 0 (default 0.01)")
+    p.add_argument("--seed", type=int, default=0, help="seed of weights and batch (default 0)")
+
+
+def _zero_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts (stage, steps, lr, seed, world size <= Psi)."""
+    from .launch import in_torchrun
+    from .zero_model import DEFAULT_DIMS, DEFAULT_MICROBATCH
+    from .zero_report import check_zero_args
+
+    n = int(os.environ["WORLD_SIZE"]) if in_torchrun() else a.world_size
+    n = n if isinstance(n, int) and n >= 1 else 1  # the executor checks the world size itself
+    check_zero_args(a.stage, a.steps, a.lr, a.seed, DEFAULT_DIMS, DEFAULT_MICROBATCH, n)
+
+
+def _zero_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .zero import run_zero
+
+    return run_zero(executor, a.stage, a.steps, a.lr, a.seed)
+
+
+def _zero_render(report: Any) -> str:
+    from .zero import format_zero
+
+    return format_zero(report)
+
+
+register(Concept("zero", "ZeRO stages 0-3 executed: sharded mixed-precision Adam, memory and bytes",
+                 _zero_args, _zero_run, _zero_render, _zero_check))  # fmt: skip

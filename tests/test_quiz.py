@@ -51,8 +51,28 @@ FORMULAS = {
     "gpipe_peak": lambda p: p["M"],
     "interleaved_ratio": lambda p: (p["P"] - 1) / p["M"] / p["v"],
     "predict_1f1b_peak": lambda p: min(p["P"], p["M"]),
+    "dp_bytes": lambda p: 16 * p["psi"],
+    "zero_bytes": lambda p: {
+        1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
+        2: 2 * p["psi"] + 14 * p["psi"] / p["N"],
+        3: 16 * p["psi"] / p["N"],
+    }[p["stage"]],  # fmt: skip
+    "zero3_comm": lambda p: 3 * (p["N"] - 1) / p["N"] * 2 * p["psi"],
+    "zero3_largest": lambda p: p["N"] * p["gpu_gib"] * 2**30 // 16,
+    "predict_zero_rank_bytes": lambda p: {
+        1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
+        2: 2 * p["psi"] + 14 * p["psi"] / p["N"],
+        3: 16 * p["psi"] / p["N"],
+    }[p["stage"]],  # fmt: skip
 }
-KNOWN_BANKS = ("00_tour", "02_collectives", "03_ring_allreduce", "04_ring_tree_ps", "09_pipeline")
+KNOWN_BANKS = (
+    "00_tour",
+    "02_collectives",
+    "03_ring_allreduce",
+    "04_ring_tree_ps",
+    "06_zero_fsdp",
+    "09_pipeline",
+)
 
 
 def numeric_part(q):

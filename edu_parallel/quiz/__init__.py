@@ -14,6 +14,7 @@ from typing import Any
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
 from .banks_pipeline import pipeline_quiz
+from .banks_zero import zero_quiz
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question
 from .terminal import run_in_terminal
@@ -39,6 +40,7 @@ __all__ = [
     "show_quiz",
     "simulation_runner",
     "tour_quiz",
+    "zero_quiz",
 ]
 
 

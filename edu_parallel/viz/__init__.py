@@ -64,3 +64,25 @@ __all__ += [
     "pipeline_gantt",
     "pipeline_view",
 ]
+
+# ZeRO (issue 5): the memory ledger of a run, animated stacked bars per rank (several runs side by
+# side), static bars of calculator estimates, and the calculator explorer widget.
+from .zero import (  # noqa: E402
+    Ledger,
+    LedgerFrame,
+    ZeroState,
+    ZeroWidget,
+    ledger,
+    memory_bars,
+    memory_bars_animation,
+)
+
+__all__ += [
+    "Ledger",
+    "LedgerFrame",
+    "ZeroState",
+    "ZeroWidget",
+    "ledger",
+    "memory_bars",
+    "memory_bars_animation",
+]

@@ -1,0 +1,246 @@
+"""Parent side of :mod:`edu_parallel.zero`: run a stage, check it, read memory and bytes off the trace.
+
+* Memory: the trace's ``memory`` events of each rank are replayed in order into running sums per
+  category; the peak of the model-state sum (params16 + grads16 + master + m + v) is compared with
+  Rajbhandari et al. 2019 (arXiv 1910.02054) §3.1 / §5 scaled by Psi (errata E8).
+* Bytes: a ``collective`` event records the size of the buffer it was given (the first argument:
+  ``all_reduce`` its in/out buffer S, ``reduce_scatter`` its OUTPUT shard S/N, ``all_gather`` its
+  OUTPUT S). :func:`ring_sent_bytes` converts that to the bytes one rank SENDS with the ring
+  algorithm: all-reduce ``2(N-1)/N S``, reduce-scatter and all-gather ``(N-1)/N S``. Per step,
+  DP sends ``2(N-1)/N * 2Psi``; ZeRO-1/2 the same, ZeRO-3 1.5x (ZeRO §7; errata E7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .errors import bad_value, check_choice, check_int, check_positive
+from .trace import Trace
+from .zero_model import (
+    CATEGORIES,
+    DEFAULT_DIMS,
+    DEFAULT_MICROBATCH,
+    MODEL_STATE,
+    STAGES,
+    check_dims,
+    formula_model_state_bytes,
+    num_params,
+    padded_numel,
+    reference_training,
+)
+
+# Equality test of the fp32 master weights after k steps: |a - b| <= ATOL_PER_STEP * lr * k, except
+# for the reference's "ambiguous" elements (gradient sum within bf16 rounding noise, see
+# zero_model.reference_training), allowed up to 2 lr k more and counted in the report.
+# Adam's first update is lr * sign(g) whatever the gradient's rounding, later updates move by a
+# ratio of bf16 gradients (relative error ~2^-8), so runs that sum bf16 grads in another order
+# agree to far better than this bound; a wrong shard, a missing average or a stale param differs
+# by ~lr per element and fails it.
+ATOL_PER_STEP = 0.1
+STAGE_NAMES = {0: "DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+MAX_STEPS = 1000
+
+
+def ring_sent_bytes(op: str, recorded_nbytes: int, world_size: int) -> float:
+    """Bytes one rank sends in a ring ``op`` whose trace event recorded ``recorded_nbytes``."""
+    n = world_size
+    if op == "all_reduce":
+        return 2 * (n - 1) / n * recorded_nbytes
+    if op.startswith("reduce_scatter"):  # event size = output shard S/N; ring sends (N-1)/N S
+        return (n - 1) * recorded_nbytes
+    if op.startswith("all_gather"):  # event size = output S
+        return (n - 1) / n * recorded_nbytes
+    raise bad_value("op", op, "'all_reduce', 'reduce_scatter_*' or 'all_gather_*'")
+
+
+def check_zero_args(stage: Any, steps: Any, lr: Any, seed: Any, dims: Sequence[int],
+                    microbatch: Any, world_size: int) -> tuple[int, int, float, int, tuple[int, ...], int]:  # fmt: skip
+    """Validate before any process starts; ValueError names parameter, value and valid range."""
+    if isinstance(stage, bool) or stage not in STAGES:
+        raise bad_value("stage", stage, "one of 0 (DP), 1, 2, 3")
+    steps = check_int("steps", steps, 1, MAX_STEPS)
+    lr = check_positive("lr", lr)
+    seed = check_int("seed", seed, 0)
+    dims = check_dims(dims)
+    microbatch = check_int("microbatch", microbatch, 1, 4096)
+    psi = num_params(dims)
+    if world_size > psi:
+        raise bad_value("world_size", world_size,
+                        f"at most {psi} (the number of parameters to shard, dims={dims})")  # fmt: skip
+    return int(stage), steps, lr, seed, dims, microbatch
+
+
+def memory_curves(trace: Trace, world_size: int) -> list[dict[str, Any]]:
+    """Replay each rank's memory events: peaks by category, peak model state, final levels."""
+    out = []
+    for r in range(world_size):
+        level = dict.fromkeys(CATEGORIES, 0)
+        peak = dict.fromkeys(CATEGORIES, 0)
+        peak_state = peak_total = 0
+        for e in trace.events:
+            if e.kind != "memory" or e.rank != r:
+                continue
+            cat = (e.attrs or {}).get("category")
+            check_choice("category", cat, CATEGORIES)
+            level[cat] += e.nbytes
+            peak[cat] = max(peak[cat], level[cat])
+            peak_state = max(peak_state, sum(level[c] for c in MODEL_STATE))
+            peak_total = max(peak_total, sum(level.values()))
+        out.append({"peak_by_category": peak, "final_by_category": dict(level),
+                    "peak_model_state": peak_state, "peak_total": peak_total})  # fmt: skip
+    return out
+
+
+def sent_per_step(trace: Trace, world_size: int, steps: int) -> list[list[float]]:
+    """``[step-1][rank]`` bytes sent by ring volume, from the trace's collective events."""
+    table = [[0.0] * world_size for _ in range(steps)]
+    for e in trace.events:
+        if e.kind == "collective" and e.step is not None:
+            table[e.step - 1][e.rank] += ring_sent_bytes(e.op, e.nbytes, world_size)
+    return table
+
+
+def _max_abs(t: torch.Tensor) -> float:
+    return float(t.abs().max()) if t.numel() else 0.0
+
+
+@dataclass
+class ZeroReport:
+    """What a lesson and ``edu-parallel run zero`` show for one sharded-training run."""
+
+    stage: int
+    world_size: int
+    steps: int
+    lr: float
+    seed: int
+    dims: tuple[int, ...]
+    psi: int
+    padded_numel: int
+    matches_reference: bool
+    matches_dp: bool
+    max_abs_diff_reference: float
+    max_abs_diff_dp: float
+    tolerance: float
+    ambiguous_elements: int  # reference grads within bf16 summation noise (see reference_training)
+    max_abs_diff_ambiguous: float  # allowed up to tolerance + 2 lr steps
+    per_rank_peak_model_state_bytes: list[int]
+    formula_model_state_bytes: float  # per rank, with Psi (may be fractional)
+    formula_model_state_bytes_padded: float  # the same formula with the padded length P
+    padding_bytes_per_rank: float  # measured - formula(Psi): the gap from rounding uneven shards
+    per_rank_peak_bytes_by_category: list[dict[str, int]]
+    per_rank_final_bytes_by_category: list[dict[str, int]]
+    per_rank_peak_total_bytes: list[int]
+    per_rank_sent_bytes: list[float]  # per step (mean over steps), ring volume
+    per_step_sent_bytes: list[list[float]]
+    dp_sent_bytes_per_step: float
+    comm_ratio_vs_dp: float
+    losses: list[float]
+    trace: Trace = field(repr=False)
+
+    @property
+    def matches_builtin(self) -> bool:  # the CLI's exit status
+        return self.matches_reference and self.matches_dp
+
+    def to_json_dict(self) -> dict[str, Any]:
+        skip = {"trace"}
+        data = {k: v for k, v in self.__dict__.items() if k not in skip}
+        data["dims"] = list(self.dims)
+        return {"concept": "zero", "stage_name": STAGE_NAMES[self.stage], **data}
+
+
+def run_zero(cluster: Any, stage: int, steps: int = 2, lr: float = 1e-2, seed: int = 0,
+             dims: Sequence[int] = DEFAULT_DIMS, microbatch: int = DEFAULT_MICROBATCH,
+             ) -> ZeroReport | None:  # fmt: skip
+    """Train ``steps`` steps of ZeRO ``stage`` (0 = DP) on ``cluster`` and check it.
+
+    ``matches_reference``: the gathered fp32 master weights equal a single-process run of the same
+    mixed-precision Adam on the global batch within ``ATOL_PER_STEP * lr * steps`` (absolute);
+    ``matches_dp``: the same against plain DP run on the same ranks (untraced).
+    """
+    from .zero import zero_job
+
+    n = cluster.world_size
+    stage, steps, lr, seed, dims, microbatch = check_zero_args(stage, steps, lr, seed, dims, microbatch, n)  # fmt: skip
+    out = cluster.run(zero_job, stage, steps, lr, seed, dims, microbatch)
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    psi = num_params(dims)
+    p = psi if stage == 0 else padded_numel(psi, n)
+    ref, ambiguous = reference_training(dims, n, microbatch, steps, lr, seed)
+    tol = ATOL_PER_STEP * lr * steps
+    masters = [res["master"] for res in out.results]
+    d_ref = max(_max_abs((mm - ref)[~ambiguous]) for mm in masters)
+    d_amb = max(_max_abs((mm - ref)[ambiguous]) for mm in masters)
+    d_dp = max(float((mm - res["dp_master"]).abs().max()) for mm, res in zip(masters, out.results, strict=True))  # fmt: skip
+    same = all(torch.equal(mm, masters[0]) for mm in masters)
+    mem = memory_curves(out.trace, n)
+    per_step = sent_per_step(out.trace, n, steps)
+    per_rank = [sum(row[r] for row in per_step) / steps for r in range(n)]
+    dp_sent = 2 * (n - 1) / n * 2 * psi  # all-reduce of 2 Psi bytes of bf16 grads
+    formula = formula_model_state_bytes(stage, psi, n)
+    peaks = [m["peak_model_state"] for m in mem]
+    out.trace.meta.update({"concept": "zero", "stage": stage, "psi": psi, "padded_numel": p})
+    return ZeroReport(
+        stage=stage, world_size=n, steps=steps, lr=lr, seed=seed, dims=dims, psi=psi,
+        padded_numel=p, matches_reference=same and d_ref <= tol and d_amb <= tol + 2 * lr * steps,
+        ambiguous_elements=int(ambiguous.sum()), max_abs_diff_ambiguous=d_amb, matches_dp=same and d_dp <= tol,
+        max_abs_diff_reference=d_ref, max_abs_diff_dp=d_dp, tolerance=tol,
+        per_rank_peak_model_state_bytes=peaks, formula_model_state_bytes=formula,
+        formula_model_state_bytes_padded=formula_model_state_bytes(stage, p, n),
+        padding_bytes_per_rank=max(peaks) - formula,
+        per_rank_peak_bytes_by_category=[m["peak_by_category"] for m in mem],
+        per_rank_final_bytes_by_category=[m["final_by_category"] for m in mem],
+        per_rank_peak_total_bytes=[m["peak_total"] for m in mem],
+        per_rank_sent_bytes=per_rank, per_step_sent_bytes=per_step, dp_sent_bytes_per_step=dp_sent,
+        comm_ratio_vs_dp=(sum(per_rank) / n / dp_sent) if n > 1 else math.nan,
+        losses=list(out.results[0]["losses"]), trace=out.trace,
+    )  # fmt: skip
+
+
+def format_zero(report: ZeroReport) -> str:
+    """Readable output: check, memory per rank by category against the formula, bytes per step."""
+    from .units import format_bytes
+
+    r, n = report, report.world_size
+    lines = [
+        f"{STAGE_NAMES[r.stage]} on {n} ranks: {r.steps} steps of mixed-precision Adam (lr {r.lr:g}), "
+        f"Psi = {r.psi} params, flat buffers padded to {r.padded_numel} ({r.padded_numel - r.psi} pad)",
+        f"matches single-process reference: {'yes' if r.matches_reference else 'NO'} "
+        f"(max |diff| {r.max_abs_diff_reference:.2e});  matches DP: {'yes' if r.matches_dp else 'NO'} "
+        f"(max |diff| {r.max_abs_diff_dp:.2e});  tolerance {r.tolerance:.1e} on fp32 master",
+        "",
+        f"{'rank':>4} " + "".join(f"{c:>16}" for c in CATEGORIES) + f"{'model state':>14}",
+    ]
+    for k in range(n):
+        peaks = r.per_rank_peak_bytes_by_category[k]
+        lines.append(f"{k:>4} " + "".join(f"{peaks[c]:>16,}" for c in CATEGORIES)
+                     + f"{r.per_rank_peak_model_state_bytes[k]:>14,}")  # fmt: skip
+    text = {0: "16 Psi", 1: "4 Psi + 12 Psi/N", 2: "2 Psi + 14 Psi/N", 3: "16 Psi/N"}[r.stage]
+    lines.append(f"formula (ZeRO §3.1/§5): {text} = {r.formula_model_state_bytes:,.1f} B per rank; "
+                 f"padding adds {r.padding_bytes_per_rank:,.1f} B")  # fmt: skip
+    lines.append("")
+    sent = ", ".join(format_bytes(int(b)) for b in r.per_rank_sent_bytes)
+    lines.append(f"sent per rank per step (ring volume from the trace): {sent}")
+    lines.append(f"DP sends 2(N-1)/N * 2Psi = {r.dp_sent_bytes_per_step:,.1f} B; ratio vs DP "
+                 f"{r.comm_ratio_vs_dp:.3f} (ZeRO §7: 1.0 for stages 1-2, 1.5 for stage 3)")  # fmt: skip
+    return "\n".join(lines)
+
+
+def zero_runner(cluster: Any, steps: int = 1) -> Any:
+    """``run(stage, world_size) -> ZeroReport`` for predict-then-run quizzes: ``cluster`` when the
+    world size matches, else a short-lived Cluster of that size."""
+
+    def run(stage: int, world_size: int) -> ZeroReport | None:
+        if world_size == cluster.world_size:
+            return run_zero(cluster, stage, steps=steps)
+        from .cluster import Cluster
+
+        with Cluster(world_size, cluster.backend, timeout=cluster.timeout) as other:
+            return run_zero(other, stage, steps=steps)
+
+    return run

@@ -1,0 +1,387 @@
+"""ZeRO memory renderers: the ledger, the animated bars, the static bars and the explorer widget.
+
+Traces are built by hand (the event format of :mod:`edu_parallel.zero`), so every expected byte
+count below is written out, not recomputed by the code under test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from edu_parallel.trace import Event, Trace
+from edu_parallel.viz.zero import (
+    CATEGORIES,
+    CATEGORY_COLORS,
+    Ledger,
+    ledger,
+    memory_bars,
+    memory_bars_animation,
+)
+
+MiB = 1024**2
+
+
+def mem(rank: int, op: str, nbytes: int, t: float, cat: str, step=None, phase=None) -> Event:
+    """A memory event as edu_parallel.zero writes it (signed nbytes)."""
+    signed = nbytes if op == "alloc" else -nbytes
+    return Event(kind="memory", rank=rank, op=op, nbytes=signed, start=t, end=t, step=step,
+                 phase=phase, attrs={"category": cat})  # fmt: skip
+
+
+def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
+    """ZeRO-3 on ``world`` ranks: shards allocated up front (step None), then per step each rank
+    gathers the full fp16 parameters (world * shard) in forward and in backward and frees them."""
+    ev: list[Event] = []
+    t = 0.0
+    for r in range(world):
+        for cat, size in (("param16", shard), ("master32", 2 * shard), ("adam_m", 2 * shard),
+                          ("adam_v", 2 * shard)):  # fmt: skip
+            t += 1
+            ev.append(mem(r, "alloc", size, t, cat))
+    for s in range(steps):
+        for r in range(world):
+            t += 1
+            ev.append(mem(r, "alloc", world * shard, t, "gathered_params", s, "forward"))
+            t += 1
+            ev.append(mem(r, "free", world * shard, t, "gathered_params", s, "forward"))
+        for r in range(world):
+            t += 1
+            ev.append(mem(r, "alloc", world * shard, t, "gathered_params", s, "backward"))
+            t += 1
+            ev.append(mem(r, "alloc", shard, t, "grad16", s, "backward"))
+            t += 1
+            ev.append(mem(r, "free", world * shard, t, "gathered_params", s, "backward"))
+            ev.append(Event(kind="collective", rank=r, op="reduce_scatter_tensor",
+                            nbytes=world * shard, start=t, end=t + 0.5, step=s,
+                            phase="backward"))  # fmt: skip
+        for r in range(world):
+            t += 1
+            ev.append(mem(r, "free", shard, t, "grad16", s, "optimizer"))
+    return Trace(meta={"concept": "zero", "world_size": world, "zero_stage": 3}, events=ev)
+
+
+def dp_trace(world: int = 2, full: int = 8 * MiB) -> Trace:
+    """Plain data parallel: every rank holds everything; gradients live during backward."""
+    ev: list[Event] = []
+    t = 0.0
+    for r in range(world):
+        for cat, size in (("param16", full), ("master32", 2 * full), ("adam_m", 2 * full),
+                          ("adam_v", 2 * full)):  # fmt: skip
+            t += 1
+            ev.append(mem(r, "alloc", size, t, cat))
+    for r in range(world):
+        t += 1
+        ev.append(mem(r, "alloc", full, t, "grad16", 0, "backward"))
+    for r in range(world):
+        t += 1
+        ev.append(mem(r, "alloc", full, t, "comm_buffer", 0, "backward"))
+        t += 1
+        ev.append(mem(r, "free", full, t, "comm_buffer", 0, "backward"))
+    return Trace(meta={"concept": "dp", "world_size": world}, events=ev)
+
+
+# ----------------------------------------------------------------- the ledger
+def test_ledger_running_sums_after_every_event():
+    s = 4 * MiB
+    lg = ledger(zero3_trace(world=2, shard=s))
+    frames = lg.frames()
+    assert len(frames) == 8 + 2 * 6 + 1  # memory events + the start
+    assert all(v == 0 for f in frames[:1] for c in f.per_rank.values() for v in c.values())
+    after_setup = frames[8]
+    for r in (0, 1):
+        assert after_setup.per_rank[r] == {
+            "param16": s, "grad16": 0, "master32": 2 * s, "adam_m": 2 * s, "adam_v": 2 * s,
+            "gathered_params": 0,
+        }  # fmt: skip
+    # Rank 0 gathers 2 shards in forward: they appear ...
+    assert frames[9].per_rank[0]["gathered_params"] == 2 * s
+    assert frames[9].per_rank[1]["gathered_params"] == 0
+    assert "r0 +8 MiB gathered_params (forward, step 0)" == frames[9].label
+    # ... and are released.
+    assert frames[10].per_rank[0]["gathered_params"] == 0
+    assert frames[10].label.startswith("r0 -8 MiB gathered_params")
+    # Backward on rank 0: gathered 2s + grads s held together, then the gather goes.
+    assert frames[13].per_rank[0]["gathered_params"] == 2 * s
+    assert frames[14].per_rank[0]["grad16"] == s
+    assert frames[14].total(0) == s + 6 * s + 2 * s + s
+    assert frames[15].per_rank[0]["gathered_params"] == 0
+    end = frames[-1]
+    assert end.per_rank[0] == after_setup.per_rank[0]
+    assert lg.bytes(0) == 7 * s and lg.bytes(1, "grad16") == 0
+    assert [f.index for f in frames] == list(range(len(frames)))
+    times = [f.time for f in frames[1:]]
+    assert times == sorted(times)
+
+
+def test_ledger_orders_events_by_time_and_accepts_unsigned_frees():
+    ev = [
+        Event("memory", 0, "free", nbytes=100, start=3.0, end=3.0, attrs={"category": "comm_buffer"}),
+        Event("memory", 0, "alloc", nbytes=100, start=1.0, end=1.0, attrs={"category": "comm_buffer"}),
+        Event("memory", 0, "alloc", nbytes=40, start=2.0, end=2.0, attrs={"category": "adam_m"}),
+    ]  # fmt: skip
+    lg = ledger(Trace(events=ev))
+    assert [f.per_rank[0]["comm_buffer"] for f in lg.frames()] == [0, 100, 100, 0]
+    assert lg.peaks_by_category(0) == {"adam_m": 40, "comm_buffer": 100}
+    assert lg.categories == ["adam_m", "comm_buffer"]  # CATEGORIES order, not appearance
+
+
+def test_peaks_by_category_and_peak_model_state():
+    s = 1000
+    lg = ledger(zero3_trace(world=4, shard=s))
+    peaks = lg.peaks_by_category(2)
+    assert peaks == {"param16": s, "grad16": s, "master32": 2 * s, "adam_m": 2 * s,
+                     "adam_v": 2 * s, "gathered_params": 4 * s}  # fmt: skip
+    # Model states peak while the gradient shard is alive: 1 + 1 + 2 + 2 + 2 shards.
+    assert lg.peak_model_state(2) == 8 * s
+    assert lg.peak_total(2) == 8 * s + 4 * s
+    with pytest.raises(ValueError, match=r"rank=9 is not valid: expected one of \[0, 1, 2, 3\]"):
+        lg.peaks_by_category(9)
+    assert lg.steps() == [0]
+
+
+def test_peak_model_state_is_the_peak_of_the_sum_not_the_sum_of_peaks():
+    ev = [
+        mem(0, "alloc", 10, 1, "grad16"), mem(0, "free", 10, 2, "grad16"),
+        mem(0, "alloc", 7, 3, "adam_m"), mem(0, "alloc", 50, 4, "gathered_params"),
+    ]  # fmt: skip
+    lg = ledger(Trace(events=ev))
+    assert lg.peak_model_state(0) == 10
+    assert sum(lg.peaks_by_category(0)[c] for c in ("grad16", "adam_m")) == 17
+
+
+def test_ledger_of_a_trace_without_memory_events_has_one_frame():
+    lg = Ledger(Trace(meta={"world_size": 2}, events=[Event("collective", 0, "all_reduce")]))
+    assert len(lg.frames()) == 1 and lg.ranks == [0, 1] and lg.peak_total(1) == 0
+
+
+# ----------------------------------------------------------------- animation
+def bars(frame_data) -> dict[tuple[int, str], tuple[float, int]]:
+    """{(rank, category): (bar height, exact bytes)} of a frame's bar traces."""
+    out = {}
+    for bar in frame_data:
+        for (r, cat, b), y in zip(bar.customdata, bar.y, strict=True):
+            out[(int(r), str(cat))] = (float(y), int(b))
+    return out
+
+
+def test_animation_bar_heights_equal_the_ledger():
+    trace = zero3_trace(world=2, shard=4 * MiB, steps=2)
+    fig = memory_bars_animation(trace, title="ZeRO-3")
+    lg = ledger(trace)
+    first, last = lg.step_range(1)  # default: the last step
+    assert len(fig.frames) == last - first + 1 == 12 + 1
+    assert fig.layout.meta["unit"] == "MiB" and fig.layout.meta["scale"] == MiB
+    for k, frame in enumerate(fig.frames):
+        want = lg.frames()[first + k].per_rank
+        got = bars(frame.data)
+        assert len(got) == 2 * len(lg.categories)
+        for (r, cat), (height, exact) in got.items():
+            assert exact == want[r][cat], (k, r, cat)
+            assert height == pytest.approx(want[r][cat] / MiB)
+    # The gather appears in frame 1 on rank 0 and is gone in frame 2.
+    assert bars(fig.frames[1].data)[(0, "gathered_params")][1] == 8 * MiB
+    assert bars(fig.frames[2].data)[(0, "gathered_params")][1] == 0
+    assert "gathered_params" in fig.frames[1].layout.xaxis.title.text
+    assert len(fig.layout.sliders[0].steps) == len(fig.frames)
+    assert fig.layout.updatemenus[0].buttons[0].method == "animate"
+    assert fig.layout.barmode == "stack"
+    assert "ZeRO-3" in fig.layout.title.text and "step 1" in fig.layout.title.text
+
+
+def test_animation_of_every_event_has_memory_events_plus_one_frames():
+    trace = zero3_trace(world=2, steps=2)
+    fig = memory_bars_animation(trace, step=None)
+    n_memory = len(trace.select("memory"))
+    assert len(fig.frames) == n_memory + 1 == len(ledger(trace).frames())
+    fig0 = memory_bars_animation(trace, step=0)
+    assert len(fig0.frames) == 12 + 1
+    with pytest.raises(ValueError, match="step=7 is not valid: expected one of 0, 1"):
+        memory_bars_animation(trace, step=7)
+
+
+def test_animation_colours_and_legend_are_consistent():
+    fig = memory_bars_animation(zero3_trace())
+    names = {}
+    for bar in fig.data:
+        names[bar.legendgroup] = bar.marker.color
+    for cat, color in names.items():
+        assert CATEGORY_COLORS[cat] == color
+    assert [b.legendgroup for b in fig.data if b.showlegend] == [
+        c for c in CATEGORIES if c in names
+    ]
+    assert "8,388,608 B" in fig.frames[1].data[list(names).index("gathered_params")].hovertext[0]
+
+
+def test_side_by_side_traces_share_the_y_axis_and_hold_their_last_state():
+    t_dp, t_z3 = dp_trace(world=2, full=8 * MiB), zero3_trace(world=2, shard=4 * MiB)
+    fig = memory_bars_animation({"DP": t_dp, "ZeRO-3": t_z3})
+    lg_dp, lg_z3 = ledger(t_dp), ledger(t_z3)
+    r_dp, r_z3 = lg_dp.step_range(0), lg_z3.step_range(0)
+    assert len(fig.frames) == max(r_dp[1] - r_dp[0], r_z3[1] - r_z3[0]) + 1 == 13
+    cats = ["param16", "grad16", "master32", "adam_m", "adam_v", "gathered_params",
+            "comm_buffer"]  # fmt: skip
+    per_panel = len(cats)
+    assert len(fig.data) == 2 * per_panel
+    assert {b.xaxis for b in fig.data[:per_panel]} == {"x"}
+    assert {b.xaxis for b in fig.data[per_panel:]} == {"x2"}
+    assert fig.layout.yaxis2.matches == "y" or fig.layout.yaxis2.showticklabels is False
+    # One fixed y range: the tallest stack of either run over the animation, plus headroom.
+    dp_peak = max(f.total(r) for f in lg_dp.frames() for r in (0, 1))
+    assert dp_peak == 8 * MiB * 9
+    assert fig.layout.yaxis.range[1] == pytest.approx(dp_peak / MiB * 1.08)
+    for k, frame in enumerate(fig.frames):
+        dp = bars(frame.data[:per_panel])
+        z3 = bars(frame.data[per_panel:])
+        want_dp = lg_dp.frames()[min(r_dp[0] + k, r_dp[1])].per_rank
+        want_z3 = lg_z3.frames()[min(r_z3[0] + k, r_z3[1])].per_rank
+        for (r, cat), (_, b) in dp.items():
+            assert b == want_dp[r].get(cat, 0)
+        for (r, cat), (_, b) in z3.items():
+            assert b == want_z3[r].get(cat, 0)
+    titles = [a.text for a in fig.layout.annotations]
+    assert "<b>DP</b>" in titles and "<b>ZeRO-3</b>" in titles
+    assert sum(b.showlegend for b in fig.data) == per_panel
+
+
+def test_animation_rejects_bad_input():
+    with pytest.raises(ValueError, match="trace_or_traces"):
+        memory_bars_animation({})
+    with pytest.raises(ValueError, match="a trace with memory events"):
+        memory_bars_animation(Trace(events=[Event("collective", 0, "all_reduce")]))
+
+
+def test_animation_exports_playable_html(tmp_path):
+    path = tmp_path / "mem.html"
+    memory_bars_animation({"DP": dp_trace(), "ZeRO-3": zero3_trace()}).write_html(
+        path, include_plotlyjs="cdn", auto_play=False
+    )
+    html = path.read_text()
+    assert "Plotly.addFrames" in html or "frames" in html
+    assert "gathered parameters" in html
+
+
+# ----------------------------------------------------------------- static bars
+def test_static_bars_equal_the_breakdown():
+    gib = 1024**3
+    estimates = {
+        "DP": SimpleNamespace(breakdown={"param16": 2 * gib, "grad16": 2 * gib,
+                                          "master32": 4 * gib, "adam_m": 4 * gib,
+                                          "adam_v": 4 * gib}),
+        "ZeRO-1": SimpleNamespace(breakdown={"param16": 2 * gib, "grad16": 2 * gib,
+                                              "master32": gib, "adam_m": gib, "adam_v": gib}),
+        "ZeRO-3": {"param16": gib // 2, "grad16": gib // 2, "master32": gib, "adam_m": gib,
+                   "adam_v": gib, "activations": gib},
+    }  # fmt: skip
+    fig = memory_bars(estimates)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "GiB per GPU"
+    got = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    assert got["fp16 parameters"] == [2, 2, 0.5]
+    assert got["Adam v (fp32)"] == [4, 1, 1]
+    assert got["activations"] == [0, 0, 1]
+    tops = {}
+    for c in ax.containers:
+        for x, p in enumerate(c.patches):
+            tops[x] = max(tops.get(x, 0), p.get_y() + p.get_height())
+    assert tops == {0: 16, 1: 7, 2: 5}
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["DP", "ZeRO-1", "ZeRO-3"]
+    assert fig._repr_png_()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="estimates"):
+        memory_bars({})
+    with pytest.raises(ValueError, match=r"estimates\['x'\]"):
+        memory_bars({"x": 3})
+
+
+# ----------------------------------------------------------------- no torch
+def test_zero_renderers_import_no_torch():
+    code = (
+        "import sys\n"
+        "import edu_parallel.viz.zero as z\n"
+        "assert not {'torch', 'plotly', 'matplotlib', 'ipywidgets'} & set(sys.modules)\n"
+        "from edu_parallel.trace import Event, Trace\n"
+        "ev = [Event('memory', 0, 'alloc', nbytes=8, start=1, end=1, step=0,\n"
+        "            attrs={'category': 'gathered_params'}),\n"
+        "      Event('memory', 0, 'free', nbytes=-8, start=2, end=2, step=0,\n"
+        "            attrs={'category': 'gathered_params'})]\n"
+        "t = Trace(events=ev)\n"
+        "z.ledger(t); z.memory_bars_animation({'a': t, 'b': t})\n"
+        "z.memory_bars({'a': {'param16': 4}})\n"
+        "assert 'torch' not in sys.modules and 'torch.distributed' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# ----------------------------------------------------------------- widget
+def test_zero_state_validates_every_field():
+    from edu_parallel.viz.zero import ZeroState
+
+    s = ZeroState("gpt2-1.5b", 8, 2, "mixed", "none", 40)
+    assert s.params > 1e9 and s.gpu_bytes == 40 * 1024**3
+    for field_, value, match in [
+        ("gpus", 0, r"gpus=0 is not valid: expected an integer in \[1, 65536\]"),
+        ("stage", 4, r"stage=4 is not valid: expected an integer in \[0, 3\]"),
+        ("precision", "fp8", r"precision='fp8' is not valid: expected one of 'mixed'"),
+        ("offload", "disk", r"offload='disk' is not valid: expected one of 'none'"),
+        ("offload", "all", r"offload='all' is not valid: expected one of 'none', 'optimizer' "
+                           r"with stage=2"),
+        ("gpu_gib", 0, r"gpu_gib=0 is not valid: expected a number in \[1, 1024\]"),
+        ("model", "gpt5", r"model='gpt5' is not valid: expected one of 'gpt2-1.5b'"),
+        ("model", -3, r"model=-3 is not valid: expected a number in \[1, 1e\+15\]"),
+    ]:  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            setattr(s, field_, value)
+    assert (s.gpus, s.stage, s.offload, s.gpu_gib) == (8, 2, "none", 40)  # unchanged
+    s.offload = "optimizer"
+    with pytest.raises(ValueError, match=r"stage=0 is not valid: expected one of 1, 2, 3 with "
+                                         r"offload='optimizer'"):  # fmt: skip
+        s.stage = 0
+    with pytest.raises(ValueError, match="gpus=2.5"):
+        ZeroState(gpus=2.5)
+    assert ZeroState(model="1e9").params == 1e9
+
+
+def test_zero_widget_outputs_come_from_the_calculator():
+    from edu_parallel.memory import comm_bytes_per_step, largest_model_that_fits, model_state_bytes
+    from edu_parallel.viz.zero import ZeroWidget
+
+    w = ZeroWidget(model=7.5e9, gpus=64, stage=1, precision="mixed", offload="none", gpu_gib=32)
+    want = model_state_bytes(7.5e9, 64, 1, "mixed", "none")
+    assert w.estimate.bytes_per_gpu == want.bytes_per_gpu == 4 * 7.5e9 + 12 * 7.5e9 / 64
+    assert w.fits is True  # 31.4 GB < 32 GiB
+    assert w.largest == largest_model_that_fits(32 * 1024**3, 64, 1, "mixed", "none")
+    assert w.comm.bytes_per_gpu == comm_bytes_per_step(7.5e9, 64, 1, "mixed")
+    assert list(w.compare) == ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
+    assert "does not fit" not in w.summary.value and "fits" in w.summary.value
+    assert f"{w.largest:,}" in w.summary.value
+    # The bar chart is the calculator's breakdown of every stage, with the GPU line.
+    ax = w.figure.axes[0]
+    got = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    gib = 1024**3
+    for k in range(4):
+        est = model_state_bytes(7.5e9, 64, k, "mixed", "none")
+        assert got["Adam m (fp32)"][k] == pytest.approx(est.breakdown["adam_m"] / gib)
+        assert got["fp16 parameters"][k] == pytest.approx(est.breakdown["param16"] / gib)
+    assert ax.lines[0].get_ydata()[0] == pytest.approx(32)
+    # Change controls: DP does not fit; offload limits the stages compared.
+    w.stage_buttons.value = 0
+    assert w.state.stage == 0 and w.fits is False and "does not fit" in w.summary.value
+    w.stage_buttons.value = 3
+    w.offload_dropdown.value = "all"
+    assert list(w.compare) == ["ZeRO-3"] and w.estimate.cpu_bytes_per_gpu > 0
+    assert "CPU memory per GPU" in w.summary.value
+    # A bad combination is reported and the last valid state kept.
+    w.stage_buttons.value = 1
+    assert "offload='all' is not valid" in w.status.value and "stage=1" in w.status.value
+    assert w.state.stage == 3
+    w.offload_dropdown.value = "none"
+    assert w.status.value == "" and w.state.stage == 1
+    w.model_dropdown.value = "llama3-8b"
+    assert w.params_box.disabled and w.estimate.params == w.state.params
+    w.gpus_box.value = 0
+    assert "gpus=0 is not valid" in w.status.value and w.state.gpus == 64

@@ -1,0 +1,138 @@
+"""ZeRO stages 0-3 executed on gloo ranks: reference, memory ledger, bytes, CLI (ZeRO arXiv 1910.02054)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from edu_parallel.zero import STAGES, format_zero, run_zero
+from edu_parallel.zero_model import (
+    adam_update,
+    formula_model_state_bytes,
+    num_params,
+    reference_training,
+)
+from edu_parallel.zero_report import check_zero_args, ring_sent_bytes
+
+PSI = num_params((16, 16, 16, 16))
+
+
+def test_adam_matches_torch_optim() -> None:
+    g = torch.Generator().manual_seed(0)
+    p0 = torch.randn(50, generator=g)
+    mine, m, v = p0.clone(), torch.zeros(50), torch.zeros(50)
+    ref = torch.nn.Parameter(p0.clone())
+    opt = torch.optim.Adam([ref], lr=1e-2, foreach=False)
+    for step in range(1, 4):
+        grad = torch.randn(50, generator=g)
+        adam_update(mine, grad, m, v, step, 1e-2)
+        ref.grad = grad.clone()
+        opt.step()
+    assert torch.allclose(mine, ref.detach(), atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_two_ranks_match_reference_dp_and_formula(cluster2, stage: int) -> None:
+    r = run_zero(cluster2, stage, steps=2)
+    assert r.matches_reference and r.matches_dp, (r.max_abs_diff_reference, r.max_abs_diff_dp)
+    assert r.max_abs_diff_reference == 0.0  # two ranks: bf16 a+b is order free, bitwise equal
+    assert r.padded_numel == PSI and r.padding_bytes_per_rank == 0
+    assert r.per_rank_peak_model_state_bytes == [formula_model_state_bytes(stage, PSI, 2)] * 2
+    expected_ratio = 1.5 if stage == 3 else 1.0
+    assert r.comm_ratio_vs_dp == pytest.approx(expected_ratio)
+    assert "formula" in format_zero(r)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_four_ranks(cluster4, stage: int) -> None:
+    one = run_zero(cluster4, stage, steps=1)
+    assert one.matches_reference, one.max_abs_diff_reference
+    r = run_zero(cluster4, stage, steps=2)
+    assert r.matches_dp and r.max_abs_diff_dp == 0.0  # every stage equals DP bitwise
+    n = 4
+    assert r.per_rank_peak_model_state_bytes == [formula_model_state_bytes(stage, PSI, n)] * n
+    # bytes from the trace: per step DP all-reduces 2Psi bytes, ring volume 2(N-1)/N
+    dp = 2 * (n - 1) / n * 2 * PSI
+    assert r.dp_sent_bytes_per_step == dp
+    assert r.per_rank_sent_bytes == [pytest.approx(dp * (1.5 if stage == 3 else 1.0))] * n
+    ops = {e.op for e in r.trace.events if e.kind == "collective"}
+    assert ("all_reduce" in ops) == (stage == 0)
+    assert r.comm_ratio_vs_dp == pytest.approx(1.5 if stage == 3 else 1.0)
+
+
+def test_stage3_gathers_twice_and_releases(cluster4) -> None:
+    r = run_zero(cluster4, 3, steps=2)
+    gathers = [e for e in r.trace.events if e.kind == "collective" and e.rank == 0]
+    assert [e.phase for e in gathers] == ["forward", "backward", "reduce_grads"] * 2
+    for k in range(4):
+        assert r.per_rank_peak_bytes_by_category[k]["gathered_params"] == 2 * PSI
+        final = r.per_rank_final_bytes_by_category[k]
+        assert final["gathered_params"] == 0 and final["comm_buffer"] == 0
+        steady = sum(final.values())
+        assert steady == r.per_rank_peak_model_state_bytes[k] == 16 * PSI // 4
+        assert r.per_rank_peak_total_bytes[k] > steady  # the gathered params were really there
+
+
+def test_padding_reported(cluster4) -> None:
+    dims = (16, 16, 16, 15)  # Psi = 799: flat length padded to 800
+    psi = num_params(dims)
+    for stage in (1, 3):
+        r = run_zero(cluster4, stage, steps=1, dims=dims)
+        assert r.matches_reference and r.matches_dp
+        assert (r.psi, r.padded_numel) == (psi, 800)
+        assert r.per_rank_peak_model_state_bytes[0] == formula_model_state_bytes(stage, 800, 4)
+        assert r.padding_bytes_per_rank == pytest.approx(
+            formula_model_state_bytes(stage, 800, 4) - formula_model_state_bytes(stage, psi, 4)
+        )
+        assert 0 < r.padding_bytes_per_rank < 16
+
+
+def test_reference_is_deterministic() -> None:
+    a, _ = reference_training((4, 4), 2, 3, 2, 1e-2, 7)
+    b, _ = reference_training((4, 4), 2, 3, 2, 1e-2, 7)
+    assert torch.equal(a, b)
+
+
+def test_ring_volume() -> None:
+    assert ring_sent_bytes("all_reduce", 100, 4) == 150
+    assert ring_sent_bytes("reduce_scatter_single", 25, 4) == 75  # event records the output shard
+    assert ring_sent_bytes("all_gather_into_tensor", 100, 4) == 75
+    with pytest.raises(ValueError, match="op="):
+        ring_sent_bytes("broadcast", 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"stage": 4}, "stage"), ({"stage": "1"}, "stage"), ({"steps": 0}, "steps"),
+     ({"lr": 0.0}, "lr"), ({"lr": -1}, "lr"), ({"dims": (1, 1), "world_size": 4}, "world_size"),
+     ({"dims": (3,)}, "dims")],
+)  # fmt: skip
+def test_bad_inputs(kwargs: dict, name: str) -> None:
+    args = {"stage": 1, "steps": 2, "lr": 1e-2, "seed": 0, "dims": (16, 16), "microbatch": 4,
+            "world_size": 2} | kwargs  # fmt: skip
+    with pytest.raises(ValueError, match=f"{name}="):
+        check_zero_args(**args)
+
+
+def test_bad_input_before_running(cluster2) -> None:
+    with pytest.raises(ValueError, match="stage=5"):
+        run_zero(cluster2, 5)
+
+
+def test_cli_json() -> None:
+    cmd = [sys.executable, "-m", "edu_parallel", "run", "zero", "--stage", "2", "--world-size", "2",
+           "--steps", "1", "--json"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("matches_reference", "per_rank_peak_model_state_bytes", "formula_model_state_bytes",
+                "per_rank_sent_bytes", "comm_ratio_vs_dp"):  # fmt: skip
+        assert key in data
+    assert data["matches_reference"] is True and data["comm_ratio_vs_dp"] == 1.0
+    assert isinstance(data["per_rank_sent_bytes"], list) and len(data["per_rank_sent_bytes"]) == 2
+    bad = subprocess.run(cmd[:6] + ["7"] + cmd[7:], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "stage=7" in bad.stderr + bad.stdout
