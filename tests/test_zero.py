@@ -136,3 +136,17 @@ def test_cli_json() -> None:
     assert isinstance(data["per_rank_sent_bytes"], list) and len(data["per_rank_sent_bytes"]) == 2
     bad = subprocess.run(cmd[:6] + ["7"] + cmd[7:], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "stage=7" in bad.stderr + bad.stdout
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_calculator_agrees_with_the_ledger_of_a_real_run(cluster4, stage: int) -> None:
+    """The memory calculator, scaled to the small model's Psi, equals the bytes the ranks held."""
+    from edu_parallel.memory import comm_bytes_per_step, model_state_bytes
+
+    r = run_zero(cluster4, stage, steps=1)
+    estimate = model_state_bytes(r.psi, 4, zero=stage)
+    assert r.per_rank_peak_model_state_bytes == [estimate.bytes_per_gpu] * 4
+    by_category = r.per_rank_peak_bytes_by_category[0]
+    for category, nbytes in estimate.breakdown.items():
+        assert by_category[category] == nbytes, category
+    assert r.per_rank_sent_bytes[0] == pytest.approx(comm_bytes_per_step(r.psi, 4, zero=stage))
