@@ -1,0 +1,268 @@
+"""ZeRO explorer widget: model, GPUs, stage, precision, offload and GPU memory in; bytes per GPU
+with a breakdown, the largest model that fits and communication per step out, all from
+:mod:`edu_parallel.memory`. Thin validated state (:class:`ZeroState`) plus a renderer; testable
+without a browser. No torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import bad_value, check_choice, check_int
+from ..units import format_bytes
+from .ledger import CATEGORY_NAMES
+from .zero import memory_bars
+
+# ----------------------------------------------------------------- explorer widget
+GPUS_RANGE = (1, 65536)
+GPU_GIB_RANGE = (1.0, 1024.0)
+PARAMS_RANGE = (1.0, 1e15)
+STAGE_NAMES = {0: "DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+
+
+def _presets() -> dict[str, Any]:
+    from ..memory import PRESETS
+
+    return PRESETS
+
+
+@dataclass
+class ZeroState:
+    """Validated explorer state; every assignment is checked.
+
+    ``model`` is a preset name of :data:`edu_parallel.memory.PRESETS` or a parameter count in
+    [1, 1e15]; ``gpus`` in [1, 65536]; ``stage`` the ZeRO stage in [0, 3] (0 = plain data
+    parallel); ``precision`` one of :data:`edu_parallel.memory.PRECISIONS`; ``offload`` one of
+    :data:`edu_parallel.memory.OFFLOADS` that the stage supports; ``gpu_gib`` the memory of one GPU
+    in GiB, in [1, 1024]. A bad value raises ValueError naming the field, the value and the valid
+    range.
+    """
+
+    model: str | float = "zero-7.5b"
+    gpus: int = 64
+    stage: int = 1
+    precision: str = "mixed"
+    offload: str = "none"
+    gpu_gib: float = 80.0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        from ..memory import OFFLOAD_STAGES, OFFLOADS, PRECISIONS
+
+        if name == "model":
+            value = _check_model(value)
+        elif name == "gpus":
+            value = check_int("gpus", value, *GPUS_RANGE)
+        elif name == "stage":
+            value = check_int("stage", value, 0, 3)
+            offload = self.__dict__.get("offload", "none")
+            if value not in OFFLOAD_STAGES[offload]:
+                allowed = ", ".join(map(str, OFFLOAD_STAGES[offload]))
+                raise bad_value("stage", value, f"one of {allowed} with offload={offload!r}")
+        elif name == "precision":
+            value = check_choice("precision", value, PRECISIONS)
+        elif name == "offload":
+            value = check_choice("offload", value, OFFLOADS)
+            stage = self.__dict__.get("stage")
+            if stage is not None and stage not in OFFLOAD_STAGES[value]:
+                allowed = [o for o in OFFLOADS if stage in OFFLOAD_STAGES[o]]
+                raise bad_value(
+                    "offload", value, f"one of {', '.join(map(repr, allowed))} with stage={stage}"
+                )
+        elif name == "gpu_gib":
+            value = _check_range("gpu_gib", value, *GPU_GIB_RANGE)
+        object.__setattr__(self, name, value)
+
+    @property
+    def params(self) -> float:
+        """The parameter count: the preset's (counted from its shape) or the number given."""
+        if isinstance(self.model, str):
+            from ..memory import count_params
+
+            return float(count_params(_presets()[self.model]))
+        return float(self.model)
+
+    @property
+    def gpu_bytes(self) -> float:
+        return self.gpu_gib * 1024**3
+
+    def describe(self) -> str:
+        model = self.model if isinstance(self.model, str) else f"{self.params:.4g} parameters"
+        off = f", offload={self.offload}" if self.offload != "none" else ""
+        return (
+            f"{model} on {self.gpus} GPUs of {self.gpu_gib:g} GiB, {STAGE_NAMES[self.stage]}, "
+            f"{self.precision}{off}"
+        )
+
+
+def _check_range(name: str, value: Any, low: float, high: float) -> float:
+    valid = f"a number in [{low:g}, {high:g}]"
+    if isinstance(value, bool):
+        raise bad_value(name, value, valid)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, valid) from None
+    if not low <= x <= high:
+        raise bad_value(name, value, valid)
+    return x
+
+
+def _check_model(value: Any) -> str | float:
+    presets = _presets()
+    if isinstance(value, str):
+        if value in presets:
+            return value
+        try:
+            value = float(value)
+        except ValueError:
+            raise bad_value(
+                "model", value,
+                f"one of {', '.join(map(repr, presets))} or a parameter count in [1, 1e15]",
+            ) from None  # fmt: skip
+    return _check_range("model", value, *PARAMS_RANGE)
+
+
+class ZeroWidget:
+    """Controls for a ZeRO configuration, and what the calculator says about it.
+
+    Everything is computed by :mod:`edu_parallel.memory`: ``estimate`` (``model_state_bytes``
+    for the chosen stage), ``compare`` (the same for every stage the offload allows),
+    ``largest`` (``largest_model_that_fits`` the chosen GPU memory, parameters), ``comm``
+    (``comm_estimate``: bytes each GPU sends per step), ``fits`` (model states within the GPU
+    memory). ``figure`` is the stacked-bar figure (:func:`memory_bars`), ``summary`` an HTML
+    widget with the numbers and formulas. Driven from Python: tests set control values.
+    """
+
+    def __init__(
+        self,
+        model: str | float = "zero-7.5b",
+        gpus: int = 64,
+        stage: int = 1,
+        precision: str = "mixed",
+        offload: str = "none",
+        gpu_gib: float = 80.0,
+    ) -> None:
+        import ipywidgets as w
+
+        from ..memory import OFFLOADS, PRECISIONS
+
+        self.state = ZeroState(model, gpus, stage, precision, offload, gpu_gib)
+        self.estimate: Any = None
+        self.compare: dict[str, Any] = {}
+        self.largest: int = 0
+        self.comm: Any = None
+        self.fits = False
+        self.figure: Any = None
+        s = self.state
+        presets = list(_presets())
+        custom = not isinstance(s.model, str)
+        self.model_dropdown = w.Dropdown(options=presets + ["custom"],
+                                         value="custom" if custom else s.model,
+                                         description="model")  # fmt: skip
+        self.params_box = w.FloatText(value=s.params / 1e9, description="params (B)", step=0.5,
+                                      disabled=not custom)  # fmt: skip
+        self.gpus_box = w.IntText(value=s.gpus, description="GPUs")
+        self.stage_buttons = w.ToggleButtons(options=[(STAGE_NAMES[k], k) for k in range(4)],
+                                             value=s.stage, description="stage")  # fmt: skip
+        self.precision_dropdown = w.Dropdown(options=list(PRECISIONS), value=s.precision,
+                                             description="precision")  # fmt: skip
+        self.offload_dropdown = w.Dropdown(options=list(OFFLOADS), value=s.offload,
+                                           description="offload")  # fmt: skip
+        self.gpu_box = w.FloatText(value=s.gpu_gib, description="GPU GiB", step=8)
+        self.status = w.HTML()
+        self.summary = w.HTML()
+        self.output = w.Output()
+        self.controls = [self.model_dropdown, self.params_box, self.gpus_box, self.stage_buttons,
+                         self.precision_dropdown, self.offload_dropdown, self.gpu_box]  # fmt: skip
+        for control in self.controls:
+            control.observe(lambda _: self.update(), names="value")
+        self.widget = w.VBox([
+            w.HBox([self.model_dropdown, self.params_box, self.gpus_box]),
+            self.stage_buttons,
+            w.HBox([self.precision_dropdown, self.offload_dropdown, self.gpu_box]),
+            self.status, self.summary, self.output,
+        ])  # fmt: skip
+        self.update()
+
+    def read_controls(self) -> ZeroState:
+        """A validated state from the controls (raises ValueError naming the bad field)."""
+        custom = self.model_dropdown.value == "custom"
+        self.params_box.disabled = not custom
+        model = self.params_box.value * 1e9 if custom else self.model_dropdown.value
+        return ZeroState(model, self.gpus_box.value, self.stage_buttons.value,
+                         self.precision_dropdown.value, self.offload_dropdown.value,
+                         self.gpu_box.value)  # fmt: skip
+
+    def update(self) -> None:
+        """Read and validate the controls, ask the calculator, then draw."""
+        from ..memory import (
+            OFFLOAD_STAGES,
+            comm_estimate,
+            largest_model_that_fits,
+            model_state_bytes,
+        )
+
+        try:
+            new = self.read_controls()
+        except ValueError as err:
+            self.status.value = f"<b style='color:#b00'>{err}</b> (showing the last valid setting)"
+            return
+        params = new.params
+        self.estimate = model_state_bytes(params, new.gpus, new.stage, new.precision, new.offload)
+        self.compare = {
+            STAGE_NAMES[k]: model_state_bytes(params, new.gpus, k, new.precision, new.offload)
+            for k in OFFLOAD_STAGES[new.offload]
+        }
+        self.largest = largest_model_that_fits(
+            new.gpu_bytes, new.gpus, new.stage, new.precision, new.offload
+        )
+        self.comm = comm_estimate(params, new.gpus, new.stage, new.precision)
+        self.fits = self.estimate.bytes_per_gpu <= new.gpu_bytes
+        self.state, self.status.value = new, ""
+        self.summary.value = self.summary_html()
+        self.render()
+
+    def summary_html(self) -> str:
+        """The numbers shown under the controls."""
+        s, est = self.state, self.estimate
+        verdict = ("<b style='color:#2a7a2a'>fits</b>" if self.fits
+                   else "<b style='color:#b00'>does not fit</b>")  # fmt: skip
+        parts = ", ".join(
+            f"{CATEGORY_NAMES.get(c, c)} {format_bytes(b)}" for c, b in est.breakdown.items() if b
+        )
+        cpu = (
+            f"<br>CPU memory per GPU (offloaded): <b>{format_bytes(est.cpu_bytes_per_gpu)}</b>"
+            if est.cpu_bytes_per_gpu
+            else ""
+        )
+        return (
+            f"<b>{s.describe()}</b> ({s.params:,.0f} parameters)<br>"
+            f"Model states per GPU: <b>{format_bytes(est.bytes_per_gpu)}</b> "
+            f"({est.bytes_per_gpu:,.0f} B) of {format_bytes(s.gpu_bytes)}: {verdict} "
+            f"(activations not counted)<br>{parts}{cpu}<br>"
+            f"Largest model whose states fit {s.gpu_gib:g} GiB per GPU here: "
+            f"<b>{self.largest / 1e9:,.2f} B parameters</b> ({self.largest:,})<br>"
+            f"Communication per step, sent by each GPU: <b>{format_bytes(self.comm.bytes_per_gpu)}"
+            f"</b><br><small>{est.formula}<br>{self.comm.formula}</small>"
+        )
+
+    def render(self) -> None:
+        """Draw the stacked bars into ``self.figure`` and, in a kernel, the output area."""
+        s = self.state
+        self.figure = memory_bars(
+            self.compare, title=f"Model states per GPU: {s.describe()}",
+            gpu_bytes=s.gpu_bytes, highlight=STAGE_NAMES[s.stage],
+        )  # fmt: skip
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover - ipywidgets depends on IPython
+            return
+        if get_ipython() is not None:
+            with self.output:
+                self.output.clear_output(wait=True)
+                display(self.figure)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
