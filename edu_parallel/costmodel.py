@@ -26,7 +26,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import bad_value, check_int, check_positive
+from .errors import bad_value, check_int, check_non_negative, check_positive
 from .retime import LINKS, CostModel, Link
 from .topology import MAX_TOPOLOGY_RANKS, Topology
 
@@ -220,7 +220,7 @@ def predict(name: str, world_size: int, nbytes: float, link: Any, *, reduce_Bps:
         key, servers = "ps", min(2, n) if servers is None else servers
     if key not in NAMES:
         raise bad_value("name", name, "one of " + ", ".join(NAMES))
-    S = _non_negative("nbytes", nbytes)
+    S = check_non_negative("nbytes", nbytes, "a finite number of bytes >= 0")
     where, reduce_Bps = _resolve(link, reduce_Bps)
     g = 1.0 / check_positive("reduce_Bps", reduce_Bps) if reduce_Bps is not None else 0.0
     if servers is not None and key != "ps":
@@ -258,13 +258,3 @@ def predict(name: str, world_size: int, nbytes: float, link: Any, *, reduce_Bps:
     label = where.describe() if isinstance(where, Topology) else where.name
     return Prediction(key, n, S, label, time_s, terms.latency, terms.bandwidth, terms.compute,
                       algbw, busbw, formula)  # fmt: skip
-
-
-def _non_negative(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, "a finite number of bytes >= 0") from None
-    if not (0.0 <= x < math.inf):
-        raise bad_value(name, value, "a finite number of bytes >= 0")
-    return x

@@ -82,6 +82,17 @@ def check_positive(name: str, value: Any) -> float:
     return as_float
 
 
+def check_non_negative(name: str, value: Any, valid: str = "a finite number >= 0") -> float:
+    """Return ``value`` as a finite float >= 0 or raise a ValueError that says so."""
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, valid) from None
+    if isinstance(value, bool) or not 0.0 <= as_float < float("inf"):
+        raise bad_value(name, value, valid)
+    return as_float
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
     options = list(choices)

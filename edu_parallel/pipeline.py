@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import bad_value, check_choice, check_int, check_positive
+from .errors import bad_value, check_choice, check_int, check_non_negative, check_positive
 from .pipeline_exec import pipeline_job
 from .pipeline_model import check_layers, grads_match, reference_grads
 from .schedule import SCHEDULES, Action, Schedule, build_schedule
@@ -34,16 +34,6 @@ from .trace import Trace
 
 __all__ = ["PipelineReport", "check_pipeline_args", "executed_orders", "format_pipeline",
            "pipeline_job", "run_pipeline"]  # fmt: skip
-
-
-def _non_negative(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, "a finite number >= 0") from None
-    if not 0.0 <= x < float("inf"):
-        raise bad_value(name, value, "a finite number >= 0")
-    return x
 
 
 def check_pipeline_args(
@@ -76,7 +66,7 @@ def check_pipeline_args(
     check_int("microbatch_size", microbatch_size, 1, 1024)
     check_int("seed", seed, 0)
     check_positive("t_f", t_f), check_positive("t_b", t_b)
-    _non_negative("t_w", t_w), _non_negative("t_comm", t_comm)
+    check_non_negative("t_w", t_w), check_non_negative("t_comm", t_comm)
     return build_schedule(schedule, p, m, v), layers
 
 

@@ -31,20 +31,10 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import bad_value, check_choice, check_int, check_positive
+from .errors import bad_value, check_choice, check_int, check_non_negative, check_positive
 from .trace import Event, Trace
 
 _P2P = ("send", "recv", "compute")
-
-
-def _non_negative(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, "a finite number >= 0") from None
-    if not (0.0 <= x < math.inf):
-        raise bad_value(name, value, "a finite number >= 0")
-    return x
 
 
 @dataclass(frozen=True)
@@ -59,7 +49,7 @@ class Link:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise bad_value("name", self.name, "a non-empty string")
-        object.__setattr__(self, "alpha_s", _non_negative("alpha_s", self.alpha_s))
+        object.__setattr__(self, "alpha_s", check_non_negative("alpha_s", self.alpha_s))
         bw = check_positive("bandwidth_Bps", self.bandwidth_Bps)
         object.__setattr__(self, "bandwidth_Bps", bw)
 
@@ -166,7 +156,7 @@ def ring_allreduce_time(world_size: int, nbytes: float, model: CostModel) -> flo
     """Ring all-reduce of ``D`` bytes on ``N`` ranks: ``2(N-1) (alpha + (D/N)/bw)``, plus
     ``(N-1) (D/N)/reduce_Bps`` when reduces cost time (Patarasuk & Yuan 2009; Thakur et al. 2005)."""
     n = check_int("world_size", world_size, 1)
-    c = _non_negative("nbytes", nbytes) / n
+    c = check_non_negative("nbytes", nbytes) / n
     t = 2 * (n - 1) * (model.link.alpha_s + c / model.link.bandwidth_Bps)
     return t + ((n - 1) * c / model.reduce_Bps if model.reduce_Bps else 0.0)
 
@@ -176,7 +166,7 @@ def naive_allreduce_time(world_size: int, nbytes: float, model: CostModel) -> fl
     its incoming port, reduces them, then sends ``N-1`` on its outgoing port:
     ``2(N-1) (alpha + D/bw)``, plus ``(N-1) D/reduce_Bps`` when reduces cost time."""
     n = check_int("world_size", world_size, 1)
-    d = _non_negative("nbytes", nbytes)
+    d = check_non_negative("nbytes", nbytes)
     t = 2 * (n - 1) * model.link.message_s(d)
     return t + ((n - 1) * d / model.reduce_Bps if model.reduce_Bps else 0.0)
 

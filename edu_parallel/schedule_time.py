@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from .errors import bad_value, check_choice, check_int, check_positive
+from .errors import bad_value, check_choice, check_int, check_non_negative, check_positive
 from .schedule import SCHEDULES, Action, Schedule
 from .trace import Event, Trace
 
@@ -129,14 +129,6 @@ class Timeline:
         return Trace(meta=info, events=events)
 
 
-def _non_negative(name: str, value: Any) -> float:
-    """``value`` as a finite float >= 0 (``t_w`` and ``t_comm`` may be zero)."""
-    try:
-        return check_positive(name, value) if value != 0 else 0.0
-    except ValueError:
-        raise bad_value(name, value, "a finite number >= 0") from None
-
-
 def _orders_of(orders: Any) -> tuple[list[list[Action]], int, bool]:
     """Check per-rank orders: actions on their rank, each (stage, microbatch) complete."""
     if not isinstance(orders, (list, tuple)) or not orders:
@@ -235,7 +227,7 @@ def time_schedule(
     full backward and costs ``t_b + t_w``. ``t_comm`` is added to a dependency that ran on
     another rank (a point-to-point send of activations or gradients)."""
     t_f, t_b = check_positive("t_f", t_f), check_positive("t_b", t_b)
-    t_w, t_comm = _non_negative("t_w", t_w), _non_negative("t_comm", t_comm)
+    t_w, t_comm = check_non_negative("t_w", t_w), check_non_negative("t_comm", t_comm)
     if isinstance(schedule_or_orders, Schedule):
         s = schedule_or_orders
         orders, stages, split, name = s.orders(), s.num_stages, s.split_backward, s.name
@@ -292,7 +284,7 @@ def bubble_formula(
     m = check_int("num_microbatches", num_microbatches, 1)
     v = check_int("chunks", chunks, 1)
     t_f, t_b = check_positive("t_f", t_f), check_positive("t_b", t_b)
-    t_w = _non_negative("t_w", t_w)
+    t_w = check_non_negative("t_w", t_w)
     work = t_f + t_b + t_w
     if name in ("gpipe", "1f1b"):
         bubble, ideal = (p - 1) * work, m * work

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import bad_value, check_int
+from ..errors import bad_value, check_int, check_non_negative
 from ..units import format_bytes
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -61,16 +61,6 @@ def check_text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise bad_value(name, value, "a non-empty text")
     return value
-
-
-def _check_nonneg(name: str, value: Any) -> float:
-    try:
-        as_float = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, "a finite number >= 0") from None
-    if isinstance(value, bool) or not math.isfinite(as_float) or as_float < 0:
-        raise bad_value(name, value, "a finite number >= 0")
-    return as_float
 
 
 def _plain_number(x: float) -> str:
@@ -191,8 +181,8 @@ class Numeric:
                 raise bad_value("answer", self.answer, "a finite number") from None
         if not math.isfinite(self.answer):
             raise bad_value("answer", self.answer, "a finite number")
-        self.tolerance = _check_nonneg("tolerance", self.tolerance)
-        self.abs_tolerance = _check_nonneg("abs_tolerance", self.abs_tolerance)
+        self.tolerance = check_non_negative("tolerance", self.tolerance)
+        self.abs_tolerance = check_non_negative("abs_tolerance", self.abs_tolerance)
         if not isinstance(self.units, str):
             raise bad_value("units", self.units, "a text such as 'bytes', 'GB/s' or ''")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import bad_value, check_choice, check_int, check_positive
+from ..errors import check_choice, check_int, check_non_negative, check_positive
 from ..schedule import SCHEDULES, build_schedule
 from ..schedule_time import Timeline, bubble_formula, time_schedule
 from ..trace import Trace
@@ -56,7 +56,7 @@ class PipelineState:
         elif name == "tb_over_tf":
             value = check_positive("tb_over_tf", value)
         elif name == "tw_over_tf":
-            value = _non_negative("tw_over_tf", value)
+            value = check_non_negative("tw_over_tf", value)
         object.__setattr__(self, name, value)
 
     @property
@@ -71,16 +71,6 @@ class PipelineState:
     def describe(self) -> str:
         v = f", v={self.chunks}" if self.schedule == "interleaved" else ""
         return f"{self.schedule!r}, P={self.P}, M={self.M}{v}"
-
-
-def _non_negative(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, "a finite number >= 0") from None
-    if not 0.0 <= x < float("inf"):
-        raise bad_value(name, value, "a finite number >= 0")
-    return x
 
 
 class PipelineWidget:
