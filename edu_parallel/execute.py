@@ -34,9 +34,16 @@ def scratch(numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tenso
 
 
 def run_plan(
-    ctx: RankContext, plan: Plan, buf: torch.Tensor, segment_bytes: int = SEGMENT_BYTES
-) -> torch.Tensor:
-    """Run ``plan`` on this rank's contiguous 1-D ``buf`` in place and return it."""
+    ctx: RankContext, plan: Plan, buf: torch.Tensor, segment_bytes: int = SEGMENT_BYTES, *,
+    step: int | None = None, phase: str | None = None, snapshots: bool = True,
+) -> torch.Tensor:  # fmt: skip
+    """Run ``plan`` on this rank's contiguous 1-D ``buf`` in place and return it.
+
+    Events carry the plan's step index and phase, unless the plan runs inside a larger job
+    (a training step): then ``step``/``phase`` label every event, and ``snapshots=False`` keeps
+    per-step copies of the buffer out of the trace. :func:`replay_plan` is the same plan on
+    in-process tensors, with the same additions in the same order.
+    """
     if plan.world_size != ctx.world_size:
         raise ValueError(
             f"plan.world_size={plan.world_size} is not valid: expected the cluster's {ctx.world_size}"
@@ -48,10 +55,11 @@ def run_plan(
     r, c = ctx.rank, plan.num_chunks
     chunks = torch.tensor_split(buf, c)  # views; the first numel % c chunks are one longer
     largest = max(x.numel() for x in chunks)
-    ctx.tracer.snapshot(-1, None, buf)
-    for i, step in enumerate(plan.steps):
-        incoming = [t for t in step.transfers if t.dst == r]
-        outgoing = [t for t in step.transfers if t.src == r]
+    if snapshots:
+        ctx.tracer.snapshot(-1, None, buf)
+    for i, pstep in enumerate(plan.steps):
+        incoming = [t for t in pstep.transfers if t.dst == r]
+        outgoing = [t for t in pstep.transfers if t.src == r]
         if not incoming and not outgoing:
             continue
         sent_chunks = {t.chunk for t in outgoing}
@@ -66,7 +74,8 @@ def run_plan(
             where[t] = pool[j * largest : j * largest + chunks[t.to_chunk].numel()]
         for t in incoming:
             where.setdefault(t, chunks[t.to_chunk])  # a copy into a chunk nobody reads: in place
-        kw = {"step": i, "phase": step.phase, "segment_bytes": segment_bytes}
+        label = (i, pstep.phase) if step is None else (step, phase or pstep.phase)
+        kw = {"step": label[0], "phase": label[1], "segment_bytes": segment_bytes}
         sends = [
             ctx.isend(chunks[t.chunk], t.dst, tag=i * c + t.chunk, chunk=t.chunk, **kw)
             for t in outgoing
@@ -76,7 +85,7 @@ def run_plan(
             for t in incoming
         ]
         for t, pending in recvs:
-            ctx.tracer.where(f"{step.phase} step {i}: waiting on recv from rank {t.src}")
+            ctx.tracer.where(f"{pstep.phase} step {i}: waiting on recv from rank {t.src}")
             if t.op == "reduce":
                 target, offset, start = chunks[t.to_chunk], 0, None
                 for seg in pending.segments():
@@ -89,8 +98,8 @@ def run_plan(
                     nbytes,
                     start or ctx.tracer.now(),
                     ctx.tracer.now(),
-                    step=i,
-                    phase=step.phase,
+                    step=label[0],
+                    phase=label[1],
                     chunk=t.to_chunk,
                 )
             else:
@@ -99,8 +108,33 @@ def run_plan(
         for t, _ in recvs:
             if t.op == "copy" and where[t] is not chunks[t.to_chunk]:
                 chunks[t.to_chunk].copy_(where[t])
-        ctx.tracer.snapshot(i, step.phase, buf)
+        if snapshots:
+            ctx.tracer.snapshot(i, pstep.phase, buf)
     return buf
+
+
+def replay_plan(plan: Plan, bufs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """:func:`run_plan` on in-process tensors ``bufs[r]`` (rank r's 1-D buffer), in place.
+
+    The same chunks (``torch.tensor_split``), the same reads (every transfer of a step reads the
+    state at the start of the step) and the same additions in the same order (``local += received``,
+    incoming transfers in plan order), so a 16-bit sum rounds exactly as on the ranks: a
+    single-process reference that reduces with this function agrees with the cluster bit for bit.
+    """
+    if len(bufs) != plan.world_size:
+        raise ValueError(
+            f"len(bufs)={len(bufs)} is not valid: expected plan.world_size={plan.world_size}"
+        )
+    chunks = [torch.tensor_split(b, plan.num_chunks) for b in bufs]
+    for step in plan.steps:
+        before = {(t.src, t.chunk): chunks[t.src][t.chunk].clone() for t in step.transfers}
+        for t in step.transfers:
+            target = chunks[t.dst][t.to_chunk]
+            if t.op == "reduce":
+                target.add_(before[(t.src, t.chunk)])
+            else:
+                target.copy_(before[(t.src, t.chunk)])
+    return bufs
 
 
 def same_result(got: torch.Tensor, expected: torch.Tensor, world_size: int, exact: bool) -> bool:

@@ -4,7 +4,8 @@ Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion Pa
 (arXiv 1910.02054). :func:`zero_job` trains the tiny MLP of :mod:`edu_parallel.zero_model` with
 mixed-precision Adam (bf16 params and grads, fp32 master, fp32 Adam m and v: §3.1) on every rank:
 
-* stage 0, plain DP: full copies of everything; ``all_reduce`` of the bf16 grads;
+* stage 0, plain DP: full copies of everything; ``all_reduce`` of the bf16 grads (through a
+  padded bucket, as DDP's gradient buckets);
 * stage 1 (P_os, §5.1): each rank keeps fp32 master, m and v for its 1/N flat shard only;
   ``reduce_scatter`` of the full bf16 grads, update of the own shard, ``all_gather`` of the bf16
   params;
@@ -17,8 +18,15 @@ mixed-precision Adam (bf16 params and grads, fp32 master, fp32 Adam m and v: §3
 Flat buffers are padded to a multiple of N (:func:`~edu_parallel.zero_model.padded_numel`).
 Every allocation and release of a tracked buffer is written to the trace with
 ``ctx.memory(category, +-bytes)``, categories :data:`CATEGORIES`; the parent replays these into
-running sums per rank (:mod:`edu_parallel.zero_report`). Collectives go through
-``ctx.collective`` so the bytes come from the trace.
+running sums per rank (:mod:`edu_parallel.zero_report`).
+
+The collectives are the engine's own ring plans (:mod:`edu_parallel.collectives`, run by
+:func:`~edu_parallel.execute.run_plan`): each one is a ``collective`` event spanning the ring's
+``send``/``recv`` events, so bytes sent are counted, not inferred. A ring sums chunk k in a fixed
+rank order, which :func:`~edu_parallel.zero_model.reference_training` replays with
+:func:`~edu_parallel.execute.replay_plan`: every stage equals DP and the single-process reference
+bit for bit, on any N and after any number of steps (bf16 sums rounded in gloo's internal order
+would not).
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .collectives import ring_all_gather_plan, ring_reduce_scatter_plan
+from .execute import run_plan
+from .trace import Event
 from .zero_model import (
     CATEGORIES,
     DEFAULT_DIMS,
@@ -50,7 +61,6 @@ from .zero_model import (
 __all__ = ["CATEGORIES", "MODEL_STATE", "STAGES", "ZeroReport", "format_zero", "run_zero",
            "train_stage", "zero_job"]  # fmt: skip
 
-REDUCE_SCATTER = "reduce_scatter_single" if hasattr(dist, "reduce_scatter_single") else "reduce_scatter_tensor"  # fmt: skip
 ALL_GATHER = "all_gather_single" if hasattr(dist, "all_gather_single") else "all_gather_into_tensor"  # fmt: skip
 
 
@@ -78,31 +88,46 @@ def train_stage(
 ) -> dict[str, Any]:  # fmt: skip
     """Run ``steps`` steps of ZeRO ``stage`` on this rank; returns full fp32 master and losses.
 
-    Shapes: Psi params, flat length P (Psi for DP, else Psi rounded up to a multiple of N),
-    shard S = P / N. Rank r owns the flat slice [r*S, (r+1)*S).
+    Shapes: Psi params, flat length P (Psi rounded up to a multiple of N), shard S = P / N.
+    Rank r owns the flat slice [r*S, (r+1)*S). DP keeps its model states at Psi and pads only
+    its gradient bucket to P, so every stage reduces the same chunks in the same ring order.
     """
     n, r = ctx.world_size, ctx.rank
     psi = num_params(dims)
-    p = psi if stage == 0 else padded_numel(psi, n)
+    p = padded_numel(psi, n)
     s = p // n
-    own = slice(r * s, (r + 1) * s) if stage >= 1 else slice(0, p)
+    flat = psi if stage == 0 else p  # length of the full (unsharded) model-state buffers
+    own = slice(r * s, (r + 1) * s) if stage >= 1 else slice(0, psi)
     led = _Ledger(ctx)
     ctx.tracer.where(f"zero stage {stage}: init")
     full32 = torch.zeros(p, dtype=MASTER_DTYPE)  # (P,) scratch for the initial values, untracked
     full32[:psi] = init_master(dims, seed)
     # Model states (ZeRO §3.1): sizes per stage, in elements.
-    master = led.alloc("master32", full32[own].clone(), None, "init")  # (S,) or (P,) fp32
+    master = led.alloc("master32", full32[own].clone(), None, "init")  # (S,) or (Psi,) fp32
     m = led.alloc("adam_m", torch.zeros_like(master), None, "init")  # same as master
     v = led.alloc("adam_v", torch.zeros_like(master), None, "init")
-    param16 = led.alloc("param16", (master if stage == 3 else full32).to(PARAM_DTYPE), None, "init")  # (S,) st.3 else (P,)  # fmt: skip
-    grad16 = led.alloc("grad16", torch.zeros(s if stage >= 2 else p, dtype=PARAM_DTYPE), None, "init")  # (S,) st.2-3 else (P,)  # fmt: skip
+    param16 = led.alloc("param16", (master if stage == 3 else full32[:flat]).to(PARAM_DTYPE), None, "init")  # (S,) st.3 else (flat,)  # fmt: skip
+    grad16 = led.alloc("grad16", torch.zeros(s if stage >= 2 else flat, dtype=PARAM_DTYPE), None, "init")  # (S,) st.2-3 else (flat,)  # fmt: skip
     del full32
     x, y = microbatch_of(r, dims, n, microbatch, seed)  # (B, d_in), (B, d_out)
     losses = []
 
+    rs_plan, ag_plan = ring_reduce_scatter_plan(n), ring_all_gather_plan(n)
+
+    def ring(name: str, buf: torch.Tensor, step: int, phase: str) -> None:
+        """``name`` on ``buf`` (P,) in place with the engine's ring plans (lesson 02): rank r's
+        chunk r is the shard. One ``collective`` event spans it; its sends carry the bytes."""
+        plans = {"reduce_scatter": [rs_plan], "all_gather": [ag_plan], "all_reduce": [rs_plan, ag_plan]}[name]  # fmt: skip
+        start = ctx.tracer.now()
+        for plan in plans:
+            run_plan(ctx, plan, buf, step=step, phase=phase, snapshots=False)
+        ctx.tracer.add(Event("collective", r, name, None, step, phase, None, _nbytes(buf), start,
+                             ctx.tracer.now(), attrs={"plan": "+".join(x.name for x in plans)}))  # fmt: skip
+
     def gather_params(step: int, phase: str) -> torch.Tensor:
         full = led.alloc("gathered_params", torch.empty(p, dtype=PARAM_DTYPE), step, phase)  # (P,)
-        ctx.collective(ALL_GATHER, full, param16, step=step, phase=phase)
+        full[own].copy_(param16)  # own shard in place; the ring copies the other N-1 around
+        ring("all_gather", full, step, phase)
         return full
 
     for step in range(1, steps + 1):
@@ -116,45 +141,40 @@ def train_stage(
             del weights
             weights = gather_params(step, "backward")  # and gather AGAIN for backward (§5.3)
         ctx.tracer.where(f"zero stage {stage} step {step}: backward")
-        if stage >= 2:  # full grads land in a bucket that is reduce-scattered, then freed
-            bucket = led.alloc("comm_buffer", torch.empty(p, dtype=PARAM_DTYPE), step, "backward")
+        if stage != 1:  # full grads land in a bucket that is reduced, then freed (DDP does too)
+            bucket = led.alloc("comm_buffer", torch.zeros(p, dtype=PARAM_DTYPE), step, "backward")
         else:
-            bucket = grad16  # (P,) the full gradient buffer of DP / ZeRO-1
-        mlp_backward(weights, saved, dout, dims, bucket)
+            bucket = grad16  # (P,) the full gradient buffer of ZeRO-1
+        mlp_backward(weights, saved, dout, dims, bucket[:psi])
         if stage == 3:
             led.free("gathered_params", weights, step, "backward")
         del weights
-        if stage == 0:
-            ctx.collective("all_reduce", grad16, step=step, phase="reduce_grads")
-            shard16 = grad16.div_(n)  # (P,) mean over ranks
-        elif stage == 1:  # the reduced shard goes to a (S,) buffer; grad16 stays full (2 Psi)
-            shard16 = led.alloc(
-                "comm_buffer", torch.empty(s, dtype=PARAM_DTYPE), step, "reduce_grads"
-            )
-            ctx.collective(REDUCE_SCATTER, shard16, grad16, step=step, phase="reduce_grads")
-            shard16.div_(n)
-        else:
-            ctx.collective(REDUCE_SCATTER, grad16, bucket, step=step, phase="reduce_grads")
+        # The ring sums chunk k in a fixed rank order; reference_training replays that order.
+        if stage == 0:  # all-reduce = reduce-scatter + all-gather: every rank gets the full sum
+            ring("all_reduce", bucket, step, "reduce_grads")
+            grad16.copy_(bucket[:psi])
+        else:  # reduce-scatter: rank r keeps only chunk r of the sum
+            ring("reduce_scatter", bucket, step, "reduce_grads")
+            if stage >= 2:
+                grad16.copy_(bucket[own])  # (S,)
+        if stage != 1:
             led.free("comm_buffer", bucket, step, "reduce_grads")
-            shard16 = grad16.div_(n)  # (S,)
         del bucket
+        shard16 = (grad16[own] if stage == 1 else grad16).div_(n)  # mean over ranks
         ctx.tracer.where(f"zero stage {stage} step {step}: optimizer")
         adam_update(master, shard16.to(MASTER_DTYPE), m, v, step, lr)  # on own shard only
-        if stage == 1:
-            led.free("comm_buffer", shard16, step, "optimizer")
-        if stage in (1, 2):  # updated bf16 shard -> every rank's full bf16 params
-            send = led.alloc("comm_buffer", master.to(PARAM_DTYPE), step, "gather_params")  # (S,)
-            ctx.collective(ALL_GATHER, param16, send, step=step, phase="gather_params")
-            led.free("comm_buffer", send, step, "gather_params")
+        if stage in (1, 2):  # updated bf16 shard -> every rank's full bf16 params, in place
+            param16[own].copy_(master)
+            ring("all_gather", param16, step, "gather_params")
         else:
-            param16.copy_(master)  # stage 0: (P,); stage 3: own (S,) shard only
+            param16.copy_(master)  # stage 0: (Psi,); stage 3: own (S,) shard only
         ctx.mark("step_end", step=step)
     with ctx.tracer.paused():  # untraced: collect the result for checking
         full_master = torch.empty(p, dtype=MASTER_DTYPE)
         if stage >= 1:
             getattr(dist, ALL_GATHER)(full_master, master)
         else:
-            full_master.copy_(master)
+            full_master[:psi].copy_(master)
     return {"master": full_master[:psi].clone(), "losses": losses, "padded_numel": p}
 
 

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 
 import torch
 
+from .collectives import ring_reduce_scatter_plan
 from .errors import bad_value, check_int
+from .execute import replay_plan
 
 DEFAULT_DIMS: tuple[int, ...] = (16, 16, 16, 16)  # 3 Linear layers 16x16 (+ bias)
 DEFAULT_MICROBATCH = 4  # rows of the batch each rank sees per step
@@ -180,14 +182,17 @@ def reference_training(
     """Single process: ``nn.Linear`` + autograd in bf16 over the global batch, fp32 master + Adam.
 
     The global batch is processed as its N microbatches (gradient accumulation: the gradient of
-    the global mean loss is the mean of the microbatch gradients); the bf16 gradients are summed
-    in rank order and divided by N, as the ranks' all-reduce / reduce-scatter does. Summing in
-    the same precision matters: Adam's first step is ``lr * g/|g|``, so a gradient element that
-    rounds to 0 in one summation order and to 7e-5 in another moves its weight by 0 vs ``lr``.
+    the global mean loss is the mean of the microbatch gradients). The N bf16 gradients are summed
+    by replaying the ranks' ring reduce-scatter (:func:`~edu_parallel.execute.replay_plan` of
+    :func:`~edu_parallel.collectives.ring_reduce_scatter_plan` on the padded flat length), so
+    each element is rounded after the same additions in the same order as on the cluster, then
+    divided by N. Summing in the same order matters: Adam's first step is ``lr * g/|g|``, so a
+    gradient element that rounds to 0 in one order and to 7e-5 in another moves its weight by 0
+    vs ``lr``, and later steps drift apart from there.
     Returns the fp32 master weights (Psi,) after ``steps`` steps and a mask (Psi,) of the
     elements whose summed gradient was, at some step, within the bf16 rounding noise of the sum
-    (``|sum| < N * 2^-7 * max_r |g_r|``): another summation order (a ring over N ranks) may round
-    those to another sign or to 0, and Adam turns that into a different step of up to ``2 lr``.
+    (``|sum| < N * 2^-7 * max_r |g_r|``): an implementation that sums in ANOTHER order (gloo's
+    own collectives, FSDP2) may round those to another sign or to 0.
     """
     master = init_master(dims, seed)
     m, v = torch.zeros_like(master), torch.zeros_like(master)
@@ -205,8 +210,9 @@ def reference_training(
             for (w, b), layer in zip(layer_views(master, dims), layers, strict=True):
                 layer.weight.copy_(w)  # fp32 master -> bf16 params
                 layer.bias.copy_(b)
-        total = torch.zeros(master.numel(), dtype=PARAM_DTYPE)  # (Psi,) bf16 gradient sum
-        biggest = torch.zeros(master.numel())  # (Psi,) max_r |g_r|
+        psi, padded = master.numel(), padded_numel(master.numel(), world_size)
+        grads = [torch.zeros(padded, dtype=PARAM_DTYPE) for _ in range(world_size)]  # (P,) each
+        biggest = torch.zeros(psi)  # (Psi,) max_r |g_r|
         for r in range(world_size):
             rows = slice(r * microbatch, (r + 1) * microbatch)
             model.zero_grad()
@@ -215,8 +221,10 @@ def reference_training(
             g = torch.cat(
                 [t for layer in layers for t in (layer.weight.grad.flatten(), layer.bias.grad)]
             )
-            total += g
+            grads[r][:psi] = g
             biggest = torch.maximum(biggest, g.float().abs())
+        replay_plan(ring_reduce_scatter_plan(world_size), grads)  # rank r's chunk r: the sum
+        total = torch.cat([torch.tensor_split(grads[r], world_size)[r] for r in range(world_size)])[:psi]  # fmt: skip
         ambiguous |= total.float().abs() < world_size * 2.0**-7 * biggest
         adam_update(master, (total / world_size).to(MASTER_DTYPE), m, v, step, lr)
     return master, ambiguous
