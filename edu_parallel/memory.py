@@ -39,10 +39,10 @@ move another ``2Ψ/N`` there). For ``fp32``, ``"optimizer"`` moves adam_m and ad
 being the master copy, stay for the forward pass) and ``"all"`` moves param32 as well. CPU bytes
 are reported per GPU (the share of host memory that one GPU's rank needs).
 
-**Activations** (:func:`activation_bytes`): Korthikanti et al. 2022, "Reducing Activation
+**Activations** (:func:`activation_bytes`, in :mod:`edu_parallel.memory_activation`): Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models", arXiv 2205.05198, §4, eqs. (1)-(3) and Table 2.
 
-**Communication** (:func:`comm_bytes_per_step`): ZeRO paper §7 with the exact ring volumes.
+**Communication** (:func:`comm_bytes_per_step`, in :mod:`edu_parallel.memory_comm`): ZeRO paper §7 with the exact ring volumes.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from typing import Any
 from .errors import bad_value, check_choice, check_int, check_positive
 from .memory_presets import PRESETS, ModelShape, count_params, get_preset
 
-__all__ = [
+__all__ = [  # + the names of _PARTS below, provided lazily
     "PRECISIONS",
     "OFFLOADS",
     "RECOMPUTE",
@@ -63,14 +63,8 @@ __all__ = [
     "count_params",
     "get_preset",
     "MemoryEstimate",
-    "ActivationEstimate",
-    "CommEstimate",
     "model_state_bytes",
-    "activation_estimate",
-    "activation_bytes",
     "largest_model_that_fits",
-    "comm_estimate",
-    "comm_bytes_per_step",
 ]
 
 GB = 1e9  # the ZeRO paper's GB: 16 · 7.5e9 bytes = 120 GB
@@ -288,187 +282,21 @@ def largest_model_that_fits(
     return params
 
 
-@dataclass(frozen=True)
-class ActivationEstimate:
-    """Activation bytes of a transformer's layers (Korthikanti et al. 2022)."""
-
-    bytes: float  # all layers, one GPU
-    bytes_per_layer: float
-    formula: str
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "bytes": self.bytes,
-            "bytes_per_layer": self.bytes_per_layer,
-            "formula": self.formula,
-        }
+# The activation and communication parts live in their own modules; importing their names from
+# here still works (PEP 562 module __getattr__, lazy, so those modules may import this one).
+_PARTS = {
+    "ActivationEstimate": "memory_activation",
+    "activation_bytes": "memory_activation",
+    "activation_estimate": "memory_activation",
+    "CommEstimate": "memory_comm",
+    "comm_bytes_per_step": "memory_comm",
+    "comm_estimate": "memory_comm",
+}
 
 
-def activation_estimate(
-    seq: int,
-    batch: int,
-    hidden: int,
-    heads: int,
-    layers: int,
-    tp: int = 1,
-    sequence_parallel: bool = False,
-    recompute: str = "none",
-) -> ActivationEstimate:
-    """Activation bytes stored for the backward pass, per GPU, after Korthikanti et al. 2022.
+def __getattr__(name: str) -> Any:
+    if name in _PARTS:
+        import importlib
 
-    16-bit activations and 1-byte dropout masks, per transformer layer (§4.1: attention
-    11sbh + 5as²b, MLP 19sbh, two LayerNorms 4sbh; embeddings and the output layer not counted):
-
-    * eq. (1), no parallelism:           sbh·(34 + 5as/h)
-    * eq. (2), tensor parallel:          sbh·(10 + 24/t + 5as/(ht))
-    * eq. (3), tensor + sequence par.:   sbh·(34/t + 5as/(ht))
-    * Table 2, selective recomputation (the attention core, 5as/h, is recomputed):
-      sbh·(10 + 24/t) with tensor parallel, sbh·34/t with sequence parallel
-    * Table 2, full recomputation (only each layer's 16-bit input is kept): sbh·2
-
-    With 1F1B pipeline parallelism the first stage holds p micro-batches of L/p layers each, i.e.
-    ``layers`` layers' worth whatever p is (§4.2.3), so pass the full layer count.
-    """
-    s = check_int("seq", seq, 1)
-    b = check_int("batch", batch, 1)
-    h = check_int("hidden", hidden, 1)
-    a = check_int("heads", heads, 1)
-    L = check_int("layers", layers, 1)
-    t = check_int("tp", tp, 1)
-    if a % t:
-        raise bad_value("tp", tp, f"a divisor of heads={a} (each rank holds whole heads)")
-    if not isinstance(sequence_parallel, bool):
-        raise bad_value("sequence_parallel", sequence_parallel, "True or False")
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    sbh = s * b * h
-    attention_core = 5 * a * s / h  # softmax input/output and dropout mask: 5as²b / (sbh)
-    if recompute == "full":
-        coefficient, text = 2.0, "sbh·2  [Korthikanti et al. 2022, Table 2, full recompute]"
-    elif sequence_parallel:
-        # eq. (3): every part divided by t (LayerNorm/dropout sharded along the sequence)
-        if recompute == "selective":
-            coefficient = 34 / t
-            text = "sbh·34/t  [Korthikanti et al. 2022, Table 2, sequence parallel + selective]"
-        else:
-            coefficient = 34 / t + attention_core / t
-            text = "sbh·(34/t + 5as/(ht))  [Korthikanti et al. 2022, eq. (3)]"
-    elif t > 1:
-        # eq. (2): 10sbh (LayerNorm inputs, dropout masks, layer inputs) stays replicated
-        if recompute == "selective":
-            coefficient = 10 + 24 / t
-            text = (
-                "sbh·(10 + 24/t)  [Korthikanti et al. 2022, Table 2, tensor parallel + selective]"
-            )
-        else:
-            coefficient = 10 + 24 / t + attention_core / t
-            text = "sbh·(10 + 24/t + 5as/(ht))  [Korthikanti et al. 2022, eq. (2)]"
-    elif recompute == "selective":
-        coefficient, text = 34.0, "sbh·34  [Korthikanti et al. 2022, Table 2, selective]"
-    else:
-        coefficient, text = (
-            34 + attention_core,
-            "sbh·(34 + 5as/h)  [Korthikanti et al. 2022, eq. (1)]",
-        )
-    per_layer = sbh * coefficient
-    total = L * per_layer
-    formula = (
-        f"per layer {text}; s={s}, b={b}, h={h}, a={a}, t={t}: "
-        f"{per_layer:.6g} B x L={L} = {total / GB:.4g} GB"
-    )
-    return ActivationEstimate(bytes=total, bytes_per_layer=per_layer, formula=formula)
-
-
-def activation_bytes(
-    seq: int,
-    batch: int,
-    hidden: int,
-    heads: int,
-    layers: int,
-    tp: int = 1,
-    sequence_parallel: bool = False,
-    recompute: str = "none",
-) -> float:
-    """Activation bytes per GPU; the number from :func:`activation_estimate` (see there)."""
-    return activation_estimate(
-        seq, batch, hidden, heads, layers, tp, sequence_parallel, recompute
-    ).bytes
-
-
-@dataclass(frozen=True)
-class CommEstimate:
-    """Bytes each GPU sends per training step for data parallelism / ZeRO."""
-
-    bytes_per_gpu: float
-    breakdown: dict[str, float]
-    formula: str
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "bytes_per_gpu": self.bytes_per_gpu,
-            "breakdown": dict(self.breakdown),
-            "formula": self.formula,
-        }
-
-
-def comm_estimate(
-    params: float,
-    gpus: int,
-    zero: int = 0,
-    precision: str = "mixed",
-    tp: int = 1,
-    pp: int = 1,
-) -> CommEstimate:
-    """Data-parallel bytes sent per GPU per step (ZeRO paper §7.2), with exact ring volumes.
-
-    A ring reduce-scatter or all-gather of ``G`` bytes sends ``(N-1)/N·G`` bytes from each rank;
-    an all-reduce is one of each, ``2·(N-1)/N·G`` (Patarasuk & Yuan 2009). With ``G = 2Ψ`` bytes
-    of 16-bit gradients:
-
-    * DP: all-reduce of the gradients, 2·(N-1)/N·2Ψ (the paper's "2Ψ" elements, §7.2.1)
-    * ZeRO-1 and ZeRO-2: reduce-scatter the gradients + all-gather the updated parameters, the
-      same 2·(N-1)/N·2Ψ (§7.2.2)
-    * ZeRO-3: reduce-scatter + all-gather the parameters in forward *and* in backward,
-      3·(N-1)/N·2Ψ = 1.5x DP (§7.2.3)
-    """
-    params = check_positive("params", params)
-    gpus, tp, pp = _check_parallel(gpus, tp, pp)
-    zero = check_int("zero", zero, 0, 3)
-    precision = check_choice("precision", precision, PRECISIONS)
-    Psi = params / (tp * pp)
-    N = gpus // (tp * pp)
-    e = COMM_BYTES_PER_ELEMENT[precision]
-    grad_bytes = e * Psi  # G: one copy of the gradients (or parameters) in 16-bit
-    ring = (N - 1) / N  # fraction of G each rank sends in a ring reduce-scatter or all-gather
-    one_pass = ring * grad_bytes
-    if zero == 0:
-        breakdown = {"all_reduce_grads": 2 * one_pass}
-        text = "2·(N-1)/N·eΨ (all-reduce)"
-    elif zero in (1, 2):
-        breakdown = {"reduce_scatter_grads": one_pass, "all_gather_params": one_pass}
-        text = "(N-1)/N·eΨ (reduce-scatter) + (N-1)/N·eΨ (all-gather) = 2·(N-1)/N·eΨ"
-    else:
-        breakdown = {
-            "all_gather_params_forward": one_pass,
-            "all_gather_params_backward": one_pass,
-            "reduce_scatter_grads": one_pass,
-        }
-        text = "3·(N-1)/N·eΨ (all-gather fwd + all-gather bwd + reduce-scatter) = 1.5x DP"
-    total = sum(breakdown.values())
-    stage = "DP" if zero == 0 else f"ZeRO-{zero}"
-    formula = (
-        f"{stage}: {text}; e={e} B, Ψ={Psi:.4g}, N={N}: {total / GB:.4g} GB per GPU per step "
-        "[Rajbhandari et al. 2019, §7.2]"
-    )
-    return CommEstimate(bytes_per_gpu=total, breakdown=breakdown, formula=formula)
-
-
-def comm_bytes_per_step(
-    params: float,
-    gpus: int,
-    zero: int = 0,
-    precision: str = "mixed",
-    tp: int = 1,
-    pp: int = 1,
-) -> float:
-    """Bytes each GPU sends per step; the number from :func:`comm_estimate` (see there)."""
-    return comm_estimate(params, gpus, zero, precision, tp, pp).bytes_per_gpu
+        return getattr(importlib.import_module(f".{_PARTS[name]}", __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
