@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 
 from .errors import bad_value, check_int
@@ -74,7 +76,37 @@ def run_lab(dest: str | None = None, port: int | None = None, no_browser: bool =
     if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
         del env["JUPYTER_TOKEN"]
     print(f"lessons: {root}", flush=True)
+    return run_child(cmd, env)
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None, grace_s: float = 10.0) -> int:
+    """Run ``cmd`` until it exits; never leave it behind.
+
+    SIGTERM and SIGHUP sent to this process (a closed terminal, ``kill``, a container stop) are
+    forwarded to the child, which shuts down cleanly; Ctrl-C stops it too. A child that has not
+    exited ``grace_s`` seconds after being asked is killed. Returns its exit status as a shell
+    reports it (128 + N for a child ended by signal N; 0 after Ctrl-C).
+    """
+    proc = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    handled = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
+    if threading.current_thread() is not threading.main_thread():
+        handled = ()  # only the main thread may install signal handlers
+    previous = {sig: signal.signal(sig, forward) for sig in handled}
     try:
-        return subprocess.call(cmd, env=env)
+        status = proc.wait()
+        return 128 - status if status < 0 else status
     except KeyboardInterrupt:
+        proc.terminate()
         return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -96,3 +96,27 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_sigterm_to_the_wrapper_stops_the_child():
+    """`edu-parallel lab` killed with SIGTERM (a container stop) takes JupyterLab with it."""
+    from conftest import child_pids
+
+    code = (
+        "import sys; from edu_parallel.lab import run_child; "
+        "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(60)']))"
+    )
+    wrapper = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 20
+        while not child_pids(wrapper.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = child_pids(wrapper.pid)
+        wrapper.send_signal(signal.SIGTERM)
+        assert (
+            wrapper.wait(timeout=10) == 128 + signal.SIGTERM
+        )  # the child's status, as a shell says
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
+    finally:
+        wrapper.kill()
