@@ -72,6 +72,19 @@ _EXPORTS = {
     "simulate_fast": "fast_sim",
     "PlanArrays": "plan_arrays",
     "bench_collectives": "bench",
+    "run_strategy_map": "strategy_map_report",
+    "StrategyMapReport": "strategy_map_report",
+    "run_tp": "tp_run",
+    "TPReport": "tp_run",
+    "column_parallel_linear": "tp",
+    "row_parallel_linear": "tp",
+    "megatron_mlp": "tp",
+    "shard_linear": "tp",
+    "run_moe": "moe_run",
+    "MoEReport": "moe_run",
+    "init_moe": "moe",
+    "moe_layer": "moe",
+    "moe_reference": "moe",
 }
 
 __all__ = sorted([*_EXPORTS, "retime", "simulate"])

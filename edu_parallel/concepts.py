@@ -232,3 +232,121 @@ def _zero_render(report: Any) -> str:
 
 register(Concept("zero", "ZeRO stages 0-3 executed: sharded mixed-precision Adam, memory and bytes",
                  _zero_args, _zero_run, _zero_render, _zero_check))  # fmt: skip
+
+
+# ---- expert parallelism (issue 6)
+def _moe_args(p: argparse.ArgumentParser) -> None:
+    from .moe_run import DEFAULTS as D
+
+    p.add_argument("--experts", type=int, default=D["experts"], help=f"experts E, a multiple of the world size (default {D['experts']})")  # fmt: skip
+    p.add_argument("--top-k", type=int, default=D["top_k"], help=f"experts per token k, 1..E (default {D['top_k']})")  # fmt: skip
+    p.add_argument("--capacity-factor", type=float, default=D["capacity_factor"], help=f"C > 0: capacity = ceil(C*T*k/E) per expert per rank (default {D['capacity_factor']})")  # fmt: skip
+    p.add_argument("--skew", type=float, default=D["skew"], help="router bias toward expert 0, 0..100 (default 0)")  # fmt: skip
+    p.add_argument("--tokens", type=int, default=D["tokens"], help=f"tokens per rank T (default {D['tokens']})")  # fmt: skip
+    p.add_argument("--hidden", type=int, default=D["hidden"], help=f"hidden size h (default {D['hidden']})")  # fmt: skip
+    p.add_argument("--seed", type=int, default=D["seed"], help="seed of weights and tokens (default 0)")  # fmt: skip
+
+
+def _moe_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts (experts divisible by ranks, top-k <= E, C > 0, ...)."""
+    from .launch import in_torchrun
+    from .moe_run import check_moe_args
+
+    n = int(os.environ["WORLD_SIZE"]) if in_torchrun() else a.world_size
+    n = n if isinstance(n, int) and n >= 1 else 0  # the executor checks the world size itself
+    check_moe_args(n, a.experts, a.top_k, a.capacity_factor, a.skew, a.tokens, a.hidden, a.seed)
+
+
+def _moe_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .moe_run import run_moe
+
+    return run_moe(executor, a.experts, a.top_k, a.capacity_factor, a.skew, a.tokens, a.hidden, a.seed)  # fmt: skip
+
+
+def _moe_render(report: Any) -> str:
+    from .moe_run import format_moe
+
+    return format_moe(report)
+
+
+register(Concept("moe", "expert parallelism: a top-k MoE layer, tokens dispatched by all-to-all",
+                 _moe_args, _moe_run, _moe_render, _moe_check))  # fmt: skip
+
+
+# ---- tensor parallelism (issue 6)
+def _tp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", default="mlp", help="column, row, mlp or mlp-sp (default mlp)")
+    p.add_argument("--batch", type=int, default=2, help="batch size b (default 2)")
+    p.add_argument("--seq", type=int, default=4, help="sequence length s (default 4)")
+    p.add_argument("--hidden", type=int, default=8, help="hidden size h, a multiple of the world size (default 8)")  # fmt: skip
+    p.add_argument("--ffn", type=int, default=None, help="MLP inner size, a multiple of the world size (default 4h)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of weights, input and dY (default 0)")
+    p.add_argument("--dtype", default="float64", help="float64 or float32 (default float64)")
+    p.add_argument("--rule", default="megatron", help="megatron, or syllabus: the outline's collectives, errata E4 (column/row)")  # fmt: skip
+    p.add_argument("--gather-output", action="store_true", help="column: all-gather the full Y")
+
+
+def _tp_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts (mode, divisibility of h, ffn and s by the TP degree)."""
+    from .launch import in_torchrun
+    from .tp_model import check_tp_args
+
+    n = int(os.environ["WORLD_SIZE"]) if in_torchrun() else a.world_size
+    check_tp_args(a.mode, n, a.batch, a.seq, a.hidden, a.ffn, a.seed, a.dtype, a.rule, a.gather_output)  # fmt: skip
+
+
+def _tp_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .tp_run import run_tp
+
+    return run_tp(executor, a.mode, a.batch, a.seq, a.hidden, a.ffn, a.seed, a.dtype, a.rule, a.gather_output)  # fmt: skip
+
+
+def _tp_render(report: Any) -> str:
+    from .tp_run import format_tp
+
+    return format_tp(report)
+
+
+register(Concept("tp", "tensor parallelism: column/row-parallel linear layers, Megatron MLP, sequence parallelism",
+                 _tp_args, _tp_run, _tp_render, _tp_check))  # fmt: skip
+
+
+# ---------------------------------------------------------------- strategy map (issue 6, U1/U7)
+def _map_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--strategies", default="dp,tp,pp,ep", help="comma-separated subset of dp,tp,pp,ep (default all)")  # fmt: skip
+    for name, default, what in (("layers", 4, "residual MLP blocks"), ("hidden", 16, "hidden size h"),
+                                ("batch", 8, "sequences per step"), ("seq", 4, "tokens per sequence"),
+                                ("experts", 4, "experts per block (EP)"), ("top-k", 2, "experts per token (EP)"),
+                                ("seed", 0, "seed of weights and data")):  # fmt: skip
+        p.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default {default})")
+
+
+def _map_sizes(a: argparse.Namespace) -> dict[str, Any]:
+    return {"strategies": a.strategies.split(","), "layers": a.layers, "hidden": a.hidden,
+            "batch": a.batch, "seq": a.seq, "experts": a.experts, "top_k": a.top_k, "seed": a.seed}  # fmt: skip
+
+
+def _map_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts (sizes against the world size)."""
+    from .launch import in_torchrun
+    from .strategy_map_report import check_map_args
+
+    n = int(os.environ["WORLD_SIZE"]) if in_torchrun() else a.world_size
+    n = n if isinstance(n, int) and n >= 1 else 1  # the executor checks the world size itself
+    sizes = _map_sizes(a)
+    check_map_args(n, sizes.pop("strategies"), **sizes)
+
+
+def _map_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .strategy_map_report import run_strategy_map
+
+    sizes = _map_sizes(a)
+    return run_strategy_map(executor, sizes.pop("strategies"), **sizes)
+
+
+def _map_render(report: Any) -> str:
+    return report.format()
+
+
+register(Concept("map", "the strategy map: DP, TP, PP, EP on one tiny model; params, activations, bytes, messages per rank",
+                 _map_args, _map_run, _map_render, _map_check))  # fmt: skip

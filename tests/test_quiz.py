@@ -59,18 +59,57 @@ FORMULAS = {
     }[p["stage"]],  # fmt: skip
     "zero3_comm": lambda p: 3 * (p["N"] - 1) / p["N"] * 2 * p["psi"],
     "zero3_largest": lambda p: p["N"] * p["gpu_gib"] * 2**30 // 16,
+    "moe_capacity": lambda p: math.ceil(p["C"] * p["T"] * p["k"] / p["E"]),
+    "moe_balanced_sent": lambda p: p["T"] * p["k"] * p["h"] * 4 * (p["N"] - 1) / p["N"],
+    "all_to_one_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
+    "predict_hot_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
+    "tp_allreduce_bytes": lambda p: p["b"] * p["s"] * p["h"] * p["itemsize"],
+    "tp_mlp_sent": lambda p: (
+        2 * (2 * (p["t"] - 1) / p["t"]) * p["b"] * p["s"] * p["h"] * p["itemsize"]
+    ),
+    "sp_forward_sent": lambda p: (
+        2 * ((p["t"] - 1) / p["t"]) * p["b"] * p["s"] * p["h"] * p["itemsize"]
+    ),
+    "predict_tp_sent": lambda p: (
+        (2 if p["mode"] == "mlp" else 1)
+        * 2
+        * (p["N"] - 1)
+        / p["N"]
+        * p["b"]
+        * p["s"]
+        * p["h"]
+        * p["itemsize"]
+    ),  # fmt: skip
     "predict_zero_rank_bytes": lambda p: {
         1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
         2: 2 * p["psi"] + 14 * p["psi"] / p["N"],
         3: 16 * p["psi"] / p["N"],
     }[p["stage"]],  # fmt: skip
 }
+FORMULAS.update(
+    {  # lesson 01 (issue 6): the strategy map
+        "map_dp_sent": lambda p: 2 * (p["N"] - 1) / p["N"] * p["psi"] * p["itemsize"],
+        "map_tp_sent": lambda p: (
+            4 * p["L"] * (p["N"] - 1) / p["N"] * p["T"] * p["h"] * p["itemsize"]
+        ),
+        "map_pp_sent": lambda p: 2 * p["T"] * p["h"] * p["itemsize"],
+        "map_tp_param_bytes": lambda p: (
+            p["L"] * ((8 * p["h"] ** 2 + 4 * p["h"]) / p["N"] + p["h"]) * p["itemsize"]
+        ),
+        "predict_map_tp_sent": lambda p: (
+            4 * p["layers"] * (p["N"] - 1) / p["N"] * p["tokens"] * p["hidden"] * 4
+        ),
+    }
+)
 KNOWN_BANKS = (
     "00_tour",
+    "01_parallelism_map",
     "02_collectives",
     "03_ring_allreduce",
     "04_ring_tree_ps",
     "06_zero_fsdp",
+    "07_tensor_parallel",
+    "08_expert_parallel",
     "09_pipeline",
 )
 

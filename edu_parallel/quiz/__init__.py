@@ -13,7 +13,10 @@ from typing import Any
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
+from .banks_map import map_quiz as map_quiz  # lesson 01 (issue 6)
+from .banks_moe import moe_quiz as moe_quiz  # lesson 08 (issue 6)
 from .banks_pipeline import pipeline_quiz
+from .banks_tp import tp_quiz as tp_quiz  # lesson 07 (issue 6)
 from .banks_zero import zero_quiz
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question

@@ -1,0 +1,299 @@
+"""Parent side of :mod:`edu_parallel.moe`: check a run against one process, read the traffic off the trace.
+
+Pure Python at import (renderers and quiz banks import it; torch is imported inside
+:func:`run_moe` and :func:`moe_routing_stats`).
+
+* Capacity (GShard, Lepikhin et al. 2020 §2.2; Switch, Fedus et al. 2021 §2.2):
+  ``capacity = ceil(C * T * k / E)`` assignments per expert per source rank (T tokens per rank).
+* Traffic: every ``all_to_all_single`` is followed by a ``mark`` holding the bytes the rank sent to
+  and received from each peer; :func:`traffic_matrix` builds the rank x rank matrix from them
+  (entry [s][d] = bytes s sent to d; the diagonal is a local copy, not on the wire).
+* Load imbalance: max expert load / mean expert load, load = assignments routed to the expert by
+  the router (before capacity), summed over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from .errors import bad_value, check_int, check_positive
+from .trace import Trace
+
+EXCHANGES = ("counts", "dispatch", "combine", "combine_grad", "dispatch_grad")
+FORWARD_EXCHANGES = ("counts", "dispatch", "combine")
+MAX_EXPERTS, MAX_TOKENS, MAX_HIDDEN, MAX_SKEW = 64, 1024, 256, 100.0
+DEFAULTS = {"experts": 8, "top_k": 2, "capacity_factor": 1.25, "skew": 0.0, "tokens": 16,
+            "hidden": 8, "seed": 0}  # fmt: skip
+ITEMSIZE = 4  # float32 token rows
+ATOL, RTOL = 1e-5, 1e-4  # float32: the dense reference sums in another order
+
+
+def expert_capacity(tokens: int, experts: int, top_k: int, capacity_factor: float) -> int:
+    """Assignments one expert accepts from one source rank: ``ceil(C * T * k / E)``."""
+    return math.ceil(capacity_factor * tokens * top_k / experts - 1e-9)
+
+
+def balanced_dispatch_bytes(tokens: int, top_k: int, hidden: int, world_size: int,
+                            itemsize: int = ITEMSIZE) -> float:  # fmt: skip
+    """Bytes one rank sends over the wire in the dispatch when its T k assignments spread evenly
+    over the N ranks and none is dropped: ``(N-1)/N * T k h * itemsize`` (1/N stays local)."""
+    return (world_size - 1) / world_size * tokens * top_k * hidden * itemsize
+
+
+def all_to_one_dropped(world_size: int, tokens: int, capacity: int) -> int:
+    """Top-1 routing where every token picks the same expert: each rank drops T - capacity."""
+    return world_size * max(tokens - capacity, 0)
+
+
+def check_moe_args(world_size: int, experts: Any, top_k: Any, capacity_factor: Any, skew: Any,
+                   tokens: Any, hidden: Any, seed: Any) -> tuple[int, int, float, float, int, int, int]:  # fmt: skip
+    """Validate before any process starts; a ValueError names parameter, value and valid range."""
+    experts = check_int("experts", experts, 1, MAX_EXPERTS)
+    if world_size >= 1 and experts % world_size:
+        raise bad_value("experts", experts,
+                        f"a multiple of the world size {world_size} (E/N experts per rank)")  # fmt: skip
+    top_k = check_int("top_k", top_k, 1, experts)
+    capacity_factor = check_positive("capacity_factor", capacity_factor)
+    try:
+        skew_f = float(skew)
+    except (TypeError, ValueError):
+        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]") from None
+    if isinstance(skew, bool) or not 0.0 <= skew_f <= MAX_SKEW:
+        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]")
+    tokens = check_int("tokens", tokens, 1, MAX_TOKENS)
+    hidden = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    seed = check_int("seed", seed, 0)
+    return experts, top_k, capacity_factor, skew_f, tokens, hidden, seed
+
+
+def traffic_matrix(trace: Trace, exchange: str = "dispatch", step: int | None = None) -> list[list[int]]:  # fmt: skip
+    """``[s][d]`` bytes rank s sent to rank d in ``exchange`` (summed over steps, or one ``step``),
+    read from the split marks each rank wrote after its ``all_to_all_single`` (global ranks, also
+    when the exchange ran in a subgroup)."""
+    if exchange not in EXCHANGES:
+        raise bad_value("exchange", exchange, "one of " + ", ".join(map(repr, EXCHANGES)))
+    n = trace.world_size
+    m = [[0] * n for _ in range(n)]
+    for e in trace.events:
+        a = e.attrs or {}
+        if e.kind == "mark" and e.op == "all_to_all_splits" and a.get("exchange") == exchange:
+            if step is None or a.get("step") == step:
+                peers = a.get("peers") or range(n)  # group rank -> global rank
+                for d, b in zip(peers, a["send_bytes"], strict=True):
+                    m[e.rank][d] += b
+    return m
+
+
+def off_diagonal_sent(matrix: list[list[int]]) -> list[int]:
+    """Bytes each rank put on the wire: its row without the diagonal (the local copy)."""
+    return [sum(b for d, b in enumerate(row) if d != s) for s, row in enumerate(matrix)]
+
+
+@dataclass
+class MoEReport:
+    """What a lesson and ``edu-parallel run moe`` show for one MoE layer on real ranks."""
+
+    world_size: int
+    experts: int
+    experts_per_rank: int
+    top_k: int
+    capacity_factor: float
+    capacity: int  # per expert per source rank
+    skew: float
+    tokens_per_rank: int
+    hidden: int
+    seed: int
+    matches_reference: bool  # forward output
+    gradients_match: bool  # dx, router (summed over ranks) and expert grads
+    max_abs_diff_output: float
+    max_abs_diff_grads: dict[str, float]
+    traffic_matrix_bytes: list[list[int]]  # dispatch, from the trace
+    traffic_by_exchange: dict[str, list[list[int]]]
+    traffic_matches_routing: bool  # the trace's matrix == kept assignments x h x itemsize
+    per_rank_sent_bytes: list[int]  # dispatch, off the diagonal (on the wire)
+    sent_bytes_by_exchange: dict[str, list[int]]
+    routed_matrix: list[list[int]]  # [source rank][expert] assignments chosen by the router
+    kept_matrix: list[list[int]]  # [source rank][expert] within capacity
+    expert_load: list[int]  # routed per expert, all ranks
+    expert_processed: list[int]
+    dropped_per_expert: list[int]
+    dropped_tokens: int  # token-expert assignments dropped, all ranks
+    assignments: int
+    load_imbalance: float  # max expert load / mean
+    forward_collectives: list[str]
+    backward_collectives: list[str]
+    routing_experts: list[list[list[int]]] = field(repr=False)  # [rank][token][choice]
+    routing_kept: list[list[list[bool]]] = field(repr=False)
+    trace: Trace = field(repr=False)
+
+    @property
+    def matches_builtin(self) -> bool:  # the CLI's exit status
+        return self.matches_reference and self.gradients_match and self.traffic_matches_routing
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "trace"}
+        return {"concept": "moe", **data}
+
+
+def _routing_counts(results: list[dict[str, Any]], experts: int) -> tuple[list[list[int]], list[list[int]]]:  # fmt: skip
+    routed = [[0] * experts for _ in results]
+    kept = [[0] * experts for _ in results]
+    for s, res in enumerate(results):
+        for row, krow in zip(res["experts"].tolist(), res["kept"].tolist(), strict=True):
+            for ex, k in zip(row, krow, strict=True):
+                routed[s][ex] += 1
+                kept[s][ex] += int(k)
+    return routed, kept
+
+
+def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: float = 1.25,
+            skew: float = 0.0, tokens: int = 16, hidden: int = 8, seed: int = 0,
+            backward: bool = True) -> MoEReport | None:  # fmt: skip
+    """One MoE layer (forward, and backward with a seeded dy) on ``cluster``, checked.
+
+    ``matches_reference``: every rank's output equals :func:`~edu_parallel.moe.moe_reference` on
+    the global batch (groups = ranks) within ``ATOL + RTOL |ref|``; ``gradients_match``: dx, the
+    router gradient summed over ranks (the router is replicated: data-parallel) and each rank's
+    expert gradients equal the reference's.
+    """
+    import torch
+
+    from .moe import init_moe, make_tokens, moe_job, moe_reference
+
+    n = cluster.world_size
+    experts, top_k, capacity_factor, skew, tokens, hidden, seed = check_moe_args(
+        n, experts, top_k, capacity_factor, skew, tokens, hidden, seed)  # fmt: skip
+    out = cluster.run(
+        moe_job, experts, top_k, capacity_factor, skew, tokens, hidden, seed, backward
+    )
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    res = out.results
+    params = init_moe(experts, hidden, seed=seed, skew=skew)
+    x, dy = make_tokens(n, tokens, hidden, seed)
+    x.requires_grad_(backward)
+    ref, _ = moe_reference(x, params.router, params.experts, top_k=top_k,
+                           capacity_factor=capacity_factor, groups=n)  # fmt: skip
+
+    def diff(a: torch.Tensor, b: torch.Tensor) -> tuple[float, bool]:
+        return float((a - b).abs().max()) if a.numel() else 0.0, torch.allclose(a, b, RTOL, ATOL)
+
+    d_out, ok_out = diff(torch.cat([r["y"] for r in res]), ref.detach())
+    grads: dict[str, float] = {}
+    ok_grads = backward
+    if backward:
+        (ref * dy).sum().backward()  # dL/dy = dy, as on the ranks
+        pairs = {
+            "dx": (torch.cat([r["dx"] for r in res]), x.grad),
+            "router": (torch.cat([sum(r["router_grads"][i] for r in res).reshape(-1) for i in (0, 1)]),
+                       torch.cat([p.grad.reshape(-1) for p in params.router.parameters()])),
+            "experts": (torch.cat([torch.cat([g.reshape(r["expert_grads"][0].shape[0], -1) for g in r["expert_grads"]], 1) for r in res]),
+                        torch.cat([p.grad.reshape(experts, -1) for p in params.experts.parameters()], 1)),
+        }  # fmt: skip
+        for name, (a, b) in pairs.items():
+            grads[name], ok = diff(a, b)
+            ok_grads = ok_grads and ok
+    routed, kept = _routing_counts(res, experts)
+    row = hidden * ITEMSIZE
+    per = experts // n
+    expected = [[sum(kept[s][d * per : (d + 1) * per]) * row for d in range(n)] for s in range(n)]
+    by_ex = {ex: traffic_matrix(out.trace, ex) for ex in EXCHANGES}
+    load = [sum(r[e] for r in routed) for e in range(experts)]
+    processed = [sum(r[e] for r in kept) for e in range(experts)]
+    mean = sum(load) / experts
+    ops0 = [e for e in out.trace.events if e.kind == "collective" and e.rank == 0]
+    out.trace.meta.update({"concept": "moe", "experts": experts, "top_k": top_k,
+                           "capacity_factor": capacity_factor, "skew": skew})  # fmt: skip
+    return MoEReport(
+        world_size=n, experts=experts, experts_per_rank=per, top_k=top_k,
+        capacity_factor=capacity_factor, capacity=int(res[0]["capacity"]), skew=skew,
+        tokens_per_rank=tokens, hidden=hidden, seed=seed, matches_reference=ok_out,
+        gradients_match=ok_grads, max_abs_diff_output=d_out, max_abs_diff_grads=grads,
+        traffic_matrix_bytes=by_ex["dispatch"], traffic_by_exchange=by_ex,
+        traffic_matches_routing=by_ex["dispatch"] == expected,
+        per_rank_sent_bytes=off_diagonal_sent(by_ex["dispatch"]),
+        sent_bytes_by_exchange={ex: off_diagonal_sent(m) for ex, m in by_ex.items()},
+        routed_matrix=routed, kept_matrix=kept, expert_load=load, expert_processed=processed,
+        dropped_per_expert=[a - b for a, b in zip(load, processed, strict=True)],
+        dropped_tokens=sum(load) - sum(processed), assignments=sum(load),
+        load_imbalance=max(load) / mean if mean else math.nan,
+        forward_collectives=[e.op for e in ops0 if e.phase != "backward"],
+        backward_collectives=[e.op for e in ops0 if e.phase == "backward"],
+        routing_experts=[r["experts"].tolist() for r in res],
+        routing_kept=[r["kept"].tolist() for r in res], trace=out.trace,
+    )  # fmt: skip
+
+
+def format_moe(report: MoEReport) -> str:
+    """Readable output: the check, the traffic matrix, expert load, capacity and drops."""
+    r, n = report, report.world_size
+    g = r.max_abs_diff_grads
+    lines = [
+        f"MoE layer on {n} ranks: E = {r.experts} experts ({r.experts_per_rank} per rank), top-{r.top_k}, "
+        f"T = {r.tokens_per_rank} tokens per rank, h = {r.hidden}, skew {r.skew:g}",
+        f"matches single-process reference: {'yes' if r.matches_reference else 'NO'} "
+        f"(max |diff| {r.max_abs_diff_output:.1e});  gradients: {'yes' if r.gradients_match else 'NO'}"
+        + (
+            f" (dx {g['dx']:.1e}, router {g['router']:.1e}, experts {g['experts']:.1e})"
+            if g
+            else ""
+        ),
+        f"capacity = ceil(C T k / E) = ceil({r.capacity_factor:g} * {r.tokens_per_rank} * {r.top_k} / "
+        f"{r.experts}) = {r.capacity} per expert per source rank",
+        "",
+        "dispatch traffic matrix (bytes, row = from rank, column = to rank; diagonal stays local):",
+        "      " + "".join(f"{'r' + str(d):>8}" for d in range(n)),
+    ]
+    for s, row in enumerate(r.traffic_matrix_bytes):
+        lines.append(f"  r{s:<3}" + "".join(f"{b:>8,}" for b in row))
+    lines.append(f"sent on the wire per rank (dispatch): {r.per_rank_sent_bytes}; combine sends the "
+                 f"transpose; backward repeats both in reverse")  # fmt: skip
+    lines.append(f"matrix == kept assignments x h x {ITEMSIZE} B: "
+                 f"{'yes' if r.traffic_matches_routing else 'NO'}")  # fmt: skip
+    lines.append("")
+    lines.append(
+        f"expert load (routed): {r.expert_load}   imbalance max/mean = {r.load_imbalance:.2f}"
+    )
+    lines.append(f"dropped per expert:   {r.dropped_per_expert}   total dropped {r.dropped_tokens} "
+                 f"of {r.assignments} assignments")  # fmt: skip
+    return "\n".join(lines)
+
+
+def moe_routing_stats(world_size: int, experts: int = 8, top_k: int = 2,
+                      capacity_factor: float = 1.25, skew: float = 0.0, tokens: int = 16,
+                      hidden: int = 8, seed: int = 0) -> Any:  # fmt: skip
+    """The same routing on one process (no ranks): dropped assignments and the dispatch matrix."""
+    from .moe import init_moe, make_tokens, moe_reference
+
+    check_moe_args(world_size, experts, top_k, capacity_factor, skew, tokens, hidden, seed)
+    params = init_moe(experts, hidden, seed=seed, skew=skew)
+    x, _ = make_tokens(world_size, tokens, hidden, seed)
+    _, routings = moe_reference(x, params.router, params.experts, top_k=top_k,
+                                capacity_factor=capacity_factor, groups=world_size)  # fmt: skip
+    res = [{"experts": r.experts, "kept": r.kept} for r in routings]
+    routed, kept = _routing_counts(res, experts)
+    per, row = experts // world_size, hidden * ITEMSIZE
+    matrix = [[sum(k[d * per : (d + 1) * per]) * row for d in range(world_size)] for k in kept]
+    dropped = sum(map(sum, routed)) - sum(map(sum, kept))
+    return SimpleNamespace(dropped_tokens=dropped, traffic_matrix_bytes=matrix,
+                           routed_matrix=routed, kept_matrix=kept)  # fmt: skip
+
+
+def moe_runner(cluster: Any) -> Any:
+    """``run(world_size, experts, top_k, capacity_factor, skew, tokens) -> MoEReport`` for
+    predict-then-run quizzes: ``cluster`` when the world size matches, else a short-lived one."""
+
+    def run(world_size: int, experts: int, top_k: int, capacity_factor: float, skew: float,
+            tokens: int) -> MoEReport | None:  # fmt: skip
+        args = (experts, top_k, capacity_factor, skew, tokens)
+        if world_size == cluster.world_size:
+            return run_moe(cluster, *args)
+        from .cluster import Cluster
+
+        with Cluster(world_size, cluster.backend, timeout=cluster.timeout) as other:
+            return run_moe(other, *args)
+
+    return run

@@ -1,0 +1,271 @@
+"""Tensor-parallel pictures: the blocks of X, A (= W^T), Y, dY and dX each rank holds, and the collectives.
+
+* :func:`tp_story` turns a run's report into frames: what every rank holds before the first
+  collective, then after each step of each collective that ran (ring all-gather steps, the
+  reduce-scatter half of an all-reduce, then its all-gather steps). The collectives are checked
+  against the report's ``forward_collectives`` / ``backward_collectives`` (what the trace recorded),
+  and the kind of each rank's local output ("slice" or "partial_sum") is the one the run measured
+  (``local_output_kind``). A mismatch raises instead of drawing a story that did not happen.
+* :func:`tp_blocks` draws one frame; :func:`tp_animation` all of them (plotly frames with a play
+  button and a slider, so it plays in exported HTML).
+
+Colours: a **slice** (blue) is one block of the full tensor; a **partial sum** (orange) has the
+full shape but must be summed over the ranks; green is the full tensor. Reads a
+:class:`~edu_parallel.tp_run.TPReport` or its ``to_json_dict()``; never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import bad_value
+
+KINDS = ("replicated", "shard", "slice", "partial", "full", "wrong")
+KIND_COLORS = {"replicated": "#9ecae1", "shard": "#9e9ac8", "slice": "#3182bd",
+               "partial": "#fd8d3c", "full": "#31a354", "wrong": "#de2d26"}  # fmt: skip
+KIND_NAMES = {
+    "replicated": "replicated input (same on every rank)",
+    "shard": "weight shard",
+    "slice": "slice: one block of the full tensor",
+    "partial": "partial sum: full shape, must be summed over ranks",
+    "full": "the full tensor",
+    "wrong": "not the dense result (the syllabus rule)",
+}
+MEASURED = {"slice": "slice", "partial_sum": "partial", "full": "full", "other": "wrong"}
+Region = tuple[str, str, int]  # (kind, "all" | "col" | "row", block)
+
+
+@dataclass
+class TPFrame:
+    """One picture: ``label``, the collective drawn (``op``, ``phase``; None for local compute) and
+    ``holds[matrix][rank]``: the regions that rank holds."""
+
+    label: str
+    phase: str
+    op: str | None
+    holds: dict[str, list[list[Region]]]
+
+
+def _get(report: Any, key: str) -> Any:
+    return report[key] if isinstance(report, Mapping) else getattr(report, key)
+
+
+def matrices(report: Any) -> dict[str, str]:
+    """The matrices drawn for the report's mode, with their shapes in the paper's notation."""
+    if _get(report, "mode") == "column":
+        return {"X": "(s, h)", "A": "(h, ffn)", "Y": "(s, ffn)", "dY": "(s, ffn)", "dX": "(s, h)"}
+    if _get(report, "mode") == "row":
+        return {"X": "(s, ffn)", "A": "(ffn, h)", "Y": "(s, h)", "dY": "(s, h)", "dX": "(s, ffn)"}
+    return {"X": "(s, h)", "A": "(h, ffn)", "Z": "(s, ffn)", "B": "(ffn, h)", "Y": "(s, h)",
+            "dY": "(s, h)", "dX": "(s, h)"}  # fmt: skip
+
+
+def tp_story(report: Any) -> list[TPFrame]:
+    """The frames of a run (see the module docstring); ValueError if the report disagrees."""
+    mode, t, rule = _get(report, "mode"), int(_get(report, "world_size")), _get(report, "rule")
+    kinds = set(_get(report, "local_output_kind"))
+    if len(kinds) != 1:
+        raise bad_value("report.local_output_kind", sorted(kinds), "the same kind on every rank")
+    local = MEASURED[kinds.pop()]
+    names = list(matrices(report))
+    state: dict[str, list[list[Region]]] = {m: [[] for _ in range(t)] for m in names}
+    frames: list[TPFrame] = []
+    ran = [("forward", op) for op in _get(report, "forward_collectives")]
+    ran += [("backward", op) for op in _get(report, "backward_collectives")]
+    done: list[tuple[str, str]] = []
+
+    def put(m: str, kind: str, axis: str = "all", blocks: Any = None) -> None:
+        for r in range(t):
+            held = [r] if blocks is None else blocks(r)
+            state[m][r] = [(kind, axis, 0)] if axis == "all" else [(kind, axis, b) for b in held]
+
+    def snap(label: str, phase: str, op: str | None = None) -> None:
+        frames.append(TPFrame(label, phase, op, {m: [list(x) for x in v] for m, v in state.items()}))  # fmt: skip
+
+    def collective(op: str, phase: str, m: str, axis: str, what: str) -> None:
+        done.append((phase, op))
+        if rule == "syllabus":
+            put(m, "wrong")
+            return snap(f"{phase}: {op}({m}) as the outline says: {what}", phase, op)
+        # ring reduce-scatter: rank r owns the summed block r
+        if op in ("all_reduce", "reduce_scatter"):
+            put(m, "slice", axis)
+            snap(f"{phase}: {op}({m}), reduce-scatter part: rank r holds the SUM of block r", phase, op)  # fmt: skip
+            if op == "reduce_scatter":
+                return
+        for k in range(1, t):  # ring all-gather: after step k rank r holds blocks r, r-1, .., r-k
+            if k == t - 1:
+                put(m, "full")
+            else:
+                put(m, "slice", axis, lambda r, k=k: [(r - j) % t for j in range(k + 1)])
+            now = what if k == t - 1 else f"rank r holds blocks r .. r-{k}"
+            snap(f"{phase}: {op}({m}), all-gather step {k}/{t - 1}: {now}", phase, op)
+
+    # forward, local compute
+    sp, mlp = mode == "mlp-sp", mode in ("mlp", "mlp-sp")
+    put("A", "shard", "row" if mode == "row" else "col")  # column: A_r = W_r^T; row: rows of A
+    if mlp:
+        put("B", "shard", "row")
+    if sp:
+        put("X", "slice", "row")
+        snap("forward: X split along the sequence (rank r: tokens block r)", "forward")
+        collective("all_gather", "forward", "X", "row", "every rank gets the whole sequence")
+    elif mode == "row":
+        put("X", "slice", "col")
+    else:
+        put("X", "replicated")
+    if mlp:
+        put("Z", "slice", "col")  # GeLU(X A_r): whole columns of XA, no communication
+    put("Y", local, "col" if local == "slice" else "all")
+    where = {"slice": "a slice of", "partial": "a partial sum of", "full": "all of", "wrong": "not"}[local]  # fmt: skip
+    snap(f"forward, local matmul: each rank's {'GeLU(X A_r) B_r' if mlp else 'Y_r'} is {where} Y (measured)", "forward")  # fmt: skip
+    if mode == "column" and _get(report, "gather_output"):
+        collective("all_gather", "forward", "Y", "col", "the full Y on every rank")
+    elif mode == "column" and rule == "syllabus":
+        collective("all_reduce", "forward", "Y", "col", "sum of slices, shape (s, ffn/t): not Y")
+    elif mode == "row" and rule == "syllabus":
+        collective(
+            "all_gather", "forward", "Y", "col", "partial sums side by side, (s, t*h): not Y"
+        )
+    elif mode in ("row", "mlp"):
+        collective("all_reduce", "forward", "Y", "col", "g: the full Y on every rank")
+    elif sp:
+        collective("reduce_scatter", "forward", "Y", "row", "rank r keeps the summed sequence block r")  # fmt: skip
+    if rule == "megatron":  # backward
+        if sp:
+            put("dY", "slice", "row")
+            snap("backward: dY arrives split along the sequence", "backward")
+            collective("all_gather", "backward", "dY", "row", "the whole sequence's dY")
+        elif mode == "column" and not _get(report, "gather_output"):
+            put("dY", "slice", "col")
+        else:
+            put("dY", "replicated")
+        if mode == "row":
+            put("dX", "slice", "col")
+            snap("backward: dX_r = dY A_r^T is a slice of dX: no communication", "backward")
+        else:
+            put("dX", "partial")
+            snap(
+                f"backward: dX_r = {'dZ_r' if mlp else 'dY_r'} A_r^T is a PARTIAL SUM of dX",
+                "backward",
+            )
+            if sp:
+                collective("reduce_scatter", "backward", "dX", "row", "rank r keeps its sequence block of dX")  # fmt: skip
+            else:
+                collective("all_reduce", "backward", "dX", "col", "f: the full dX on every rank")
+    if done != ran:
+        raise bad_value("report collectives", ran, f"the collectives of mode={mode!r} rule={rule!r}: {done}")  # fmt: skip
+    return frames
+
+
+# ----------------------------------------------------------------- drawing
+GAP_X, GAP_Y = 0.45, 0.75
+
+
+def _rect(x0: float, y0: float, kind_region: Region, t: int) -> tuple[list[float], list[float]]:
+    _, axis, b = kind_region
+    if axis == "col":
+        x0, x1, y1 = x0 + b / t, x0 + (b + 1) / t, y0 + 1
+    elif axis == "row":
+        x1, y1, y0 = x0 + 1, y0 + 1 - b / t, y0 + 1 - (b + 1) / t
+    else:
+        x1, y1 = x0 + 1, y0 + 1
+    return [x0, x1, x1, x0, x0, None], [y0, y0, y1, y1, y0, None]  # type: ignore[list-item]
+
+
+def _frame_traces(frame: TPFrame, names: list[str], t: int) -> list[Any]:
+    import plotly.graph_objects as go
+
+    xs: dict[str, list[Any]] = {k: [] for k in KINDS}
+    ys: dict[str, list[Any]] = {k: [] for k in KINDS}
+    tx, ty, tt = [], [], []
+    for r in range(t):
+        y0 = -r * (1 + GAP_Y)
+        for i, m in enumerate(names):
+            x0 = i * (1 + GAP_X)
+            regions = frame.holds[m][r]
+            for reg in regions:
+                px, py = _rect(x0, y0, reg, t)
+                xs[reg[0]] += px
+                ys[reg[0]] += py
+            kinds = sorted({k for k, _, _ in regions})
+            blocks = sorted({b for _, a, b in regions if a != "all"})
+            tx.append(x0 + 0.5)
+            ty.append(y0 - 0.13)
+            tt.append(", ".join(kinds) + (f" {blocks}" if blocks and len(blocks) < t else ""))
+    traces = [go.Scatter(x=xs[k], y=ys[k], fill="toself", mode="lines", fillcolor=KIND_COLORS[k],
+                         line=dict(color="white", width=1), name=KIND_NAMES[k], hoverinfo="name",
+                         legendgroup=k) for k in KINDS]  # fmt: skip
+    traces.append(go.Scatter(x=tx, y=ty, mode="text", text=tt, textfont=dict(size=10),
+                             showlegend=False, hoverinfo="skip"))  # fmt: skip
+    return traces
+
+
+def _outlines(names: list[str], t: int) -> list[dict[str, Any]]:
+    return [dict(type="rect", x0=i * (1 + GAP_X), x1=i * (1 + GAP_X) + 1, y0=-r * (1 + GAP_Y),
+                 y1=-r * (1 + GAP_Y) + 1, line=dict(color="#888", width=1), layer="below")
+            for r in range(t) for i in range(len(names))]  # fmt: skip
+
+
+def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any:
+    import plotly.graph_objects as go
+
+    shapes, t = matrices(report), int(_get(report, "world_size"))
+    names = list(shapes)
+    fig = go.Figure(data=_frame_traces(story[k], names, t))
+    notes = [dict(x=i * (1 + GAP_X) + 0.5, y=1.12, text=f"<b>{m}</b> {shapes[m]}", showarrow=False,
+                  font=dict(size=13)) for i, m in enumerate(names)]  # fmt: skip
+    notes += [dict(x=-0.15, y=-r * (1 + GAP_Y) + 0.5, text=f"rank {r}", showarrow=False,
+                   xanchor="right", font=dict(size=12)) for r in range(t)]  # fmt: skip
+    mode = _get(report, "mode") + ("" if _get(report, "rule") == "megatron" else ", syllabus rule")
+    head = f"<b>{title}</b><br>" if title else ""
+    fig.update_layout(
+        title=dict(text=f"{head}TP {mode} on {t} ranks: {story[k].label}", x=0.5, font=dict(size=14)),
+        shapes=_outlines(names, t), annotations=notes, plot_bgcolor="white",
+        width=max(700, 150 * len(names) + 120), height=260 + 150 * t, margin=dict(l=70, r=20, t=110, b=150),
+        legend=dict(orientation="h", x=0, y=-0.02, yanchor="top", font=dict(size=11)),
+        xaxis=dict(visible=False, range=[-0.9, len(names) * (1 + GAP_X)], fixedrange=True),
+        yaxis=dict(visible=False, range=[-(t - 1) * (1 + GAP_Y) - 0.4, 1.3], fixedrange=True,
+                   scaleanchor="x"),
+    )  # fmt: skip
+    fig.layout.meta = dict(frame_labels=[f.label for f in story], matrices=names)
+    return fig
+
+
+def tp_blocks(report: Any, frame: int = 0, title: str | None = None) -> Any:
+    """One frame of :func:`tp_story` (default: the first, after the local matmul)."""
+    story = tp_story(report)
+    if isinstance(frame, bool) or not isinstance(frame, int) or not -len(story) <= frame < len(story):  # fmt: skip
+        raise bad_value("frame", frame, f"an integer in [{-len(story)}, {len(story) - 1}]")
+    return _figure(report, story, frame % len(story), title)
+
+
+def tp_animation(report: Any, title: str | None = None) -> Any:
+    """Every frame of :func:`tp_story`, with play / pause and a slider (plays in exported HTML)."""
+    import plotly.graph_objects as go
+
+    story = tp_story(report)
+    fig = _figure(report, story, 0, title)
+    names, t = list(matrices(report)), int(_get(report, "world_size"))
+    mode = fig.layout.title.text.split(": ")[0]
+    fig.frames = [go.Frame(name=str(k), data=_frame_traces(f, names, t),
+                           layout=dict(title=dict(text=f"{mode}: {f.label}")))
+                  for k, f in enumerate(story)]  # fmt: skip
+    play = dict(frame=dict(duration=1100, redraw=True), transition=dict(duration=0),
+                fromcurrent=True, mode="immediate")  # fmt: skip
+    fig.update_layout(
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.25, xanchor="left",
+                          yanchor="top", showactive=False,
+                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
+                                   dict(label="❚❚ pause", method="animate",
+                                        args=[[None], dict(frame=dict(duration=0, redraw=False),
+                                                           mode="immediate")])])],
+        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.23, yanchor="top",
+                      currentvalue=dict(prefix="frame: ", font=dict(size=12)),
+                      steps=[dict(label=str(k), method="animate",
+                                  args=[[str(k)], dict(play, frame=dict(duration=0, redraw=True))])
+                             for k in range(len(story))])],
+    )  # fmt: skip
+    return fig

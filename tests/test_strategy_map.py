@@ -1,0 +1,220 @@
+"""The strategy map: DP, TP, PP, EP on one tiny model, measured from the traces.
+
+Every expected number is computed here from the sizes (or, for EP, from the routing the ranks
+returned), not by the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from edu_parallel.strategy_map_model import MapConfig, formula_param_bytes, formula_sent_bytes
+from edu_parallel.strategy_map_report import check_map_args, measure, run_strategy_map
+from edu_parallel.trace import Event, Trace
+
+CFG = MapConfig()
+L, H, B, S, E = CFG.layers, CFG.hidden, CFG.batch, CFG.seq, CFG.experts
+T = B * S  # tokens per step
+F4 = 4  # bytes per fp32 element
+BLOCK = 4 * H * H + 4 * H + H * 4 * H + H  # W1, b1, W2, b2
+
+
+@pytest.fixture(scope="module")
+def report2(cluster2):
+    return run_strategy_map(cluster2)
+
+
+@pytest.fixture(scope="module")
+def report4(cluster4):
+    return run_strategy_map(cluster4)
+
+
+@pytest.fixture(params=["report2", "report4"])
+def report(request):
+    return request.getfixturevalue(request.param)
+
+
+def ring_all_reduce(n: int, nbytes: float) -> float:
+    return 2 * (n - 1) / n * nbytes
+
+
+def test_every_strategy_equals_one_process(report):
+    assert set(report.runs) == {"dp", "tp", "pp", "ep"}
+    for run in report.runs.values():
+        assert run.matches_reference, (run.name, run.max_abs_diff)
+        assert run.max_abs_diff < 1e-4
+    assert report.matches_builtin
+
+
+def test_dp_replicates_params_and_all_reduces_the_gradients_once(report):
+    n, dp = report.world_size, report.runs["dp"]
+    for row in dp.per_rank:
+        assert row["param_bytes"] == L * BLOCK * F4
+        assert row["ops"] == {"all_reduce": 1} and row["messages"] == 1
+        assert row["sent_bytes"] == pytest.approx(ring_all_reduce(n, L * BLOCK * F4))
+        assert row["sent_by_pass"]["grad_sync"] == row["sent_bytes"]
+        # saved per block: x (T,h), W1 x (T,4h), GeLU (T,4h); the loss saves out - y (T,h)
+        assert row["activation_bytes"] == T // n * (9 * H * L + H) * F4
+    assert report.reference_activation_bytes == T * (9 * H * L + H) * F4
+    assert (
+        formula_sent_bytes("dp", n, 0, layers=L, hidden=H, tokens=T) == dp.per_rank[0]["sent_bytes"]
+    )
+
+
+def test_tp_splits_the_matrices_and_all_reduces_activations_in_both_passes(report):
+    n, tp = report.world_size, report.runs["tp"]
+    for r, row in enumerate(tp.per_rank):
+        assert row["param_bytes"] == L * ((8 * H * H + 4 * H) // n + H) * F4
+        assert row["ops"] == {"all_reduce": 2 * L}
+        assert row["sent_bytes"] == pytest.approx(2 * L * ring_all_reduce(n, T * H * F4))
+        assert row["sent_by_pass"]["forward"] == row["sent_by_pass"]["backward"]
+        assert row["sent_by_pass"]["grad_sync"] == 0
+        # the h-wide tensors stay whole on every rank (no sequence parallelism), the 4h ones split
+        assert row["activation_bytes"] == T * (L * (H + 8 * H // n) + H) * F4
+        assert row["holds"]["block0.w1"]["fraction"] == pytest.approx(1 / n)
+        assert row["holds"]["block0.w1"]["index"][0] == [r * 4 * H // n, (r + 1) * 4 * H // n]
+        assert row["holds"]["block0.w2"]["index"][1] == [r * 4 * H // n, (r + 1) * 4 * H // n]
+        assert row["holds"]["block0.b2"]["fraction"] == 1.0
+    assert tp.per_rank[0]["param_bytes"] == formula_param_bytes("tp", n, layers=L, hidden=H)
+    forward = [e for e in tp.trace.events if e.kind == "collective" and e.phase == "forward"]
+    assert all(e.op == "all_reduce" and e.nbytes == T * H * F4 for e in forward)
+    assert len(forward) == n * L
+
+
+def test_pp_sends_activations_to_neighbours_only(report):
+    n, pp = report.world_size, report.runs["pp"]
+    m = report.microbatches
+    assert m == 2 * n
+    sends = pp.trace.select("send")
+    assert sends and all(abs(e.peer - e.rank) == 1 for e in sends)
+    assert all(e.peer == e.rank + 1 for e in sends if e.phase == "forward")
+    assert all(e.peer == e.rank - 1 for e in sends if e.phase == "backward")
+    assert not pp.trace.select("collective")
+    for r, row in enumerate(pp.per_rank):
+        hops = (r < n - 1) + (r > 0)
+        assert row["sent_bytes"] == hops * T * H * F4
+        assert row["messages"] == hops * m
+        assert row["param_bytes"] == L // n * BLOCK * F4
+        assert set(row["holds"]) == {f"block{i}.{k}" for i in range(r * L // n, (r + 1) * L // n)
+                                     for k in ("w1", "b1", "w2", "b2")}  # fmt: skip
+        # 1F1B: stage r keeps min(n - r, m) microbatches of its blocks; the last also the loss
+        per_mb = T // m * 9 * H * (L // n) * F4 + (T // m * H * F4 if r == n - 1 else 0)
+        assert row["activation_bytes"] == min(n - r, m) * per_mb
+
+
+def test_ep_moves_tokens_by_all_to_all_and_only_the_router_is_all_reduced(report):
+    n, ep = report.world_size, report.runs["ep"]
+    f = 4 * H // E
+    expert = H * f + f + f * H + H
+    router = H * E + E
+    row_bytes = H * F4
+    for r, row in enumerate(ep.per_rank):
+        assert (
+            set(row["ops"]) == {"all_to_all_single", "all_reduce"} and row["ops"]["all_reduce"] == 1
+        )
+        assert row["param_bytes"] == L * (router + E // n * expert) * F4
+        assert row["sent_by_pass"]["grad_sync"] == pytest.approx(
+            ring_all_reduce(n, L * router * F4)
+        )
+        assert row["holds"]["block0.experts.w1"]["index"][0] == [r * E // n, (r + 1) * E // n]
+        assert row["holds"]["block0.router.weight"]["fraction"] == 1.0
+    # forward: per block, the counts exchange (E/N int64 to each peer), the dispatch (rank r's kept
+    # assignments whose expert lives elsewhere) and the combine (rows other ranks sent to r)
+    routings = ep.extra["routings"]
+    owner = [[[0] * n for _ in range(n)] for _ in range(L)]  # [block][src][dst] kept rows
+    for src in range(n):
+        for blk, rt in enumerate(routings[src]):
+            for e_id in rt["experts"][rt["kept"]].tolist():
+                owner[blk][src][e_id // (E // n)] += 1
+    for r, row in enumerate(ep.per_rank):
+        dispatch = [sum(owner[b][r][d] for d in range(n) if d != r) * row_bytes for b in range(L)]
+        combine = [sum(owner[b][s][r] for s in range(n) if s != r) * row_bytes for b in range(L)]
+        counts = L * (n - 1) * (E // n) * 8
+        assert row["sent_by_pass"]["forward"] == counts + sum(dispatch) + sum(combine)
+        # backward: the gradients travel back the same ways; block 0's input is data (no dX)
+        assert row["sent_by_pass"]["backward"] == sum(dispatch) + sum(combine[1:])
+
+
+def test_table_rows_and_json(report):
+    data = json.loads(json.dumps(report.to_json_dict()))
+    assert data["concept"] == "map" and data["matches_reference"]
+    assert len(data["rows"]) == 4 * report.world_size
+    assert data["dense_param_bytes"] == L * BLOCK * F4
+    text = report.format()
+    assert "DP" in text and "all_to_all_single" in text and "DOES NOT MATCH" not in text
+    assert {e.phase.split("/")[0] for e in report.trace.events} == {"dp", "tp", "pp", "ep"}
+
+
+def test_measure_needs_a_split_mark_per_all_to_all():
+    ev = [Event("collective", 0, "all_to_all_single", nbytes=64, phase="dispatch")]
+    with pytest.raises(ValueError, match="split marks"):
+        measure(Trace({"world_size": 1}, ev), 1)
+
+
+@pytest.mark.parametrize(("n", "kw", "match"), [
+    (3, {"hidden": 16}, "hidden=16"),  # 4h = 64 is not a multiple of TP degree 3
+    (2, {"top_k": 5}, "top_k=5"),
+    (4, {"experts": 6}, "experts=6"),
+    (2, {"capacity_factor": 0}, "capacity_factor=0"),
+    (4, {"layers": 2}, "layers=2"),
+    (4, {"batch": 6}, "batch=6"),
+    (2, {"microbatches": 3}, "microbatches=3"),
+    (2, {"schedule": "zb"}, "schedule='zb'"),
+    (2, {"lr": -1}, "lr=-1"),
+])  # fmt: skip
+def test_bad_arguments_name_the_parameter(n, kw, match):
+    with pytest.raises(ValueError, match=match):
+        check_map_args(n, **kw)
+
+
+def test_bad_strategy_lists():
+    for bad in ("dp", [], ["dp", "xx"], ["dp", "dp"]):
+        with pytest.raises(ValueError, match="strategies="):
+            check_map_args(2, bad)
+    assert check_map_args(3, ["dp", "pp"], layers=3, batch=6)[0] == ("dp", "pp")
+
+
+def test_renderers_read_report_data(report2):
+    from edu_parallel.viz.strategy_map import (
+        map_table_figure,
+        sent_bars_figure,
+        split_figure,
+        split_grid,
+        table_cells,
+    )
+
+    data = json.loads(json.dumps(report2.to_json_dict()))
+    rows, cols, values = table_cells(data)
+    assert rows[0] == "DP r0" and len(rows) == 8 and len(cols) == 4
+    assert values[2][0] == report2.runs["tp"].per_rank[0]["param_bytes"]
+    names, frac, _ = split_grid(data["runs"]["pp"])
+    assert frac[0][names.index("block0.w1")] == 1.0 and frac[1][names.index("block0.w1")] == 0.0
+    assert len(map_table_figure(data).data) == 1
+    assert len(split_figure(report2).data) == 4
+    assert len(sent_bars_figure(data).data) == 3
+    with pytest.raises(ValueError, match="report="):
+        map_table_figure({"concept": "zero"})
+
+
+def test_renderer_module_imports_no_torch():
+    code = ("import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks_map\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_cli_map_json():
+    done = subprocess.run(
+        [sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2", "--strategies",
+         "dp,pp", "--layers", "2", "--json"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["matches_reference"] and set(data["runs"]) == {"dp", "pp"}
+    bad = subprocess.run([sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2",
+                          "--top-k", "9"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "top_k=9" in bad.stderr
