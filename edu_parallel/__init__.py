@@ -72,6 +72,8 @@ _EXPORTS = {
     "simulate_fast": "fast_sim",
     "PlanArrays": "plan_arrays",
     "bench_collectives": "bench",
+    "run_fsdp": "fsdp_report",
+    "FsdpReport": "fsdp_report",
     "run_strategy_map": "strategy_map_report",
     "StrategyMapReport": "strategy_map_report",
     "run_tp": "tp_run",

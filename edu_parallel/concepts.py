@@ -234,6 +234,53 @@ register(Concept("zero", "ZeRO stages 0-3 executed: sharded mixed-precision Adam
                  _zero_args, _zero_run, _zero_render, _zero_check))  # fmt: skip
 
 
+# ---- PyTorch FSDP2 against ZeRO-3 (issue 5)
+_RESHARD = {"true": True, "false": False, "default": None}
+
+
+def _fsdp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--granularity", default="layer", help="FSDP units: layer (one per Linear) or model (default layer)")  # fmt: skip
+    p.add_argument("--reshard-after-forward", default="true", help="true, false or default (torch's: not the root)")  # fmt: skip
+    p.add_argument("--forward-prefetch", action="store_true", help="unit k's forward also gathers unit k+1")  # fmt: skip
+    p.add_argument("--steps", type=int, default=2, help="training steps K >= 1 (default 2)")
+    p.add_argument("--lr", type=float, default=1e-2, help="Adam learning rate > 0 (default 0.01)")
+    p.add_argument("--seed", type=int, default=0, help="seed of weights and batch (default 0)")
+
+
+def _fsdp_kwargs(a: argparse.Namespace) -> dict[str, Any]:
+    raf = _RESHARD[check_choice("reshard_after_forward", a.reshard_after_forward, _RESHARD)]
+    return {"steps": a.steps, "lr": a.lr, "seed": a.seed, "granularity": a.granularity,
+            "reshard_after_forward": raf, "forward_prefetch": a.forward_prefetch}  # fmt: skip
+
+
+def _fsdp_check(a: argparse.Namespace) -> None:
+    """Validate before any process starts; FSDP2 must exist in the installed torch."""
+    from .fsdp import require_fsdp2
+    from .fsdp_report import check_fsdp_args
+    from .zero_model import DEFAULT_DIMS, DEFAULT_MICROBATCH
+
+    k = _fsdp_kwargs(a)
+    check_fsdp_args(k["steps"], k["lr"], k["seed"], k["granularity"], k["reshard_after_forward"],
+                    k["forward_prefetch"], DEFAULT_DIMS, DEFAULT_MICROBATCH)  # fmt: skip
+    require_fsdp2()
+
+
+def _fsdp_run(executor: Any, a: argparse.Namespace) -> Any:
+    from .fsdp import run_fsdp
+
+    return run_fsdp(executor, **_fsdp_kwargs(a))
+
+
+def _fsdp_render(report: Any) -> str:
+    from .fsdp import format_fsdp
+
+    return format_fsdp(report)
+
+
+register(Concept("fsdp", "PyTorch FSDP2 (fully_shard) against ZeRO-3: params, collectives per unit, bytes",
+                 _fsdp_args, _fsdp_run, _fsdp_render, _fsdp_check))  # fmt: skip
+
+
 # ---- expert parallelism (issue 6)
 def _moe_args(p: argparse.ArgumentParser) -> None:
     from .moe_run import DEFAULTS as D

@@ -1,0 +1,140 @@
+"""FSDP2 against ZeRO-3: which collective, for which unit, in which pass, in issue order.
+
+:func:`collective_sequence` draws the ``collectives`` of a :class:`~edu_parallel.fsdp.FsdpReport`
+(or of its ``to_json_dict()``) as two panels side by side: x = the position of the collective in
+the rank's issue order within one step, y = the unit whose parameters it moves (ZeRO-3: the
+whole flat model; FSDP2: one ``fully_shard``-ed module), colour = the op, shaded bands = the pass,
+a thick outline = issued early as a prefetch (Zhao et al. 2023, arXiv 2304.11277, §3.4).
+:func:`comparison_rows` is the table next to it: collectives per step (the latency term), bytes
+sent per rank per step, ratio to DP, peak all-gathered bytes.
+
+Nothing here imports torch; plotly is imported inside :func:`collective_sequence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import bad_value
+
+OP_COLORS = {"all_gather": "#1f77b4", "reduce_scatter": "#d62728", "all_reduce": "#9467bd"}
+PASS_COLORS = {"forward": "#e8f1fb", "backward": "#fdeeee", "reduce_grads": "#f6ecfa",
+               "optimizer": "#eef7ee"}  # fmt: skip
+PANELS = (("zero3", "ZeRO-3 (edu_parallel.zero)"), ("fsdp", "FSDP2 (fully_shard)"))
+
+
+def op_family(op: str) -> str:
+    """``"all_gather_single"`` -> ``"all_gather"``: the colour key of an op."""
+    return next((k for k in OP_COLORS if op.startswith(k)), op)
+
+
+def unit_label(unit: str) -> str:
+    """FSDP's module path ``"2"`` -> ``"model[2]"``; ``"root"`` and ``"whole model"`` unchanged."""
+    return f"model[{unit}]" if unit.isdigit() else unit
+
+
+@dataclass
+class SequencePoint:
+    """One collective as drawn: ``x`` = issue position within the step (0-based)."""
+
+    x: int
+    unit: str
+    op: str
+    phase: str
+    prefetch: bool
+    nbytes: int
+    sent_bytes: float
+
+
+def _collectives(report: Any) -> Mapping[str, list[dict[str, Any]]]:
+    data = report.get("collectives") if isinstance(report, Mapping) else getattr(report, "collectives", None)  # fmt: skip
+    if not isinstance(data, Mapping) or not all(k in data for k, _ in PANELS):
+        raise bad_value("report", type(report).__name__,
+                        "an FsdpReport or its to_json_dict() with collectives for 'zero3' and 'fsdp'")  # fmt: skip
+    return data
+
+
+def sequence_points(report: Any, step: int = 1) -> dict[str, list[SequencePoint]]:
+    """``{"zero3": points, "fsdp": points}`` of rank 0's collectives in ``step``, in issue order."""
+    data = _collectives(report)
+    steps = sorted({row["step"] for rows in data.values() for row in rows})
+    if step not in steps:
+        raise bad_value("step", step, f"one of the recorded steps {steps}")
+    out = {}
+    for key, _ in PANELS:
+        rows = [row for row in data[key] if row["step"] == step]
+        out[key] = [SequencePoint(i, unit_label(row["unit"]), op_family(row["op"]), row["pass"] or "-",
+                                  bool(row["prefetch"]), int(row["nbytes"]), float(row["sent_bytes"]))
+                    for i, row in enumerate(rows)]  # fmt: skip
+    return out
+
+
+def _bands(points: list[SequencePoint]) -> list[tuple[str, int, int]]:
+    """Contiguous runs of one pass: (pass, first x, last x)."""
+    bands: list[tuple[str, int, int]] = []
+    for p in points:
+        if bands and bands[-1][0] == p.phase:
+            bands[-1] = (p.phase, bands[-1][1], p.x)
+        else:
+            bands.append((p.phase, p.x, p.x))
+    return bands
+
+
+def collective_sequence(report: Any, step: int = 1, title: str | None = None) -> Any:
+    """Plotly figure: ZeRO-3 and FSDP2 collectives of one step side by side (see module doc)."""
+    from plotly.subplots import make_subplots
+
+    points = sequence_points(report, step)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[name for _, name in PANELS],
+                        column_widths=[0.3, 0.7], horizontal_spacing=0.12)  # fmt: skip
+    shown: set[str] = set()
+    for col, (key, _) in enumerate(PANELS, start=1):
+        pts = points[key]
+        for op in dict.fromkeys(p.op for p in pts):
+            mine = [p for p in pts if p.op == op]
+            fig.add_scatter(
+                x=[p.x for p in mine], y=[p.unit for p in mine], mode="markers+text",
+                name=op, legendgroup=op, showlegend=op not in shown, row=1, col=col,
+                text=[f"{p.sent_bytes:,.0f} B" for p in mine], textposition="bottom center",
+                marker=dict(symbol="square", size=26, color=OP_COLORS.get(op, "#7f7f7f"),
+                            line=dict(color="black", width=[4 if p.prefetch else 0 for p in mine])),
+                hovertext=[f"#{p.x} {p.op} of {p.unit} in {p.phase}: output {p.nbytes} B, "
+                           f"{p.sent_bytes:,.0f} B sent{' (prefetch)' if p.prefetch else ''}" for p in mine],
+                hoverinfo="text",
+            )  # fmt: skip
+            shown.add(op)
+        # after the markers: plotly drops shapes of a subplot that has no trace yet
+        for phase, x0, x1 in _bands(pts):
+            fig.add_vrect(x0=x0 - 0.5, x1=x1 + 0.5, fillcolor=PASS_COLORS.get(phase, "#f2f2f2"),
+                          line_width=0, layer="below", row=1, col=col, annotation_text=phase,
+                          annotation_position="top left")  # fmt: skip
+        units = list(dict.fromkeys(p.unit for p in pts))
+        fig.update_yaxes(categoryorder="array", categoryarray=units[::-1], row=1, col=col)
+        fig.update_xaxes(title_text="issue order (outlined: prefetch)", dtick=1, row=1, col=col,
+                         range=[-0.7, max(len(pts), 1) - 0.3])  # fmt: skip
+    fig.update_layout(title=title or f"Collectives of step {step} on rank 0: unit, op, pass",
+                      height=380, legend_title_text="op")  # fmt: skip
+    return fig
+
+
+def comparison_rows(reports: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per run: ``{"name": ..., "collectives_per_step", "sent_per_rank", "vs_dp",
+    "peak_gathered"}``; the first report also gives the ZeRO-3 row (all ran on one cluster)."""
+    if not reports:
+        raise bad_value("reports", reports, "a non-empty mapping name -> FsdpReport")
+
+    def get(r: Any, k: str) -> Any:
+        return r[k] if isinstance(r, Mapping) else getattr(r, k)
+
+    first = next(iter(reports.values()))
+    rows = [{"name": "ZeRO-3", "collectives_per_step": get(first, "collectives_per_step")["zero3"],
+             "sent_per_rank": max(get(first, "zero3_per_rank_sent_bytes")),
+             "vs_dp": get(first, "zero3_comm_ratio_vs_dp"),
+             "peak_gathered": max(get(first, "zero3_per_rank_peak_gathered_bytes"))}]  # fmt: skip
+    for name, r in reports.items():
+        rows.append({"name": name, "collectives_per_step": get(r, "collectives_per_step")["fsdp"],
+                     "sent_per_rank": max(get(r, "per_rank_sent_bytes")), "vs_dp": get(r, "comm_ratio_vs_dp"),
+                     "peak_gathered": max(get(r, "per_rank_peak_gathered_bytes"))})  # fmt: skip
+    return rows

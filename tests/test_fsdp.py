@@ -1,0 +1,213 @@
+"""PyTorch FSDP2 (fully_shard) on gloo ranks against ZeRO-3: params, collective sequence, bytes, picture.
+
+Zhao et al. 2023, "PyTorch FSDP" (arXiv 2304.11277); the PyTorch ``fully_shard`` API docs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+# FSDP2 is ``torch.distributed.fsdp.fully_shard`` from torch 2.6 on; the package supports torch >= 2.4.
+FSDP = pytest.importorskip("torch.distributed.fsdp")
+needs_fsdp2 = pytest.mark.skipif(not hasattr(FSDP, "fully_shard"), reason="torch < 2.6: no FSDP2")
+
+from edu_parallel.fsdp import (  # noqa: E402
+    FsdpUnavailableError,
+    format_fsdp,
+    preload,
+    require_fsdp2,
+    run_fsdp,
+)
+from edu_parallel.fsdp_report import formula_sent_bytes, fsdp_padded_numel  # noqa: E402
+from edu_parallel.trace import Trace  # noqa: E402
+from edu_parallel.zero_model import num_params  # noqa: E402
+
+preload()  # FSDP2's imports once here, before the cluster fixture forks: not once per rank
+
+DIMS = (16, 16, 16, 16)
+PSI = num_params(DIMS)  # 816
+UNIT = 2 * (16 * 16 + 16)  # bf16 bytes of one Linear(16, 16) unit, all-gathered: 544
+
+
+def sequence(report, step=1):
+    return [(r["pass"], r["op"].rsplit("_single", 1)[0], r["unit"], r["prefetch"])
+            for r in report.collectives["fsdp"] if r["step"] == step]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def layer(cluster2):
+    return run_fsdp(cluster2, steps=2)
+
+
+@needs_fsdp2
+def test_layer_units_match_zero3_and_reference(layer) -> None:
+    r = layer
+    assert r.matches_zero3 and r.matches_reference, format_fsdp(r)
+    # 2 ranks: the bf16 sum a + b has one rounding and /2 is exact, whoever does it: bit for bit
+    assert r.max_abs_diff_zero3 == 0.0 and r.max_abs_diff_reference == 0.0
+    assert r.units == ["0", "2", "4", "root"]
+    assert r.losses == r.zero3_losses
+
+
+@needs_fsdp2
+def test_layer_sequence_prefetches_in_backward(layer) -> None:
+    # Forward: each unit all-gathered just before its forward. Backward, in reverse: unit 4 is
+    # gathered again (it was resharded after forward), and FSDP2 prefetches the NEXT unit's
+    # all-gather (2, then 0) before it reduce-scatters the current unit's gradients. The root
+    # holds no parameters (all are in the Linear units): it issues nothing. Adam: no collective.
+    expected = [
+        ("forward", "all_gather", "0", False),
+        ("forward", "all_gather", "2", False),
+        ("forward", "all_gather", "4", False),
+        ("backward", "all_gather", "4", False),
+        ("backward", "all_gather", "2", True),
+        ("backward", "reduce_scatter", "4", False),
+        ("backward", "all_gather", "0", True),
+        ("backward", "reduce_scatter", "2", False),
+        ("backward", "reduce_scatter", "0", False),
+    ]
+    assert sequence(layer, 1) == sequence(layer, 2) == expected
+    zero3 = [(r["pass"], r["op"]) for r in layer.collectives["zero3"] if r["step"] == 1]
+    assert [p for p, _ in zero3] == ["forward", "backward", "reduce_grads"]
+    assert [op.startswith(x) for (_, op), x in zip(zero3, ("all_gather",) * 2 + ("reduce_scatter",), strict=True)] == [True] * 3  # fmt: skip
+    assert layer.collectives_per_step == {"fsdp": 9, "zero3": 3}
+    events = layer.trace.select("collective")
+    assert {e.attrs["dtype"] for e in events} == {"c10::BFloat16"}  # the mixed-precision policy
+    for e in events:  # all-gather output = N x its input shard; reduce-scatter output = input / N
+        out_in = (e.nbytes, 2 * e.attrs["input_nbytes"]) if e.op.startswith("all_gather") else (2 * e.nbytes, e.attrs["input_nbytes"])  # fmt: skip
+        assert out_in[0] == out_in[1] == UNIT
+
+
+@needs_fsdp2
+def test_layer_bytes_and_peak(layer) -> None:
+    n, dp = 2, 2 * (2 - 1) / 2 * 2 * PSI
+    assert layer.dp_sent_bytes_per_step == dp
+    # per unit: all-gather forward, all-gather backward, reduce-scatter: 3 x (N-1)/N x 2 P
+    assert layer.formula_sent_bytes == formula_sent_bytes(DIMS, n, 2) == 1.5 * dp
+    assert layer.per_rank_sent_bytes == [layer.formula_sent_bytes] * n
+    assert layer.zero3_per_rank_sent_bytes == [1.5 * dp] * n
+    assert layer.comm_ratio_vs_dp == layer.zero3_comm_ratio_vs_dp == pytest.approx(1.5)
+    # unsharded bf16 params alive at once: the current unit + the prefetched one, vs whole model
+    assert layer.per_rank_peak_gathered_bytes == [2 * UNIT] * n
+    assert layer.zero3_per_rank_peak_gathered_bytes == [2 * PSI] * n
+    mem = layer.trace.select("memory")
+    assert sum(e.nbytes for e in mem) == 0  # every gather was resharded
+
+
+@needs_fsdp2
+def test_granularity_and_reshard_after_forward(cluster2) -> None:
+    model = run_fsdp(cluster2, steps=1, granularity="model")
+    assert model.units == ["root"] and model.matches_zero3 and model.max_abs_diff_zero3 == 0.0
+    assert sequence(model) == [("forward", "all_gather", "root", False),
+                               ("backward", "all_gather", "root", False),
+                               ("backward", "reduce_scatter", "root", False)]  # fmt: skip
+    assert model.collectives_per_step["fsdp"] == 3 < 9  # fewer, larger collectives
+    assert model.comm_ratio_vs_dp == pytest.approx(1.5)
+    assert model.per_rank_peak_gathered_bytes == [2 * PSI] * 2  # the largest unit: everything
+    # None = torch's default: reshard after forward except the ROOT, which keeps its params
+    # for backward: no second all-gather, DP's volume.
+    kept = run_fsdp(cluster2, steps=1, granularity="model", reshard_after_forward=None)
+    assert [s[:2] for s in sequence(kept)] == [("forward", "all_gather"), ("backward", "reduce_scatter")]  # fmt: skip
+    assert kept.comm_ratio_vs_dp == pytest.approx(1.0) and kept.matches_zero3
+    keep_all = run_fsdp(cluster2, steps=1, reshard_after_forward=False)
+    assert [s[:2] for s in sequence(keep_all)] == [("forward", "all_gather")] * 3 + [("backward", "reduce_scatter")] * 3  # fmt: skip
+    assert keep_all.per_rank_sent_bytes == [formula_sent_bytes(DIMS, 2, 1)] * 2
+    assert keep_all.per_rank_peak_gathered_bytes == [2 * PSI] * 2  # all units kept until backward
+
+
+@needs_fsdp2
+def test_forward_prefetch(cluster2) -> None:
+    r = run_fsdp(cluster2, steps=1, forward_prefetch=True)
+    fwd = [s for s in sequence(r) if s[0] == "forward"]
+    assert fwd == [("forward", "all_gather", "0", False), ("forward", "all_gather", "2", True),
+                   ("forward", "all_gather", "4", True)]  # fmt: skip
+    assert r.matches_zero3
+
+
+@needs_fsdp2
+def test_uneven_dim0_is_padded(cluster2) -> None:
+    dims = (16, 15, 16)  # W1 (15, 16), b1 (15,): 15 rows over 2 ranks -> shards of 8 rows
+    r = run_fsdp(cluster2, steps=1, dims=dims)
+    psi = num_params(dims)
+    assert (psi, r.zero3_padded_numel, r.fsdp_padded_numel) == (
+        511,
+        512,
+        16 * 16 + 16 + 16 * 15 + 16,
+    )
+    assert r.fsdp_padded_numel == fsdp_padded_numel(dims, 2)
+    assert r.per_rank_sent_bytes == [formula_sent_bytes(dims, 2, 2)] * 2
+    assert r.comm_ratio_vs_dp > r.zero3_comm_ratio_vs_dp == pytest.approx(1.5, rel=1e-2)
+    assert r.matches_zero3 and r.max_abs_diff_zero3 == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"steps": 0}, ["steps=0", "[1, 1000]"]),
+        ({"lr": -1}, ["lr=-1", "> 0"]),
+        ({"granularity": "block"}, ["granularity='block'", "'layer', 'model'"]),
+        ({"reshard_after_forward": "yes"}, ["reshard_after_forward='yes'", "True, False or None"]),
+        ({"granularity": "model", "forward_prefetch": True}, ["forward_prefetch=True", "granularity='layer'"]),
+        ({"dims": (16,)}, ["dims=(16,)", "at least 2"]),
+    ],
+)  # fmt: skip
+def test_bad_arguments_name_parameter_value_and_range(kwargs, words) -> None:
+    with pytest.raises(ValueError) as info:
+        run_fsdp(None, **kwargs)  # checked before any process runs
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_no_fsdp2_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setitem(
+        sys.modules, "torch.distributed.fsdp", types.ModuleType("torch.distributed.fsdp")
+    )
+    with pytest.raises(FsdpUnavailableError, match=r"fully_shard \(torch >= 2.6\)"):
+        require_fsdp2()
+    with pytest.raises(FsdpUnavailableError):
+        run_fsdp(None)
+
+
+@needs_fsdp2
+def test_sequence_picture_and_table_from_json(layer) -> None:
+    from edu_parallel.viz.fsdp import collective_sequence, comparison_rows, sequence_points
+
+    data = json.loads(json.dumps(layer.to_json_dict()))  # what the CLI prints
+    assert data["concept"] == "fsdp" and data["matches_zero3"] is True
+    pts = sequence_points(data, step=1)
+    assert [p.unit for p in pts["fsdp"]][:3] == ["model[0]", "model[2]", "model[4]"]
+    assert [p.unit for p in pts["zero3"]] == ["whole model"] * 3
+    fig = collective_sequence(data)
+    drawn = {(t.xaxis, t.name): len(t.x) for t in fig.data}
+    assert drawn == {("x", "all_gather"): 2, ("x", "reduce_scatter"): 1,
+                     ("x2", "all_gather"): 6, ("x2", "reduce_scatter"): 3}  # fmt: skip
+    gathers = next(t for t in fig.data if t.xaxis == "x2" and t.name == "all_gather")
+    assert sum(w > 0 for w in gathers.marker.line.width) == 2  # the two backward prefetches
+    assert {a.text for a in fig.layout.annotations} >= {"forward", "backward", "reduce_grads"}
+    rows = comparison_rows({"FSDP per layer": data})
+    assert [r["collectives_per_step"] for r in rows] == [3, 9]
+    assert rows[0]["peak_gathered"] == 2 * PSI and rows[1]["peak_gathered"] == 2 * UNIT
+    with pytest.raises(ValueError, match="step=7"):
+        sequence_points(data, step=7)
+    assert Trace.from_json(layer.trace.to_json()).select("collective")  # the trace round-trips
+
+
+def test_renderer_never_imports_torch() -> None:
+    code = "import sys, edu_parallel.viz.fsdp; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@needs_fsdp2
+def test_cli_json(capsys) -> None:
+    from edu_parallel.cli import main
+
+    assert main(["run", "fsdp", "--world-size", "2", "--steps", "1", "--granularity", "model", "--json"]) == 0  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    assert data["matches_zero3"] is True and data["collectives_per_step"] == {"fsdp": 3, "zero3": 3}
+    assert data["per_rank_sent_bytes"] == [formula_sent_bytes(DIMS, 2, 2)] * 2
+    assert main(["run", "fsdp", "--reshard-after-forward", "maybe"]) == 2
+    assert "reshard_after_forward='maybe' is not valid" in capsys.readouterr().err
