@@ -26,8 +26,11 @@ them (:func:`edu_parallel.zero_report.ring_sent_bytes`), which is what NCCL woul
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -153,7 +156,7 @@ def fsdp_job(
     opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=False)  # params: fp32 DTensor shards
     x, y = microbatch_of(r, dims, n, microbatch, seed)  # (B, d_in), (B, d_out) fp32
     losses = []
-    with profile(record_shapes=True) as prof:
+    with quiet_profile(profile) as prof:
         t_clock = ctx.tracer.now()  # the engine clock at the "edu_parallel::clock" range below
         with record_function("edu_parallel::clock"):
             pass
@@ -173,6 +176,38 @@ def fsdp_job(
     with ctx.tracer.paused():  # untraced: gather the full fp32 params for checking
         flat = [p.full_tensor().detach().flatten() for p in model.parameters()]  # W1, b1, W2, ...
     return {"params": torch.cat(flat).clone(), "losses": losses, "units": units}
+
+
+@contextlib.contextmanager
+def _fd2_to_devnull() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null for the block (and back)."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+@contextlib.contextmanager
+def quiet_profile(profile: Any) -> Iterator[Any]:
+    """``profile(record_shapes=True)`` whose start and stop print nothing.
+
+    kineto writes ``profiler_start`` / ``profiler_stop`` lines straight to file descriptor 2 on
+    every rank (``KINETO_LOG_LEVEL`` does not silence them), and Jupyter shows a forked rank's
+    fd 2 in the notebook; only those two calls are silenced, errors still raise.
+    """
+    prof = profile(record_shapes=True)
+    with _fd2_to_devnull():
+        prof.__enter__()
+    try:
+        yield prof
+    finally:
+        with _fd2_to_devnull():
+            prof.__exit__(None, None, None)
 
 
 def _us(e: Any) -> tuple[float, float]:
