@@ -55,7 +55,9 @@ def check_moe_args(world_size: int, experts: Any, top_k: Any, capacity_factor: A
     if world_size >= 1 and experts % world_size:
         raise bad_value("experts", experts,
                         f"a multiple of the world size {world_size} (E/N experts per rank)")  # fmt: skip
-    top_k = check_int("top_k", top_k, 1, experts)
+    top_k = check_int("top_k", top_k, 1)
+    if top_k > experts:
+        raise bad_value("top_k", top_k, f"an integer in [1, experts={experts}] (k distinct experts per token)")  # fmt: skip
     capacity_factor = check_positive("capacity_factor", capacity_factor)
     try:
         skew_f = float(skew)
