@@ -219,8 +219,8 @@ def run_strategy_map(cluster: Any, strategies: Any = STRATEGIES, **sizes: Any) -
     runs = {}
     for s in chosen:
         out = cluster.run(strategy_job, s, cfg)
-        if out is None:  # a non-zero rank under torchrun
-            return None
+        if out is None:  # a non-zero rank under torchrun: take part in every run, report nothing
+            continue
         variant = "moe" if s == "ep" else "dense"
         if variant not in refs:
             refs[variant] = reference_step(cfg, variant, n)
@@ -229,6 +229,8 @@ def run_strategy_map(cluster: Any, strategies: Any = STRATEGIES, **sizes: Any) -
         extra = {"routings": [res["routings"] for res in out.results]} if s == "ep" else {}
         runs[s] = StrategyRun(s, STRATEGY_NAMES[s], variant, ok, worst,
                               model_param_bytes(cfg, variant), measure(out.trace, n), out.trace, extra)  # fmt: skip
+    if not runs:
+        return None
     dense_ref = refs.get("dense") or reference_step(cfg, "dense", n)
     return StrategyMapReport(n, dict(cfg.__dict__), cfg.num_microbatches(n), runs,
                              dense_ref["activation_bytes"], model_param_bytes(cfg, "dense"),

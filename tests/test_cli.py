@@ -105,6 +105,23 @@ def test_the_same_concept_runs_under_torchrun(tmp_path):
     assert t.meta["source"] == "torchrun" and {e.rank for e in t.events} == {0, 1}
 
 
+@pytest.mark.parametrize(
+    "args, key",
+    [(["map", "--strategies", "dp,tp"], "runs"), (["fsdp", "--steps", "1"], "matches_zero3")],
+)
+def test_concepts_of_several_jobs_run_under_torchrun(args, key):
+    """Rank 1 must take part in every job of the concept, not stop after the first."""
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "edu_parallel", "run", *args, "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    data = json.loads(line)
+    assert data["world_size"] == 2 and key in data
+
+
 def test_tour_runs_in_the_terminal_without_input():
     out = cli("tour", "--no-input", timeout=120)
     assert out.returncode == 0, out.stderr
