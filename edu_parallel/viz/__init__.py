@@ -6,6 +6,7 @@
 * :func:`bytes_bars` / :func:`bytes_bars_plotly` - bytes each rank sent against the formula.
 * :func:`timeline` - a Gantt of each rank's events (plotly), honestly labelled.
 * :class:`RingPlayer`, :class:`PlayerState` - an ipywidgets player that re-runs the engine.
+* Later lessons add theirs below: collectives, pipeline, ZeRO, FSDP, TP, MoE, the strategy map.
 
 Plotting libraries are imported inside the functions; nothing here imports torch.
 """
@@ -85,4 +86,24 @@ __all__ += [
     "ledger",
     "memory_bars",
     "memory_bars_animation",
+]
+
+# FSDP2 beside ZeRO-3 (issue 5): the collectives each issued, by unit and pass.
+from .fsdp import collective_sequence  # noqa: E402
+
+# Tensor and expert parallelism, and the strategy map (issue 6).
+from .moe import dispatch_animation, expert_load_bars, traffic_heatmap  # noqa: E402
+from .strategy_map import map_table_figure, sent_bars_figure, split_figure  # noqa: E402
+from .tp import tp_animation, tp_blocks  # noqa: E402
+
+__all__ += [
+    "collective_sequence",
+    "dispatch_animation",
+    "expert_load_bars",
+    "map_table_figure",
+    "sent_bars_figure",
+    "split_figure",
+    "tp_animation",
+    "tp_blocks",
+    "traffic_heatmap",
 ]
