@@ -25,6 +25,7 @@ import torch
 from .errors import bad_value, check_choice, check_int, check_positive
 from .trace import Trace
 from .zero_model import DEFAULT_DIMS, DEFAULT_MICROBATCH, check_dims, num_params, reference_training
+from .zero_report import max_abs, ring_sent_bytes
 
 # "Matches" for fp32 parameters after k steps (measured on 816 params, 4 ranks, lr 1e-2, seed 0):
 # * every element within OUTLIER_STEPS * lr * k: Adam moves an element by about lr per step
@@ -86,7 +87,6 @@ def collective_rows(trace: Trace, rank: int = 0) -> list[dict[str, Any]]:
     own ring plan (ZeRO), else the ring volume of the torch collective (:func:`ring_sent_bytes`
     of :mod:`edu_parallel.zero_report`: FSDP's events record the OUTPUT tensor like
     ``ctx.collective``)."""
-    from .zero_report import ring_sent_bytes
 
     sends = trace.select("send", rank=rank)
     rows = []
@@ -121,10 +121,6 @@ def peak_gathered_bytes(trace: Trace, world_size: int) -> list[int]:
                 peak = max(peak, level)
         peaks.append(peak)
     return peaks
-
-
-def _max_abs(t: torch.Tensor) -> float:
-    return float(t.abs().max()) if t.numel() else 0.0
 
 
 @dataclass
@@ -209,7 +205,7 @@ def run_fsdp(cluster: Any, steps: int = 2, lr: float = 1e-2, seed: int = 0, gran
     same = all(torch.equal(p, params[0]) for p in params)
     others = {"zero3": master, "reference": ref}
     beyond = {k: int(((params[0] - v).abs() > tol).sum()) for k, v in others.items()}
-    close = {k: same and _max_abs(params[0] - v) <= outlier and beyond[k] <= MAX_OUTLIER_FRACTION * psi
+    close = {k: same and max_abs(params[0] - v) <= outlier and beyond[k] <= MAX_OUTLIER_FRACTION * psi
              for k, v in others.items()}  # fmt: skip
     sent, z3_sent = ([sum(row[r] for row in t) / steps for r in range(n)]
                      for t in (sent_bytes_per_step(x.trace, steps) for x in (out, z3)))  # fmt: skip
@@ -225,8 +221,8 @@ def run_fsdp(cluster: Any, steps: int = 2, lr: float = 1e-2, seed: int = 0, gran
         forward_prefetch=forward_prefetch, world_size=n, steps=steps, lr=lr, seed=seed, dims=dims,
         psi=psi, units=list(out.results[0]["units"]), fsdp_padded_numel=fsdp_padded_numel(dims, n),
         zero3_padded_numel=int(z3.results[0]["padded_numel"]),
-        matches_zero3=close["zero3"], max_abs_diff_zero3=_max_abs(params[0] - master),
-        matches_reference=close["reference"], max_abs_diff_reference=_max_abs(params[0] - ref),
+        matches_zero3=close["zero3"], max_abs_diff_zero3=max_abs(params[0] - master),
+        matches_reference=close["reference"], max_abs_diff_reference=max_abs(params[0] - ref),
         tolerance=tol, outlier_tolerance=outlier, elements_beyond_tolerance=beyond, collectives=rows,
         collectives_per_step={k: len(v) / steps for k, v in rows.items()},
         per_rank_sent_bytes=sent, zero3_per_rank_sent_bytes=z3_sent,

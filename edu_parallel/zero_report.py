@@ -104,7 +104,8 @@ def sent_per_step(trace: Trace, world_size: int, steps: int) -> list[list[float]
     return table
 
 
-def _max_abs(t: torch.Tensor) -> float:
+def max_abs(t: torch.Tensor) -> float:
+    """``max |t|``, 0 for an empty tensor."""
     return float(t.abs().max()) if t.numel() else 0.0
 
 
@@ -172,7 +173,7 @@ def run_zero(cluster: Any, stage: int, steps: int = 2, lr: float = 1e-2, seed: i
     ref, _ = reference_training(dims, n, microbatch, steps, lr, seed)
     tol = ATOL_PER_STEP * lr * steps
     masters = [res["master"] for res in out.results]
-    d_ref = max(_max_abs(mm - ref) for mm in masters)
+    d_ref = max(max_abs(mm - ref) for mm in masters)
     d_dp = max(float((mm - res["dp_master"]).abs().max()) for mm, res in zip(masters, out.results, strict=True))  # fmt: skip
     same = all(torch.equal(mm, masters[0]) for mm in masters)
     mem = memory_curves(out.trace, n)
