@@ -110,6 +110,26 @@ def _cuda_initialized() -> bool:
     return bool(torch.cuda.is_initialized())
 
 
+_warm = False
+
+
+def warm_parent() -> None:
+    """Pay once, in the parent, for lazy imports that every forked rank would pay on its own.
+
+    The first ``tensor.backward(gradient)`` of a process imports torch's symbolic-shape helpers
+    (sympy, about 0.5 s). Four ranks doing that at once on two cores added about 1.5 s to the first
+    training job of a cluster (tensor parallelism, pipelines); done before the fork, the ranks
+    inherit it and share its memory.
+    """
+    global _warm
+    if not _warm:
+        import torch
+
+        _warm = True
+        x = torch.zeros(1, requires_grad=True)
+        (x * 1.0).backward(torch.ones(1))
+
+
 def check_importable(fn: Any) -> None:
     """Workers import ``fn`` by name: it must be a top-level function of an importable module."""
     qual = getattr(fn, "__qualname__", "")
@@ -176,6 +196,8 @@ class Cluster:
         import torch.distributed as dist
 
         t0 = time.perf_counter()
+        if self.start_method == "fork":
+            warm_parent()
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
         # Workers first, store second: no store thread exists in the parent at fork time.
