@@ -360,7 +360,7 @@ register(Concept("tp", "tensor parallelism: column/row-parallel linear layers, M
 
 # ---------------------------------------------------------------- strategy map (issue 6, U1/U7)
 def _map_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strategies", default="dp,tp,pp,ep", help="comma-separated subset of dp,tp,pp,ep (default all)")  # fmt: skip
+    p.add_argument("--strategies", default="dp,tp,tp-sp,pp,ep", help="comma-separated subset of dp,tp,tp-sp,pp,ep (default all; tp-sp: TP + sequence parallelism)")  # fmt: skip
     for name, default, what in (("layers", 4, "residual MLP blocks"), ("hidden", 16, "hidden size h"),
                                 ("batch", 8, "sequences per step"), ("seq", 4, "tokens per sequence"),
                                 ("experts", 4, "experts per block (EP)"), ("top-k", 2, "experts per token (EP)"),
@@ -395,5 +395,5 @@ def _map_render(report: Any) -> str:
     return report.format()
 
 
-register(Concept("map", "the strategy map: DP, TP, PP, EP on one tiny model; params, activations, bytes, messages per rank",
+register(Concept("map", "the strategy map: DP, TP, TP+SP, PP, EP on one tiny model; params, activations, bytes, messages per rank",
                  _map_args, _map_run, _map_render, _map_check))  # fmt: skip

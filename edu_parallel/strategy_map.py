@@ -1,4 +1,4 @@
-"""The strategy map, executed: one tiny transformer-like model trained one step under DP, TP, PP, EP.
+"""The strategy map, executed: one tiny transformer-like model trained one step under DP, TP, TP+SP, PP, EP.
 
 Syllabus units U1 and U7 compare the four strategies in words ("TP communicates most, PP least, DP
 saves no memory, EP uses all-to-all"). This module runs them, so the comparison can be measured.
@@ -18,6 +18,14 @@ One training step per strategy on N ranks (forward, backward, gradient sync, pla
 * ``tp`` (Megatron tensor parallel, Shoeybi et al. 2019, arXiv 1909.08053): every block is
   :func:`edu_parallel.tp.megatron_mlp` (W1 column-parallel, W2 row-parallel); the whole batch on
   every rank; no gradient sync (every gradient is either a shard or identical on all ranks).
+* ``tp-sp`` (TP + sequence parallelism, Korthikanti et al. 2022, arXiv 2205.05198, §4.2.2): as
+  ``tp``, but the residual stream between blocks is split along the sequence: rank r holds
+  ``x[:, r s/N : (r+1) s/N]`` (b, s/N, h), each block all-gathers it before W1 and reduce-scatters
+  W2's partial sums back into sequence blocks (``megatron_mlp(..., sequence_parallel=True)``).
+  The replicated b2 is then added on s/N tokens only, so each rank's b2 gradient is a partial
+  sum: the L b2 gradients are all-reduced in one bucket across the TP group, as Megatron-LM does
+  for every parameter marked ``sequence_parallel`` (``RowParallelLinear`` marks its bias;
+  ``megatron/core/distributed/finalize_model_grads.py``, ``_allreduce_layernorm_grads``).
 * ``pp`` (pipeline): rank r holds the blocks ``stage_bounds(L, N)[r]``; M microbatches follow a
   :func:`edu_parallel.schedule.build_schedule` order (1F1B by default) executed here with
   ``ctx.isend``/``ctx.irecv`` (:mod:`edu_parallel.pipeline_exec` is tied to its own model).
@@ -60,6 +68,7 @@ __all__ = ["HOLDS", "PP_SCHEDULES", "STRATEGIES", "STRATEGY_NAMES", "MapConfig",
 
 
 def _result(held: Holdings, out: torch.Tensor | None, rows: tuple[int, int], **extra: Any) -> dict[str, Any]:  # fmt: skip
+    """``out`` covers batch ``rows`` (and, with ``seq=(lo, hi)`` in ``extra``, those positions)."""
     return {"out": None if out is None else out.detach().clone(), "rows": rows,
             "grads": held.grads(), **extra}  # fmt: skip
 
@@ -93,7 +102,7 @@ def _forward_backward(ctx: Any, held: Holdings, x: torch.Tensor, y: torch.Tensor
     return out
 
 
-# ---------------------------------------------------------------- the four strategies
+# ---------------------------------------------------------------- the strategies
 def _dp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
     held = Holdings()
     blocks = [{k: held.add(f"block{i}.{k}", v) for k, v in w.items()}
@@ -114,7 +123,7 @@ def _dp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
     return result
 
 
-def _tp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
+def _tp(ctx: Any, cfg: MapConfig, sequence_parallel: bool = False) -> dict[str, Any]:
     from .tp import megatron_mlp, shard_linear
 
     n, r = ctx.world_size, ctx.rank
@@ -128,17 +137,28 @@ def _tp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
                        "w2": held.add(f"block{i}.w2", w2, w["w2"], 1, r, n),
                        "b2": held.add(f"block{i}.b2", b2)})  # fmt: skip
     held.record(ctx)
-    x, y = make_data(cfg)  # the whole batch on every rank
+    x, y = make_data(cfg)  # the whole batch on every rank: (b, s, h)
+    seq = slice_index(x.shape, r, n, 1)[1] if sequence_parallel else (0, cfg.seq)
+    x, y = x[:, seq[0] : seq[1]], y[:, seq[0] : seq[1]]  # SP: the rank's sequence block (b, s/t, h)
 
     def forward(t: torch.Tensor) -> torch.Tensor:
-        for w in blocks:  # (b, s, h) -> (b, s, 4h/t) -> all-reduced (b, s, h)
-            t = t + megatron_mlp(ctx, t, w["w1"], w["b1"], w["w2"], w["b2"], step=STEP)
+        # TP: (b, s, h) -> (b, s, 4h/t) -> all-reduced (b, s, h); SP: (b, s/t, h) -> all-gathered
+        # (b, s, h) -> (b, s, 4h/t) -> reduce-scattered (b, s/t, h), the residual added on the block
+        for w in blocks:
+            t = t + megatron_mlp(ctx, t, w["w1"], w["b1"], w["w2"], w["b2"],
+                                 sequence_parallel=sequence_parallel, step=STEP)  # fmt: skip
         return t
 
-    out = _forward_backward(ctx, held, x, y, forward, y.numel())
-    result = _result(held, out, (0, cfg.batch))
+    out = _forward_backward(ctx, held, x, y, forward, cfg.batch * cfg.seq * cfg.hidden)
+    if sequence_parallel:  # b2 (replicated) saw only this rank's tokens: sum over the TP group
+        _sync_grads(ctx, [w["b2"] for w in blocks])
+    result = _result(held, out, (0, cfg.batch), seq=seq)
     held.sgd(cfg.lr)
     return result
+
+
+def _tp_sp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
+    return _tp(ctx, cfg, sequence_parallel=True)
 
 
 def _pp(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
@@ -236,7 +256,7 @@ def _ep(ctx: Any, cfg: MapConfig) -> dict[str, Any]:
     return result
 
 
-JOBS = {"dp": _dp, "tp": _tp, "pp": _pp, "ep": _ep}
+JOBS = {"dp": _dp, "tp": _tp, "tp-sp": _tp_sp, "pp": _pp, "ep": _ep}
 
 
 def strategy_job(ctx: Any, strategy: str, cfg: MapConfig) -> dict[str, Any]:

@@ -23,13 +23,13 @@ from .errors import bad_value
 if TYPE_CHECKING:  # pure Python at import (the quiz bank reads the formulas); torch inside
     import torch
 
-STRATEGIES = ("dp", "tp", "pp", "ep")
-STRATEGY_NAMES = {"dp": "DP", "tp": "TP", "pp": "PP", "ep": "EP"}
+STRATEGIES = ("dp", "tp", "tp-sp", "pp", "ep")
+STRATEGY_NAMES = {"dp": "DP", "tp": "TP", "tp-sp": "TP+SP", "pp": "PP", "ep": "EP"}
 PP_SCHEDULES = ("gpipe", "1f1b")
 DTYPE = "float32"  # every tensor of the model and the data: 4 bytes per element
 ITEMSIZE = 4
 STEP = 0  # the one training step every event belongs to
-SYNC = "grad_sync"  # phase of the gradient all-reduce (DP, EP)
+SYNC = "grad_sync"  # phase of the gradient all-reduce (DP, TP+SP, EP)
 HOLDS = "holds"  # mark: one parameter tensor (or slice of one) a rank holds
 
 
@@ -255,25 +255,38 @@ def formula_sent_bytes(strategy: str, world_size: int, rank: int, *, layers: int
     the (b, s, h) activations forward and one of their gradient backward per block,
     ``2L * 2(N-1)/N * T h``; PP: the stage's output activations forward (not the last stage) and
     its input gradient backward (not the first), ``T h`` each. ``T`` = tokens per step (b s).
+    TP+SP (Korthikanti et al. 2022, arXiv 2205.05198, §4.2.2): per block and pass an all-gather and a
+    reduce-scatter of (T, h), ``(N-1)/N T h`` each = TP's all-reduce; per block in backward one more
+    all-gather of W1's input (only its sequence block was saved): ``+ L (N-1)/N T h``; and one
+    all-reduce of the L replicated b2 gradients (each rank's covers only its tokens):
+    ``+ 2(N-1)/N L h``.
     """
     n = world_size
     if strategy == "dp":
         return 2 * (n - 1) / n * layers * block_params(hidden) * itemsize
-    if strategy == "tp":
-        return 2 * layers * 2 * (n - 1) / n * tokens * hidden * itemsize
+    if strategy in ("tp", "tp-sp"):
+        tp = 2 * layers * 2 * (n - 1) / n * tokens * hidden * itemsize
+        if strategy == "tp":
+            return tp
+        regather = layers * (n - 1) / n * tokens * hidden * itemsize
+        return tp + regather + 2 * (n - 1) / n * layers * hidden * itemsize  # + the b2 sync
     if strategy == "pp":
         return ((rank < n - 1) + (rank > 0)) * tokens * hidden * itemsize
-    raise bad_value("strategy", strategy, "'dp', 'tp' or 'pp' (EP's bytes depend on the routing)")
+    raise bad_value(
+        "strategy", strategy, "'dp', 'tp', 'tp-sp' or 'pp' (EP's bytes depend on the routing)"
+    )
 
 
 def formula_param_bytes(strategy: str, world_size: int, *, layers: int, hidden: int,
                         itemsize: int = ITEMSIZE) -> float:  # fmt: skip
-    """Parameter bytes per rank: DP all; TP W1, b1, W2 split t ways, b2 replicated; PP L/N blocks."""
+    """Parameter bytes per rank: DP all; TP (and TP+SP) W1, b1, W2 split t ways, b2 replicated; PP L/N blocks."""
     n, h = world_size, hidden
     if strategy == "dp":
         return layers * block_params(h) * itemsize
-    if strategy == "tp":
+    if strategy in ("tp", "tp-sp"):
         return layers * ((8 * h * h + 4 * h) / n + h) * itemsize
     if strategy == "pp":
         return layers / n * block_params(h) * itemsize
-    raise bad_value("strategy", strategy, "'dp', 'tp' or 'pp' (EP's bytes depend on the routing)")
+    raise bad_value(
+        "strategy", strategy, "'dp', 'tp', 'tp-sp' or 'pp' (EP's bytes depend on the routing)"
+    )

@@ -1,4 +1,4 @@
-"""Parent side of :mod:`edu_parallel.strategy_map`: run the four strategies, check them, read the table off the traces.
+"""Parent side of :mod:`edu_parallel.strategy_map`: run the strategies, check them, read the table off the traces.
 
 Every number of the table is read from a strategy's trace (:func:`measure`):
 
@@ -14,7 +14,7 @@ Every number of the table is read from a strategy's trace (:func:`measure`):
   underneath; one call is counted once);
 * collectives: the op names of the collective events (and ``isend`` for point-to-point).
 
-Correctness: every rank's output rows and gradient slices equal (``allclose``) the single-process
+Correctness: every rank's output rows (TP+SP: its sequence block) and gradient slices equal (``allclose``) the single-process
 reference of :func:`edu_parallel.strategy_map_model.reference_step`.
 """
 
@@ -48,12 +48,14 @@ def check_map_args(world_size: int, strategies: Any = STRATEGIES, **sizes: Any) 
     if "pp" in chosen and layers < n:
         raise bad_value("layers", layers, f"an integer in [{n}, {MAX_LAYERS}]: PP puts at least one block on each of the {n} ranks")  # fmt: skip
     hidden = check_int("hidden", cfg.hidden, 1, MAX_HIDDEN)
-    if "tp" in chosen and cfg.ffn % n:
+    if {"tp", "tp-sp"} & set(chosen) and cfg.ffn % n:
         raise bad_value("hidden", hidden, f"an integer with 4*hidden divisible by the TP degree {n} (W1 is split into {n} column blocks)")  # fmt: skip
     batch = check_int("batch", cfg.batch, 1, MAX_BATCH)
     if {"dp", "ep"} & set(chosen) and batch % n:
         raise bad_value("batch", batch, f"a multiple of world_size={n} (DP and EP give each rank batch/N rows)")  # fmt: skip
-    check_int("seq", cfg.seq, 1, MAX_BATCH)
+    seq = check_int("seq", cfg.seq, 1, MAX_BATCH)
+    if "tp-sp" in chosen and seq % n:
+        raise bad_value("seq", seq, f"a multiple of world_size={n} in [{n}, {MAX_BATCH}] (TP+SP gives each rank seq/N positions)")  # fmt: skip
     if "pp" in chosen:
         m = check_int("microbatches", cfg.num_microbatches(n), 1, batch)
         if batch % m:
@@ -197,8 +199,8 @@ def _compare(results: list[dict[str, Any]], ref: dict[str, Any]) -> tuple[bool, 
     for res in results:
         pairs = []
         if res["out"] is not None:
-            lo, hi = res["rows"]
-            pairs.append((res["out"], ref["out"][lo:hi]))
+            (lo, hi), (s_lo, s_hi) = res["rows"], res.get("seq", (0, ref["out"].shape[1]))
+            pairs.append((res["out"], ref["out"][lo:hi, s_lo:s_hi]))  # (rows, positions, h)
         for name, (index, g) in res["grads"].items():
             pairs.append((g, ref["grads"][name][tuple(slice(a, b) for a, b in index)]))
         for got, want in pairs:

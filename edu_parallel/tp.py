@@ -17,6 +17,7 @@ PyTorch's ``nn.Linear`` stores ``W`` as ``(h_out, h_in)``, so "columns of A" are
   columns and needs no communication; one all-reduce forward (``g``), one backward (``f``).
 * Sequence parallelism: X and Y are split along the sequence; ``f`` becomes all-gather (forward) /
   reduce-scatter (backward) and ``g`` reduce-scatter / all-gather (Korthikanti's ``g`` and ``g-bar``).
+  The column layer saves only its input's sequence block and gathers it again in backward.
 
 Every collective goes through ``ctx.collective`` (also inside backward) with ``phase`` "forward"
 or "backward", so the trace says which one ran, when, and on how many bytes.
@@ -126,22 +127,27 @@ class ColumnParallelLinearFn(Function):
     """``Y_r = X A_r + b_r``, A split along its columns; backward all-reduces dX (``f``).
 
     With ``sequence_parallel`` the input is the rank's sequence block: all-gathered in forward,
-    and dX is reduce-scattered back to sequence blocks in backward (Korthikanti §4.2.2).
+    and dX is reduce-scattered back to sequence blocks in backward (Korthikanti §4.2.2). Only the
+    block is saved for backward, which all-gathers it again for dW: one more all-gather of
+    ``(t-1)/t·b·s·h`` bytes buys the activation memory SP exists for (Megatron-LM does the same,
+    overlapping that gather with the dX matmul).
     Written out like Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication``.
     """
 
     @staticmethod
     def forward(fc: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, ctx: Any,
                 sequence_parallel: bool, step: int | None, group: Any) -> torch.Tensor:  # fmt: skip
-        if sequence_parallel:  # (b, s/t, h) -> (b, s, h)
-            x = all_gather(ctx, x, SEQ_DIM, "forward", step, group)
-        fc.save_for_backward(x, w)  # Megatron re-gathers x in backward to save memory; we keep it
+        fc.save_for_backward(x, w)  # with SP only the (b, s/t, h) block: the point of SP
         fc.has_bias, fc.rank_ctx, fc.sp, fc.step, fc.group = b is not None, ctx, sequence_parallel, step, group  # fmt: skip
+        if sequence_parallel:  # (b, s/t, h) -> (b, s, h), used here and dropped
+            x = all_gather(ctx, x, SEQ_DIM, "forward", step, group)
         return F.linear(x, w, b)  # (b, s, h_in) @ (h_in, h_out/t) -> (b, s, h_out/t): a slice of Y
 
     @staticmethod
     def backward(fc: Any, dy: torch.Tensor) -> tuple[Any, ...]:
         x, w = fc.saved_tensors
+        if fc.sp:  # dW needs the whole sequence: gather X again (Megatron overlaps it with dX)
+            x = all_gather(fc.rank_ctx, x, SEQ_DIM, "backward", fc.step, fc.group)  # (b, s, h_in)
         dx = dy @ w  # (b, s, h_out/t) @ (h_out/t, h_in) -> (b, s, h_in): a PARTIAL SUM of dX
         if fc.sp:  # -> (b, s/t, h_in), summed
             dx = reduce_scatter(fc.rank_ctx, dx, SEQ_DIM, "backward", fc.step, fc.group)
@@ -224,7 +230,7 @@ def megatron_mlp(
 
     ``x`` (b, s, h) replicated (SP: (b, s/t, h)); ``w1_shard`` (ffn/t, h); ``w2_shard`` (h, ffn/t).
     One all-reduce forward (g, after B) and one backward (f, before A); with SP an all-gather and a
-    reduce-scatter in each pass instead.
+    reduce-scatter in each pass instead, plus the backward re-gather of X (column layer).
     """
     z = column_parallel_linear(ctx, x, w1_shard, b1_shard, sequence_parallel=sequence_parallel,
                                step=step, group=group)  # (b, s, h) @ (h, ffn/t) -> (b, s, ffn/t)  # fmt: skip

@@ -35,7 +35,8 @@ def expected_collectives(mode: str, gather_output: bool = False, rule: str = "me
         "column": (["all_gather"] if gather_output else [], ["all_reduce"]),  # f; gather if asked
         "row": (["all_reduce"], []),  # g
         "mlp": (["all_reduce"], ["all_reduce"]),  # g after B forward; f before A backward
-        "mlp-sp": (["all_gather", "reduce_scatter"], ["all_gather", "reduce_scatter"]),
+        # SP: g -> all-gather / reduce-scatter pairs; backward also re-gathers the column layer's X
+        "mlp-sp": (["all_gather", "reduce_scatter"], ["all_gather", "all_gather", "reduce_scatter"]),
     }[mode]  # fmt: skip
 
 
@@ -50,6 +51,8 @@ def tp_sent_bytes(mode: str, world_size: int, batch: int, seq: int, hidden: int,
 
     All-reduce of M bytes sends ``2(t-1)/t M``; all-gather and reduce-scatter of M bytes (the full
     tensor) ``(t-1)/t M`` each, so SP's pair costs the same as one all-reduce (Korthikanti §4.2.2).
+    SP's backward gathers the column layer's input X once more (only its sequence block was kept):
+    ``5 (t-1)/t M`` in all, 1.25x the MLP without SP, for activations cut by t.
     """
     check_choice("mode", mode, MODES)
     t, m = world_size, allreduce_message_bytes(batch, seq, hidden, itemsize)
@@ -57,7 +60,17 @@ def tp_sent_bytes(mode: str, world_size: int, batch: int, seq: int, hidden: int,
     if mode == "column":
         ffn = 4 * hidden if ffn is None else ffn
         return ar + ((t - 1) / t * batch * seq * ffn * itemsize if gather_output else 0.0)
-    return {"row": ar, "mlp": 2 * ar, "mlp-sp": 4 * half}[mode]
+    return {"row": ar, "mlp": 2 * ar, "mlp-sp": 5 * half}[mode]
+
+
+def sp_sent_bytes_per_pass(world_size: int, batch: int, seq: int, hidden: int, itemsize: int) -> dict[str, float]:  # fmt: skip
+    """Bytes one rank sends in each pass of the MLP with sequence parallelism (ring algorithms).
+
+    forward: all-gather X + reduce-scatter Y, ``2 (t-1)/t M`` (one all-reduce's worth);
+    backward: all-gather dY + all-gather X again + reduce-scatter dX, ``3 (t-1)/t M``.
+    """
+    half = (world_size - 1) / world_size * allreduce_message_bytes(batch, seq, hidden, itemsize)
+    return {"forward": 2 * half, "backward": 3 * half}
 
 
 def check_tp_args(mode: Any, world_size: Any, batch: Any = 2, seq: Any = 4, hidden: Any = 8,

@@ -1,4 +1,4 @@
-"""The strategy map: DP, TP, PP, EP on one tiny model, measured from the traces.
+"""The strategy map: DP, TP, TP+SP, PP, EP on one tiny model, measured from the traces.
 
 Every expected number is computed here from the sizes (or, for EP, from the routing the ranks
 returned), not by the code under test.
@@ -12,7 +12,12 @@ import sys
 
 import pytest
 
-from edu_parallel.strategy_map_model import MapConfig, formula_param_bytes, formula_sent_bytes
+from edu_parallel.strategy_map_model import (
+    STRATEGIES,
+    MapConfig,
+    formula_param_bytes,
+    formula_sent_bytes,
+)
 from edu_parallel.strategy_map_report import check_map_args, measure, run_strategy_map
 from edu_parallel.trace import Event, Trace
 
@@ -43,7 +48,7 @@ def ring_all_reduce(n: int, nbytes: float) -> float:
 
 
 def test_every_strategy_equals_one_process(report):
-    assert set(report.runs) == {"dp", "tp", "pp", "ep"}
+    assert set(report.runs) == {"dp", "tp", "tp-sp", "pp", "ep"}
     for run in report.runs.values():
         assert run.matches_reference, (run.name, run.max_abs_diff)
         assert run.max_abs_diff < 1e-4
@@ -83,6 +88,42 @@ def test_tp_splits_the_matrices_and_all_reduces_activations_in_both_passes(repor
     forward = [e for e in tp.trace.events if e.kind == "collective" and e.phase == "forward"]
     assert all(e.op == "all_reduce" and e.nbytes == T * H * F4 for e in forward)
     assert len(forward) == n * L
+
+
+def test_tp_sp_splits_the_residual_stream_along_the_sequence(report):
+    from edu_parallel.tp import ALL_GATHER, REDUCE_SCATTER
+
+    n, sp, tp = report.world_size, report.runs["tp-sp"], report.runs["tp"]
+    b2_sync = ring_all_reduce(n, L * H * F4)  # the L replicated b2 gradients, one bucket
+    for r, row in enumerate(sp.per_rank):
+        assert row["param_bytes"] == tp.per_rank[r]["param_bytes"]  # the same shards as TP
+        assert row["holds"] == tp.per_rank[r]["holds"]
+        # per block and pass: all-gather (T h) + reduce-scatter (T/t h) = TP's one all-reduce;
+        # backward also gathers W1's input again, (N-1)/N T h per block
+        assert row["ops"] == {ALL_GATHER: 3 * L, REDUCE_SCATTER: 2 * L, "all_reduce": 1}
+        assert row["messages"] == 5 * L + 1
+        fwd = L * ring_all_reduce(n, T * H * F4)
+        regather = L * (n - 1) / n * T * H * F4
+        assert row["sent_by_pass"]["forward"] == pytest.approx(fwd)
+        assert row["sent_by_pass"]["backward"] == pytest.approx(fwd + regather)
+        assert row["sent_by_pass"]["grad_sync"] == pytest.approx(b2_sync)
+        assert row["sent_bytes"] == pytest.approx(tp.per_rank[r]["sent_bytes"] + regather + b2_sync)
+        assert row["sent_bytes"] == pytest.approx(
+            formula_sent_bytes("tp-sp", n, r, layers=L, hidden=H, tokens=T)
+        )
+        # saved per block: W1's input, its sequence block only (T/t, h), W1 x and its GeLU
+        # (T, 4h/t) each; the loss saves out - y on the rank's T/t tokens: T/t (9hL + h), DP's
+        assert row["activation_bytes"] == (T * L * (H // n + 8 * H // n) + T // n * H) * F4
+        assert row["activation_bytes"] == report.runs["dp"].per_rank[r]["activation_bytes"]
+        assert row["activation_bytes"] < tp.per_rank[r]["activation_bytes"]
+    assert sp.per_rank[0]["param_bytes"] == formula_param_bytes("tp-sp", n, layers=L, hidden=H)
+    # rank 0's collectives in order: per block gather (b, s, h) then scatter to (b, s/t, h);
+    # backward, per block from the last: gather dY, gather X again, scatter dX; then the b2 bucket
+    gather, scatter = (ALL_GATHER, T * H * F4), (REDUCE_SCATTER, T // n * H * F4)
+    got = [(e.phase, e.op, e.nbytes) for e in sp.trace.select("collective", rank=0)]
+    want = [("forward", *c) for _ in range(L) for c in (gather, scatter)]
+    want += [("backward", *c) for _ in range(L) for c in (gather, gather, scatter)]
+    assert got == [*want, ("grad_sync", "all_reduce", L * H * F4)]
 
 
 def test_pp_sends_activations_to_neighbours_only(report):
@@ -142,11 +183,12 @@ def test_ep_moves_tokens_by_all_to_all_and_only_the_router_is_all_reduced(report
 def test_table_rows_and_json(report):
     data = json.loads(json.dumps(report.to_json_dict()))
     assert data["concept"] == "map" and data["matches_reference"]
-    assert len(data["rows"]) == 4 * report.world_size
+    assert len(data["rows"]) == 5 * report.world_size
     assert data["dense_param_bytes"] == L * BLOCK * F4
     text = report.format()
     assert "DP" in text and "all_to_all_single" in text and "DOES NOT MATCH" not in text
-    assert {e.phase.split("/")[0] for e in report.trace.events} == {"dp", "tp", "pp", "ep"}
+    assert {e.phase.split("/")[0] for e in report.trace.events} == set(STRATEGIES)
+    assert "TP+SP" in text
 
 
 def test_measure_needs_a_split_mark_per_all_to_all():
@@ -165,6 +207,7 @@ def test_measure_needs_a_split_mark_per_all_to_all():
     (2, {"microbatches": 3}, "microbatches=3"),
     (2, {"schedule": "zb"}, "schedule='zb'"),
     (2, {"lr": -1}, "lr=-1"),
+    (4, {"seq": 6}, "seq=6"),  # TP+SP: 6 positions do not split into 4 sequence blocks
 ])  # fmt: skip
 def test_bad_arguments_name_the_parameter(n, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -176,6 +219,8 @@ def test_bad_strategy_lists():
         with pytest.raises(ValueError, match="strategies="):
             check_map_args(2, bad)
     assert check_map_args(3, ["dp", "pp"], layers=3, batch=6)[0] == ("dp", "pp")
+    assert check_map_args(4, ["dp", "tp"], seq=6)[0] == ("dp", "tp")  # only TP+SP splits seq
+    assert check_map_args(4, "dp,tp,tp-sp,pp,ep".split(","))[0] == STRATEGIES
 
 
 def test_renderers_read_report_data(report2):
@@ -189,12 +234,16 @@ def test_renderers_read_report_data(report2):
 
     data = json.loads(json.dumps(report2.to_json_dict()))
     rows, cols, values = table_cells(data)
-    assert rows[0] == "DP r0" and len(rows) == 8 and len(cols) == 4
+    assert rows[0] == "DP r0" and len(rows) == 10 and len(cols) == 4
+    assert (
+        rows[4] == "TP+SP r0"
+        and values[4][1] == report2.runs["tp-sp"].per_rank[0]["activation_bytes"]
+    )
     assert values[2][0] == report2.runs["tp"].per_rank[0]["param_bytes"]
     names, frac, _ = split_grid(data["runs"]["pp"])
     assert frac[0][names.index("block0.w1")] == 1.0 and frac[1][names.index("block0.w1")] == 0.0
     assert len(map_table_figure(data).data) == 1
-    assert len(split_figure(report2).data) == 4
+    assert len(split_figure(report2).data) == 5
     assert len(sent_bars_figure(data).data) == 3
     with pytest.raises(ValueError, match="report="):
         map_table_figure({"concept": "zero"})
@@ -210,11 +259,11 @@ def test_renderer_module_imports_no_torch():
 def test_cli_map_json():
     done = subprocess.run(
         [sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2", "--strategies",
-         "dp,pp", "--layers", "2", "--json"], capture_output=True, text=True, timeout=120,
+         "dp,tp-sp,pp", "--layers", "2", "--json"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["matches_reference"] and set(data["runs"]) == {"dp", "pp"}
+    assert data["matches_reference"] and set(data["runs"]) == {"dp", "tp-sp", "pp"}
     bad = subprocess.run([sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2",
                           "--top-k", "9"], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and "top_k=9" in bad.stderr

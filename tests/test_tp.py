@@ -77,7 +77,8 @@ def test_layers_equal_dense_and_trace_the_expected_collectives(
     assert set(r.max_abs_diff) >= {"y", "dx"} and max(r.max_abs_diff.values()) < 1e-12
     fwd, bwd = {"column": ([], ["all_reduce"]), "row": (["all_reduce"], []),
                 "mlp": (["all_reduce"], ["all_reduce"]),
-                "mlp-sp": (["all_gather", "reduce_scatter"], ["all_gather", "reduce_scatter"])}[mode]  # fmt: skip
+                "mlp-sp": (["all_gather", "reduce_scatter"],
+                           ["all_gather", "all_gather", "reduce_scatter"])}[mode]  # fmt: skip
     assert (r.forward_collectives, r.backward_collectives) == (fwd, bwd)
     assert r.same_collectives_on_every_rank
     msg = b * s * h * 8  # the (b, s, h) activation in float64
@@ -89,13 +90,18 @@ def test_layers_equal_dense_and_trace_the_expected_collectives(
         else:  # reduce-scatter: the output block
             assert c["nbytes"] == msg // t
     ar = 2 * (t - 1) / t * msg
-    want = {"column": ar, "row": ar, "mlp": 2 * ar, "mlp-sp": 2 * ar}[mode]
+    # SP: all-gather + reduce-scatter per pass (= one all-reduce each), plus the backward re-gather
+    # of the column layer's input, (t-1)/t of the (b, s, h) tensor
+    want = {"column": ar, "row": ar, "mlp": 2 * ar, "mlp-sp": 2 * ar + (t - 1) / t * msg}[mode]
     assert r.per_rank_sent_bytes == [pytest.approx(want)] * t
     assert r.sent_bytes_formula == pytest.approx(want)
     assert r.local_output_kind == ["slice" if mode == "column" else "partial_sum"] * t
-    if mode == "mlp-sp":  # sequence parallelism: the same bytes as the all-reduces, per pass too
+    if mode == "mlp-sp":  # forward: the same bytes as the all-reduce; backward: + the X re-gather
         assert r.output_shape == [b, s // t, h]
         assert [p["forward"] for p in r.per_rank_sent_bytes_by_phase] == [pytest.approx(ar)] * t
+        assert [p["backward"] for p in r.per_rank_sent_bytes_by_phase] == [
+            pytest.approx(1.5 * ar)
+        ] * t
     assert "matches a dense nn.Linear on one process: yes" in format_tp(r)
 
 
@@ -206,6 +212,10 @@ def test_story_follows_the_run_and_refuses_a_different_one() -> None:
     assert sorted(b for _, _, b in sp[1].holds["X"][0]) == [0, 3]
     assert sp[3].holds["X"][0] == [("full", "all", 0)]
     assert sp[-1].holds["dX"][3] == [("slice", "row", 3)]  # reduce-scattered sequence block
+    dropped = next(f for f in sp if "dropped" in f.label)  # SP keeps only X's sequence block ...
+    assert dropped.phase == "forward" and dropped.holds["X"][1] == [("slice", "row", 1)]
+    regather = [f for f in sp if f.phase == "backward" and f.op == "all_gather"]
+    assert regather[-1].holds["X"][1] == [("full", "all", 0)]  # ... and gathers it again for dW
     syl = tp_story(report("row", t=t, rule="syllabus"))
     assert len(syl) == 2 and syl[1].holds["Y"][0] == [("wrong", "all", 0)]
     assert tp_story(report("row", local_output_kind=["slice"] * 2))[0].holds["Y"][0] == [("slice", "col", 0)]  # fmt: skip

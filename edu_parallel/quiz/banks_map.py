@@ -126,8 +126,9 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
             ],  # fmt: skip
             0,
             "Per-rank activation bytes come from the tensors autograd saved on each rank: DP 1/N, TP 1/t of the "
-            "4h-wide ones but all of the h-wide ones, PP its own blocks (times the microbatches in flight), EP its "
-            "tokens plus routing bookkeeping. Memory saving depends on WHAT you count.",
+            "4h-wide ones but all of the h-wide ones (TP+SP splits those along the sequence too and gathers W1's "
+            "input again in backward: DP's level, for one more all-gather per block), PP its own blocks (times the microbatches in flight), "
+            "EP its tokens plus routing bookkeeping. Memory saving depends on WHAT you count.",
             key="memory_errata",
         ),
         PredictThenRun(

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import bad_value
-from ..tp_model import allreduce_message_bytes, tp_sent_bytes
+from ..tp_model import allreduce_message_bytes, sp_sent_bytes_per_pass, tp_sent_bytes
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -99,11 +99,12 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
             f"With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of the MLP block runs an "
             "all-gather and a reduce-scatter instead of one all-reduce. How many bytes does each GPU send in that "
             "FORWARD pass?",
-            tp_sent_bytes("mlp-sp", t, b, s, h, 2) / 2,
+            sp_sent_bytes_per_pass(t, b, s, h, 2)["forward"],
             units="bytes",
             explanation="All-gather and reduce-scatter of the (b, s, h) tensor each send (t-1)/t*b*s*h*2 per rank, "
             "together 2(t-1)/t*b*s*h*2: exactly one ring all-reduce (which IS a reduce-scatter plus an all-gather). "
-            "SP costs no extra bytes and divides the LayerNorm/dropout activations by t (Korthikanti et al. 2022).",
+            "No extra bytes in forward; backward gathers X once more, because the column layer kept only its "
+            "sequence block: that is how SP divides the activations by t (Korthikanti et al. 2022).",
             params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
             key="sp_forward_sent",
         ),

@@ -1,4 +1,4 @@
-"""Strategy-map renderers: the measured DP / TP / PP / EP table, and what each strategy splits.
+"""Strategy-map renderers: the measured DP / TP / TP+SP / PP / EP table, and what each strategy splits.
 
 They read the report's data only (:meth:`edu_parallel.strategy_map_report.StrategyMapReport.to_json_dict`,
 or the report itself), never run anything and never import torch; plotly is imported inside.

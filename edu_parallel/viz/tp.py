@@ -133,6 +133,8 @@ def tp_story(report: Any) -> list[TPFrame]:
         collective("all_reduce", "forward", "Y", "col", "g: the full Y on every rank")
     elif sp:
         collective("reduce_scatter", "forward", "Y", "row", "rank r keeps the summed sequence block r")  # fmt: skip
+        put("X", "slice", "row")
+        snap("forward done: the gathered X is dropped; each rank saved only its sequence block", "forward")  # fmt: skip
     if rule == "megatron":  # backward
         if sp:
             put("dY", "slice", "row")
@@ -146,6 +148,8 @@ def tp_story(report: Any) -> list[TPFrame]:
             put("dX", "slice", "col")
             snap("backward: dX_r = dY A_r^T is a slice of dX: no communication", "backward")
         else:
+            if sp:  # dW = dZ^T X needs every token: gather X again instead of having kept it
+                collective("all_gather", "backward", "X", "row", "X gathered again for dW (SP saved only its block)")  # fmt: skip
             put("dX", "partial")
             snap(
                 f"backward: dX_r = {'dZ_r' if mlp else 'dY_r'} A_r^T is a PARTIAL SUM of dX",
