@@ -291,6 +291,7 @@ _PARTS = {
     "CommEstimate": "memory_comm",
     "comm_bytes_per_step": "memory_comm",
     "comm_estimate": "memory_comm",
+    "fsdp_collectives_per_step": "memory_comm",
 }
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import check_choice, check_int, check_positive
+from .errors import bad_value, check_choice, check_int, check_positive
 from .memory import COMM_BYTES_PER_ELEMENT, GB, PRECISIONS, _check_parallel
 
-__all__ = ["CommEstimate", "comm_bytes_per_step", "comm_estimate"]
+__all__ = ["CommEstimate", "comm_bytes_per_step", "comm_estimate", "fsdp_collectives_per_step"]
 
 
 @dataclass(frozen=True)
@@ -93,3 +93,18 @@ def comm_bytes_per_step(
 ) -> float:
     """Bytes each GPU sends per step; the number from :func:`comm_estimate` (see there)."""
     return comm_estimate(params, gpus, zero, precision, tp, pp).bytes_per_gpu
+
+
+def fsdp_collectives_per_step(units: int, reshard_after_forward: bool = True) -> int:
+    """Collectives FSDP issues per training step for ``units`` units that hold parameters.
+
+    Per unit (PyTorch FSDP2 ``fully_shard``; Zhao et al. 2023, arXiv 2304.11277 §3): an all-gather
+    before its forward, another before its backward if it was resharded after forward, and a
+    reduce-scatter of its gradients: ``3 units`` or ``2 units``. The bytes do not depend on the
+    cut (each parameter travels the same way in any unit); the count, and so the latency term
+    ``count·α``, does, and so does the peak of gathered parameters (one unit, plus a prefetched one).
+    """
+    units = check_int("units", units, 1)
+    if not isinstance(reshard_after_forward, bool):
+        raise bad_value("reshard_after_forward", reshard_after_forward, "True or False")
+    return (3 if reshard_after_forward else 2) * units

@@ -24,6 +24,7 @@ from edu_parallel.fsdp import (  # noqa: E402
     run_fsdp,
 )
 from edu_parallel.fsdp_report import formula_sent_bytes, fsdp_padded_numel  # noqa: E402
+from edu_parallel.memory_comm import fsdp_collectives_per_step  # noqa: E402
 from edu_parallel.trace import Trace  # noqa: E402
 from edu_parallel.zero_model import num_params  # noqa: E402
 
@@ -76,6 +77,9 @@ def test_layer_sequence_prefetches_in_backward(layer) -> None:
     assert [p for p, _ in zero3] == ["forward", "backward", "reduce_grads"]
     assert [op.startswith(x) for (_, op), x in zip(zero3, ("all_gather",) * 2 + ("reduce_scatter",), strict=True)] == [True] * 3  # fmt: skip
     assert layer.collectives_per_step == {"fsdp": 9, "zero3": 3}
+    assert layer.collectives_per_step["fsdp"] == fsdp_collectives_per_step(
+        len(layer.units) - 1
+    )  # root: none
     events = layer.trace.select("collective")
     assert {e.attrs["dtype"] for e in events} == {"c10::BFloat16"}  # the mixed-precision policy
     for e in events:  # all-gather output = N x its input shard; reduce-scatter output = input / N
@@ -107,6 +111,7 @@ def test_granularity_and_reshard_after_forward(cluster2) -> None:
                                ("backward", "all_gather", "root", False),
                                ("backward", "reduce_scatter", "root", False)]  # fmt: skip
     assert model.collectives_per_step["fsdp"] == 3 < 9  # fewer, larger collectives
+    assert model.collectives_per_step["fsdp"] == fsdp_collectives_per_step(1)
     assert model.comm_ratio_vs_dp == pytest.approx(1.5)
     assert model.per_rank_peak_gathered_bytes == [2 * PSI] * 2  # the largest unit: everything
     # None = torch's default: reshard after forward except the ROOT, which keeps its params
@@ -117,6 +122,7 @@ def test_granularity_and_reshard_after_forward(cluster2) -> None:
     keep_all = run_fsdp(cluster2, steps=1, reshard_after_forward=False)
     assert [s[:2] for s in sequence(keep_all)] == [("forward", "all_gather")] * 3 + [("backward", "reduce_scatter")] * 3  # fmt: skip
     assert keep_all.per_rank_sent_bytes == [formula_sent_bytes(DIMS, 2, 1)] * 2
+    assert keep_all.collectives_per_step["fsdp"] == fsdp_collectives_per_step(3, False) == 6
     assert keep_all.per_rank_peak_gathered_bytes == [2 * PSI] * 2  # all units kept until backward
 
 
@@ -211,3 +217,11 @@ def test_cli_json(capsys) -> None:
     assert data["per_rank_sent_bytes"] == [formula_sent_bytes(DIMS, 2, 2)] * 2
     assert main(["run", "fsdp", "--reshard-after-forward", "maybe"]) == 2
     assert "reshard_after_forward='maybe' is not valid" in capsys.readouterr().err
+
+
+def test_collective_count_formula_rejects_bad_input() -> None:
+    assert fsdp_collectives_per_step(4) == 12 and fsdp_collectives_per_step(4, False) == 8
+    with pytest.raises(ValueError, match="units=0"):
+        fsdp_collectives_per_step(0)
+    with pytest.raises(ValueError, match="reshard_after_forward='yes'"):
+        fsdp_collectives_per_step(2, "yes")  # type: ignore[arg-type]

@@ -80,6 +80,7 @@ FORMULAS = {
         * p["h"]
         * p["itemsize"]
     ),  # fmt: skip
+    "fsdp_collectives": lambda p: p["units"] * (3 if p["reshard"] else 2),
     "predict_zero_rank_bytes": lambda p: {
         1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
         2: 2 * p["psi"] + 14 * p["psi"] / p["N"],

@@ -13,7 +13,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import bad_value
-from ..memory import comm_bytes_per_step, largest_model_that_fits, model_state_bytes
+from ..memory import (
+    comm_bytes_per_step,
+    fsdp_collectives_per_step,
+    largest_model_that_fits,
+    model_state_bytes,
+)
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -46,6 +51,7 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
     n_run = 4 if rng is None else rng.choice((2, 4))
     stage_run = 2 if rng is None else rng.choice((1, 2, 3))
     size = f"{psi / 1e9:g}B"
+    units = 32 if rng is None else rng.choice((12, 24, 32, 80))
 
     def reveal(report: Any) -> str:
         return f"model-state bytes per rank, counted from the ledger: {list(report.per_rank_peak_model_state_bytes)}"
@@ -103,6 +109,17 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             "what lets ZeRO-3 train models no single GPU could hold.",
             params={"N": n, "gpu_gib": gpu_gib},
             key="zero3_largest",
+        ),
+        Numeric(
+            f"FSDP2 wraps each of {units} transformer layers with fully_shard (the root holds no parameters of "
+            "its own) and reshards after forward. How many collectives does one training step issue?",
+            fsdp_collectives_per_step(units, True),
+            units="collectives",
+            explanation="Per unit: an all-gather before forward, another before backward (it was resharded), a "
+            "reduce-scatter of its gradients. The bytes are ZeRO-3's whatever the cut; the count (latency) and "
+            "the peak of gathered parameters (one unit plus the prefetched next) depend on it.",
+            params={"units": units, "reshard": True},
+            key="fsdp_collectives",
         ),
         MultipleChoice(
             "ZeRO and tensor/pipeline parallelism both cut memory per GPU. What is the difference (U15)?",
