@@ -225,3 +225,20 @@ def test_collective_count_formula_rejects_bad_input() -> None:
         fsdp_collectives_per_step(0)
     with pytest.raises(ValueError, match="reshard_after_forward='yes'"):
         fsdp_collectives_per_step(2, "yes")  # type: ignore[arg-type]
+
+
+@needs_fsdp2
+def test_gathered_memory_curves_replay_the_ledger(cluster2) -> None:
+    from edu_parallel.viz.fsdp import gathered_curves, gathered_memory_figure
+
+    r = run_fsdp(cluster2, steps=1)
+    curves = gathered_curves({"ZeRO-3": r.zero3_trace, "FSDP": r.trace})
+    assert max(b for _, b in curves["FSDP"]) == r.per_rank_peak_gathered_bytes[0]
+    assert max(b for _, b in curves["ZeRO-3"]) == r.zero3_per_rank_peak_gathered_bytes[0]
+    assert curves["FSDP"][-1][1] == 0 == curves["ZeRO-3"][-1][1]  # everything resharded
+    assert len(curves["FSDP"]) == 1 + 4 * 3  # per unit: gather + release, forward and backward
+    fig = gathered_memory_figure({"ZeRO-3": r.zero3_trace, "FSDP": r.trace})
+    assert [t.name for t in fig.data] == ["ZeRO-3", "FSDP"]
+    assert list(fig.data[1].y) == [b for _, b in curves["FSDP"]]
+    with pytest.raises(ValueError, match="no gathered_params"):
+        gathered_curves({"empty": Trace(meta={})})

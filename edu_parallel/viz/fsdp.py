@@ -5,6 +5,7 @@
 the rank's issue order within one step, y = the unit whose parameters it moves (ZeRO-3: the
 whole flat model; FSDP2: one ``fully_shard``-ed module), colour = the op, shaded bands = the pass,
 a thick outline = issued early as a prefetch (Zhao et al. 2023, arXiv 2304.11277, §3.4).
+:func:`gathered_memory_figure` replays the gathered-parameter memory events of each run.
 :func:`comparison_rows` is the table next to it: collectives per step (the latency term), bytes
 sent per rank per step, ratio to DP, peak all-gathered bytes.
 
@@ -138,3 +139,45 @@ def comparison_rows(reports: Mapping[str, Any]) -> list[dict[str, Any]]:
                      "sent_per_rank": max(get(r, "per_rank_sent_bytes")), "vs_dp": get(r, "comm_ratio_vs_dp"),
                      "peak_gathered": max(get(r, "per_rank_peak_gathered_bytes"))})  # fmt: skip
     return rows
+
+
+def gathered_curves(traces: Mapping[str, Any], rank: int = 0, step: int = 1) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
+    """``{name: [(phase, bytes gathered after the event), ...]}``: replay of ``rank``'s
+    ``gathered_params`` memory events in ``step`` of each trace, starting from 0."""
+    out = {}
+    for name, trace in traces.items():
+        level, curve = 0, [("start", 0)]
+        events = [e for e in trace.events if e.kind == "memory" and e.rank == rank and e.step == step
+                  and (e.attrs or {}).get("category") == "gathered_params"]  # fmt: skip
+        for e in sorted(events, key=lambda e: e.start):
+            level += e.nbytes
+            curve.append((e.phase or "-", level))
+        if len(curve) == 1:
+            raise bad_value(f"traces[{name!r}]", f"no gathered_params events of rank {rank} in step {step}",
+                            "a ZeRO-3 or FSDP trace (their gathers are recorded as memory events)")  # fmt: skip
+        out[name] = curve
+    return out
+
+
+def gathered_memory_figure(traces: Mapping[str, Any], rank: int = 0, step: int = 1,
+                           title: str | None = None) -> Any:  # fmt: skip
+    """Unsharded parameter bytes alive on ``rank`` over one step, one row per run (shared axes): the
+    peak is the largest unit (plus a prefetched one) for FSDP, the whole model for ZeRO-3."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    curves = gathered_curves(traces, rank, step)
+    titles = [f"{name}: peak {max(b for _, b in c):,} B" for name, c in curves.items()]
+    fig = make_subplots(rows=len(curves), cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=titles)  # fmt: skip
+    for row, (name, curve) in enumerate(curves.items(), start=1):
+        fig.add_trace(go.Scatter(
+            x=list(range(len(curve))), y=[b for _, b in curve], mode="lines+markers", name=name,
+            line_shape="hv", customdata=[p for p, _ in curve], showlegend=False,
+            hovertemplate="%{customdata}: %{y:,} B gathered<extra>" + name + "</extra>",
+        ), row=row, col=1)  # fmt: skip
+        fig.update_yaxes(title_text="bytes", matches="y", row=row, col=1)  # one scale for all
+    fig.update_xaxes(title_text="gather / release, in order (forward, then backward)", row=len(curves), col=1)  # fmt: skip
+    fig.update_layout(title=title or f"Gathered (unsharded) parameter bytes on rank {rank}, step {step}",
+                      height=110 + 150 * len(curves))  # fmt: skip
+    return fig
