@@ -157,21 +157,24 @@ def _moe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens", type=int, default=D["tokens"], help=f"tokens per rank T (default {D['tokens']})")  # fmt: skip
     p.add_argument("--hidden", type=int, default=D["hidden"], help=f"hidden size h (default {D['hidden']})")  # fmt: skip
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of weights and tokens (default 0)")  # fmt: skip
+    p.add_argument("--dispatch", default="variable", help="variable (counts, then the kept rows) or padded (GShard's (E, C, h) buffer, equal splits) (default variable)")  # fmt: skip
 
 
 def _moe_check(a: argparse.Namespace) -> None:
     """Validate before any process starts (experts divisible by ranks, top-k <= E, C > 0, ...)."""
-    from .moe_run import check_moe_args
+    from .moe_run import check_dispatch, check_moe_args
 
     n = world_size_of(a)
     n = n if isinstance(n, int) and n >= 1 else 0  # the executor checks the world size itself
     check_moe_args(n, a.experts, a.top_k, a.capacity_factor, a.skew, a.tokens, a.hidden, a.seed)
+    check_dispatch(a.dispatch)
 
 
 def _moe_run(executor: Any, a: argparse.Namespace) -> Any:
     from .moe_run import run_moe
 
-    return run_moe(executor, a.experts, a.top_k, a.capacity_factor, a.skew, a.tokens, a.hidden, a.seed)  # fmt: skip
+    return run_moe(executor, a.experts, a.top_k, a.capacity_factor, a.skew, a.tokens, a.hidden, a.seed,
+                   dispatch=a.dispatch)  # fmt: skip
 
 
 def _moe_render(report: Any) -> str:

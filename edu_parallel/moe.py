@@ -16,12 +16,15 @@ Fedus et al. 2021 (arXiv 2101.03961); Mixtral, Jiang et al. 2024 (arXiv 2401.040
   first choices in token order, then all second choices, and so on; an assignment past the
   capacity is dropped before it travels, and contributes 0 (the token keeps its other
   assignments; weights are not renormalised after a drop).
-* :func:`moe_layer`: exchange the per-expert counts (an ``all_to_all_single`` of E integers), then
-  dispatch the kept token rows with ``all_to_all_single`` and variable splits, run the local
-  experts, and combine back with the reverse ``all_to_all_single``. :class:`AllToAll` is the
-  autograd function: its backward is the reverse all-to-all (phase ``"backward"``). Each exchange
-  also writes a ``mark`` with the bytes sent to and received from every peer, which is where the
-  traffic matrix comes from (:func:`~edu_parallel.moe_run.traffic_matrix`).
+* :func:`moe_layer`, ``dispatch="variable"`` (default): exchange the per-expert counts (an
+  ``all_to_all_single`` of E integers), then dispatch the kept token rows with ``all_to_all_single``
+  and variable splits, run the local experts, and combine back with the reverse
+  ``all_to_all_single``. ``dispatch="padded"``: GShard/Switch's fixed (E, C, h) buffer with equal
+  splits, empty slots zero, no counts. Both in :mod:`edu_parallel.moe_dispatch`, whose
+  :class:`AllToAll` is the autograd function: its backward is the reverse all-to-all (phase
+  ``"backward"``). Each exchange also writes a ``mark`` with the bytes sent to and received from
+  every peer, which is where the traffic matrix comes from
+  (:func:`~edu_parallel.moe_run.traffic_matrix`).
 * :func:`moe_reference`: the same layer on one process, the naive dense way (every expert on every
   token, combined with a (T, E) weight matrix that is 0 where not routed or dropped).
 """
@@ -29,17 +32,22 @@ Fedus et al. 2021 (arXiv 2101.03961); Mixtral, Jiang et al. 2024 (arXiv 2401.040
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .moe_run import expert_capacity
-
-A2A = "all_to_all_single"
-SPLITS_MARK = "all_to_all_splits"  # the mark written after every exchange
+from .moe_dispatch import (  # noqa: F401  (A2A, SPLITS_MARK, AllToAll, exchange: re-exported)
+    A2A,
+    DISPATCH,
+    SPLITS_MARK,
+    AllToAll,
+    DispatchStats,
+    exchange,
+)
+from .moe_formulas import check_dispatch, expert_capacity
 
 
 class ExpertBank(nn.Module):
@@ -120,6 +128,7 @@ class Routing:
     positions: torch.Tensor  # (T, k) place in the expert's queue
     kept: torch.Tensor  # (T, k) bool: positions < capacity
     capacity: int
+    stats: DispatchStats | None = None  # set by moe_layer: slots sent and filled, rows computed
 
 
 def capacity_positions(choices: torch.Tensor, experts: int) -> torch.Tensor:
@@ -146,86 +155,26 @@ def route(x: torch.Tensor, router: nn.Module, top_k: int, capacity_factor: float
     return Routing(probs, choices, gates, pos, pos < cap, cap)
 
 
-# ----------------------------------------------------------------- the all-to-all
-def exchange(ctx: Any, x: torch.Tensor, out_splits: list[int], in_splits: list[int], *,
-             step: int | None, phase: str, name: str, group: Any = None) -> torch.Tensor:  # fmt: skip
-    """``all_to_all_single`` of rows: ``in_splits[d]`` rows of ``x`` go to peer d, ``out_splits[s]``
-    rows arrive from peer s. (A, ...) -> (R, ...). Traced, plus a mark with the bytes per peer
-    (``send_bytes[d]``, ``recv_bytes[s]``; with a ``group``, ``peers[d]`` is peer d's global rank)."""
-    import torch.distributed as dist
-
-    out = x.new_empty((sum(out_splits), *x.shape[1:]))
-    kw = {} if group is None else {"group": group}
-    ctx.collective(A2A, out, x, out_splits, in_splits, step=step, phase=phase, **kw)
-    row = math.prod(x.shape[1:]) * x.element_size()  # bytes per row (works for 0 rows too)
-    where = {} if group is None else {"peers": dist.get_process_group_ranks(group)}
-    ctx.mark(SPLITS_MARK, exchange=name, phase=phase, step=step, **where,
-             send_bytes=[s * row for s in in_splits], recv_bytes=[s * row for s in out_splits])  # fmt: skip
-    return out
-
-
-class AllToAll(torch.autograd.Function):
-    """Differentiable ``all_to_all_single``: backward sends the gradient rows back the way they came
-    (the reverse all-to-all, splits swapped), traced with phase ``"backward"``."""
-
-    @staticmethod
-    def forward(fctx: Any, x: torch.Tensor, ctx: Any, out_splits: list[int], in_splits: list[int],
-                step: int | None, name: str, group: Any = None) -> torch.Tensor:  # fmt: skip
-        fctx.args = (ctx, out_splits, in_splits, step, name, group)
-        return exchange(
-            ctx, x, out_splits, in_splits, step=step, phase=name, name=name, group=group
-        )
-
-    @staticmethod
-    def backward(fctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-        ctx, out_splits, in_splits, step, name, group = fctx.args
-        dx = exchange(ctx, grad.contiguous(), in_splits, out_splits, step=step, phase="backward",
-                      name=f"{name}_grad", group=group)  # fmt: skip
-        return dx, None, None, None, None, None, None
-
-
 # ----------------------------------------------------------------- the layer
 def moe_layer(ctx: Any, x: torch.Tensor, router: nn.Module, experts: ExpertBank, *, top_k: int,
-              capacity_factor: float, step: int | None = None,
-              group: Any = None) -> tuple[torch.Tensor, Routing]:  # fmt: skip
+              capacity_factor: float, step: int | None = None, group: Any = None,
+              dispatch: str = "variable") -> tuple[torch.Tensor, Routing]:  # fmt: skip
     """The expert-parallel MoE layer on this rank: (T, h) tokens -> (T, h) output and the routing.
 
     ``experts`` are this rank's E/N experts (``experts.first`` = rank * E/N); E = N * experts.num.
-    Three traced ``all_to_all_single`` forward (counts, dispatch, combine), two backward.
+    ``dispatch="variable"``: counts, then the kept rows (:func:`~edu_parallel.moe_dispatch.dispatch_variable`);
+    ``"padded"``: GShard's fixed (E, C, h) buffer (:func:`~edu_parallel.moe_dispatch.dispatch_padded`).
+    The routing returned carries the measured :class:`~edu_parallel.moe_dispatch.DispatchStats`.
     """
     import torch.distributed as dist
 
+    run = DISPATCH[check_dispatch(dispatch)]
     n = ctx.world_size if group is None else dist.get_world_size(group)
-    e_local = experts.num
-    e = n * e_local
-    t, h = x.shape
+    t = x.shape[0]
+    e = n * experts.num
     with ctx.compute("router", t * e * x.element_size(), step=step, phase="router"):
         routing = route(x, router, top_k, capacity_factor)
-    # Kept assignments, sorted by expert (so by destination rank); stable: token order inside.
-    tok = torch.arange(t, device=x.device).unsqueeze(1).expand(t, top_k)  # (T, k)
-    a_exp, a_tok, a_gate = (v[routing.kept] for v in (routing.experts, tok, routing.gates))  # (A,)
-    order = torch.argsort(a_exp, stable=True)
-    a_exp, a_tok, a_gate = a_exp[order], a_tok[order], a_gate[order]
-    per_expert = torch.bincount(a_exp, minlength=e)  # (E,) rows this rank sends to each expert
-    # 1. counts: (E,) -> (N * E/N,): recv_counts[s, j] = rows from rank s for local expert j
-    counts = exchange(ctx, per_expert, [e_local] * n, [e_local] * n, step=step, phase="counts",
-                      name="counts", group=group).view(n, e_local)  # fmt: skip
-    send_splits = per_expert.view(n, e_local).sum(1).tolist()  # rows to each rank
-    recv_splits = counts.sum(1).tolist()  # rows from each rank
-    # 2. dispatch: (A, h) rows grouped by destination -> (R, h) grouped by (source, local expert)
-    recv_x = AllToAll.apply(x[a_tok], ctx, recv_splits, send_splits, step, "dispatch", group)
-    # 3. local experts: row i of recv_x belongs to local expert local_id[i]
-    local_id = torch.repeat_interleave(torch.arange(e_local, device=x.device).repeat(n),
-                                       counts.reshape(-1))  # (R,)  # fmt: skip
-    with ctx.compute("experts", recv_x.numel() * recv_x.element_size(), step=step, phase="experts"):
-        y_recv = torch.zeros_like(recv_x)  # (R, h)
-        for j in range(e_local):
-            rows = (local_id == j).nonzero().squeeze(1)
-            y_recv = y_recv.index_copy(0, rows, experts.expert(j, recv_x[rows]))
-    # 4. combine: (R, h) -> (A, h), back in the order they were sent
-    back = AllToAll.apply(y_recv, ctx, send_splits, recv_splits, step, "combine", group)
-    # 5. y[t] = sum over t's kept assignments of gate * expert output: (A, h) -> (T, h)
-    y = torch.zeros_like(x).index_add(0, a_tok, back * a_gate.unsqueeze(1))
+    y, routing.stats = run(ctx, x, routing, experts, n, step=step, group=group)
     return y, routing
 
 
@@ -249,7 +198,8 @@ def moe_reference(x: torch.Tensor, router: nn.Module, experts: ExpertBank, *, to
 
 # ----------------------------------------------------------------- the job
 def moe_job(ctx: Any, experts: int, top_k: int, capacity_factor: float, skew: float, tokens: int,
-            hidden: int, seed: int, backward: bool = True) -> dict[str, Any]:  # fmt: skip
+            hidden: int, seed: int, backward: bool = True,
+            dispatch: str = "variable") -> dict[str, Any]:  # fmt: skip
     """On every rank: one MoE layer forward (and backward with a seeded dy), traced as step 0."""
     n, r = ctx.world_size, ctx.rank
     params = init_moe(experts, hidden, seed=seed, skew=skew)
@@ -259,9 +209,9 @@ def moe_job(ctx: Any, experts: int, top_k: int, capacity_factor: float, skew: fl
     rows = slice(r * tokens, (r + 1) * tokens)
     x = x_all[rows].to(ctx.device).requires_grad_(backward)  # (T, h) this rank's tokens
     y, routing = moe_layer(ctx, x, router, local, top_k=top_k, capacity_factor=capacity_factor,
-                           step=0)  # fmt: skip
+                           step=0, dispatch=dispatch)  # fmt: skip
     out = {"y": y.detach(), "experts": routing.experts, "kept": routing.kept,
-           "gates": routing.gates.detach(), "capacity": routing.capacity}  # fmt: skip
+           "gates": routing.gates.detach(), "capacity": routing.capacity, "stats": asdict(routing.stats)}  # fmt: skip
     if backward:
         # loss = sum(y * dy), so dL/dy = dy (y.backward(dy) would import sympy on first use: ~2 s)
         (y * dy_all[rows].to(ctx.device)).sum().backward()

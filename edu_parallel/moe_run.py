@@ -3,8 +3,12 @@
 Pure Python at import (renderers and quiz banks import it; torch is imported inside
 :func:`run_moe` and :func:`moe_routing_stats`).
 
-* Capacity (GShard, Lepikhin et al. 2020 §2.2; Switch, Fedus et al. 2021 §2.2):
-  ``capacity = ceil(C * T * k / E)`` assignments per expert per source rank (T tokens per rank).
+* Formulas and checks live in :mod:`edu_parallel.moe_formulas` (re-exported here): capacity
+  ``ceil(C * T * k / E)`` per expert per source rank (GShard §2.2, Switch §2.2), the balanced and
+  the padded bytes per exchange.
+* Dispatch ``"variable"`` sends the kept rows; ``"padded"`` sends every rank's (E, C, h) buffer
+  (GShard): ``padding_fraction`` = empty slots / slots sent, ``expert_rows_computed`` counts the
+  rows the experts ran on (padding included) beside ``expert_rows_with_tokens``.
 * Traffic: every ``all_to_all_single`` is followed by a ``mark`` holding the bytes the rank sent to
   and received from each peer; :func:`traffic_matrix` builds the rank x rank matrix from them
   (entry [s][d] = bytes s sent to d; the diagonal is a local copy, not on the wire).
@@ -19,56 +23,27 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from .errors import bad_value, check_int, check_positive
+from .errors import bad_value
+from .moe_formulas import (  # noqa: F401  (re-exported: lessons, quiz and tests import them here)
+    ATOL,
+    DEFAULTS,
+    DISPATCHES,
+    EXCHANGES,
+    FORWARD_EXCHANGES,
+    ITEMSIZE,
+    MAX_EXPERTS,
+    MAX_HIDDEN,
+    MAX_SKEW,
+    MAX_TOKENS,
+    RTOL,
+    all_to_one_dropped,
+    balanced_dispatch_bytes,
+    check_dispatch,
+    check_moe_args,
+    expert_capacity,
+    padded_dispatch_bytes,
+)
 from .trace import Trace
-
-EXCHANGES = ("counts", "dispatch", "combine", "combine_grad", "dispatch_grad")
-FORWARD_EXCHANGES = ("counts", "dispatch", "combine")
-MAX_EXPERTS, MAX_TOKENS, MAX_HIDDEN, MAX_SKEW = 64, 1024, 256, 100.0
-DEFAULTS = {"experts": 8, "top_k": 2, "capacity_factor": 1.25, "skew": 0.0, "tokens": 16,
-            "hidden": 8, "seed": 0}  # fmt: skip
-ITEMSIZE = 4  # float32 token rows
-ATOL, RTOL = 1e-5, 1e-4  # float32: the dense reference sums in another order
-
-
-def expert_capacity(tokens: int, experts: int, top_k: int, capacity_factor: float) -> int:
-    """Assignments one expert accepts from one source rank: ``ceil(C * T * k / E)``."""
-    return math.ceil(capacity_factor * tokens * top_k / experts - 1e-9)
-
-
-def balanced_dispatch_bytes(tokens: int, top_k: int, hidden: int, world_size: int,
-                            itemsize: int = ITEMSIZE) -> float:  # fmt: skip
-    """Bytes one rank sends over the wire in the dispatch when its T k assignments spread evenly
-    over the N ranks and none is dropped: ``(N-1)/N * T k h * itemsize`` (1/N stays local)."""
-    return (world_size - 1) / world_size * tokens * top_k * hidden * itemsize
-
-
-def all_to_one_dropped(world_size: int, tokens: int, capacity: int) -> int:
-    """Top-1 routing where every token picks the same expert: each rank drops T - capacity."""
-    return world_size * max(tokens - capacity, 0)
-
-
-def check_moe_args(world_size: int, experts: Any, top_k: Any, capacity_factor: Any, skew: Any,
-                   tokens: Any, hidden: Any, seed: Any) -> tuple[int, int, float, float, int, int, int]:  # fmt: skip
-    """Validate before any process starts; a ValueError names parameter, value and valid range."""
-    experts = check_int("experts", experts, 1, MAX_EXPERTS)
-    if world_size >= 1 and experts % world_size:
-        raise bad_value("experts", experts,
-                        f"a multiple of the world size {world_size} (E/N experts per rank)")  # fmt: skip
-    top_k = check_int("top_k", top_k, 1)
-    if top_k > experts:
-        raise bad_value("top_k", top_k, f"an integer in [1, experts={experts}] (k distinct experts per token)")  # fmt: skip
-    capacity_factor = check_positive("capacity_factor", capacity_factor)
-    try:
-        skew_f = float(skew)
-    except (TypeError, ValueError):
-        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]") from None
-    if isinstance(skew, bool) or not 0.0 <= skew_f <= MAX_SKEW:
-        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]")
-    tokens = check_int("tokens", tokens, 1, MAX_TOKENS)
-    hidden = check_int("hidden", hidden, 1, MAX_HIDDEN)
-    seed = check_int("seed", seed, 0)
-    return experts, top_k, capacity_factor, skew_f, tokens, hidden, seed
 
 
 def traffic_matrix(trace: Trace, exchange: str = "dispatch", step: int | None = None) -> list[list[int]]:  # fmt: skip
@@ -114,7 +89,9 @@ class MoEReport:
     max_abs_diff_grads: dict[str, float]
     traffic_matrix_bytes: list[list[int]]  # dispatch, from the trace
     traffic_by_exchange: dict[str, list[list[int]]]
-    traffic_matches_routing: bool  # the trace's matrix == kept assignments x h x itemsize
+    traffic_matches_routing: (
+        bool  # trace == kept x h x itemsize (variable) or E/N C h itemsize (padded)
+    )
     per_rank_sent_bytes: list[int]  # dispatch, off the diagonal (on the wire)
     sent_bytes_by_exchange: dict[str, list[int]]
     routed_matrix: list[list[int]]  # [source rank][expert] assignments chosen by the router
@@ -126,6 +103,12 @@ class MoEReport:
     assignments: int
     load_imbalance: float  # max expert load / mean
     forward_collectives: list[str]
+    dispatch: str  # "variable" or "padded"
+    sent_bytes_per_exchange: float  # mean over ranks of dispatch bytes on the wire (one exchange)
+    slots_dispatched: int  # rows in all ranks' dispatch buffers (padded: N E C; variable: kept)
+    padding_fraction: float  # empty slots / slots_dispatched, measured on the senders
+    expert_rows_computed: int  # rows all experts ran on, padding included (measured)
+    expert_rows_with_tokens: int  # of those, rows holding a kept assignment
     backward_collectives: list[str]
     routing_experts: list[list[list[int]]] = field(repr=False)  # [rank][token][choice]
     routing_kept: list[list[list[bool]]] = field(repr=False)
@@ -153,13 +136,14 @@ def _routing_counts(results: list[dict[str, Any]], experts: int) -> tuple[list[l
 
 def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: float = 1.25,
             skew: float = 0.0, tokens: int = 16, hidden: int = 8, seed: int = 0,
-            backward: bool = True) -> MoEReport | None:  # fmt: skip
+            backward: bool = True, dispatch: str = "variable") -> MoEReport | None:  # fmt: skip
     """One MoE layer (forward, and backward with a seeded dy) on ``cluster``, checked.
 
     ``matches_reference``: every rank's output equals :func:`~edu_parallel.moe.moe_reference` on
     the global batch (groups = ranks) within ``ATOL + RTOL |ref|``; ``gradients_match``: dx, the
     router gradient summed over ranks (the router is replicated: data-parallel) and each rank's
-    expert gradients equal the reference's.
+    expert gradients equal the reference's. ``dispatch``: ``"variable"`` or ``"padded"``
+    (:mod:`edu_parallel.moe_dispatch`); the reference is the same for both.
     """
     import torch
 
@@ -168,8 +152,9 @@ def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: flo
     n = cluster.world_size
     experts, top_k, capacity_factor, skew, tokens, hidden, seed = check_moe_args(
         n, experts, top_k, capacity_factor, skew, tokens, hidden, seed)  # fmt: skip
+    dispatch = check_dispatch(dispatch)
     out = cluster.run(
-        moe_job, experts, top_k, capacity_factor, skew, tokens, hidden, seed, backward
+        moe_job, experts, top_k, capacity_factor, skew, tokens, hidden, seed, backward, dispatch
     )
     if out is None:  # a non-zero rank under torchrun
         return None
@@ -201,7 +186,13 @@ def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: flo
     routed, kept = _routing_counts(res, experts)
     row = hidden * ITEMSIZE
     per = experts // n
-    expected = [[sum(kept[s][d * per : (d + 1) * per]) * row for d in range(n)] for s in range(n)]
+    cap = int(res[0]["capacity"])
+    if dispatch == "padded":  # every slot travels: E/N experts x capacity rows to every rank
+        expected = [[per * cap * row] * n for _ in range(n)]
+    else:
+        expected = [[sum(kept[s][d * per : (d + 1) * per]) * row for d in range(n)] for s in range(n)]  # fmt: skip
+    stats = [r["stats"] for r in res]
+    slots = sum(st["slots_sent"] for st in stats)
     by_ex = {ex: traffic_matrix(out.trace, ex) for ex in EXCHANGES}
     load = [sum(r[e] for r in routed) for e in range(experts)]
     processed = [sum(r[e] for r in kept) for e in range(experts)]
@@ -211,7 +202,7 @@ def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: flo
                            "capacity_factor": capacity_factor, "skew": skew})  # fmt: skip
     return MoEReport(
         world_size=n, experts=experts, experts_per_rank=per, top_k=top_k,
-        capacity_factor=capacity_factor, capacity=int(res[0]["capacity"]), skew=skew,
+        capacity_factor=capacity_factor, capacity=cap, skew=skew,
         tokens_per_rank=tokens, hidden=hidden, seed=seed, matches_reference=ok_out,
         gradients_match=ok_grads, max_abs_diff_output=d_out, max_abs_diff_grads=grads,
         traffic_matrix_bytes=by_ex["dispatch"], traffic_by_exchange=by_ex,
@@ -224,6 +215,11 @@ def run_moe(cluster: Any, experts: int = 8, top_k: int = 2, capacity_factor: flo
         load_imbalance=max(load) / mean if mean else math.nan,
         forward_collectives=[e.op for e in ops0 if e.phase != "backward"],
         backward_collectives=[e.op for e in ops0 if e.phase == "backward"],
+        dispatch=dispatch, sent_bytes_per_exchange=sum(off_diagonal_sent(by_ex["dispatch"])) / n,
+        slots_dispatched=slots,
+        padding_fraction=1 - sum(st["slots_filled"] for st in stats) / slots if slots else 0.0,
+        expert_rows_computed=sum(st["rows_computed"] for st in stats),
+        expert_rows_with_tokens=sum(processed),
         routing_experts=[r["experts"].tolist() for r in res],
         routing_kept=[r["kept"].tolist() for r in res], trace=out.trace,
     )  # fmt: skip
@@ -253,8 +249,11 @@ def format_moe(report: MoEReport) -> str:
         lines.append(f"  r{s:<3}" + "".join(f"{b:>8,}" for b in row))
     lines.append(f"sent on the wire per rank (dispatch): {r.per_rank_sent_bytes}; combine sends the "
                  f"transpose; backward repeats both in reverse")  # fmt: skip
-    lines.append(f"matrix == kept assignments x h x {ITEMSIZE} B: "
-                 f"{'yes' if r.traffic_matches_routing else 'NO'}")  # fmt: skip
+    want = f"(E/N) x capacity x h x {ITEMSIZE} B" if r.dispatch == "padded" else f"kept assignments x h x {ITEMSIZE} B"  # fmt: skip
+    lines.append(f"matrix == {want}: {'yes' if r.traffic_matches_routing else 'NO'}")
+    lines.append(f"dispatch {r.dispatch}: {r.sent_bytes_per_exchange:,.0f} bytes on the wire per rank per "
+                 f"exchange; padding {r.padding_fraction:.0%} of {r.slots_dispatched} slots sent; experts "
+                 f"computed {r.expert_rows_computed} rows, {r.expert_rows_with_tokens} holding tokens")  # fmt: skip
     lines.append("")
     lines.append(
         f"expert load (routed): {r.expert_load}   imbalance max/mean = {r.load_imbalance:.2f}"

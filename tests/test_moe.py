@@ -25,6 +25,7 @@ from edu_parallel.moe_run import (
     format_moe,
     moe_routing_stats,
     moe_runner,
+    padded_dispatch_bytes,
     run_moe,
 )
 
@@ -39,6 +40,8 @@ def test_capacity_formula() -> None:
     assert expert_capacity(3, 64, 1, 0.01) == 1  # never 0
     assert balanced_dispatch_bytes(16, 2, 8, 4) == 3 / 4 * 16 * 2 * 8 * 4
     assert all_to_one_dropped(4, 16, 5) == 44 and all_to_one_dropped(2, 3, 5) == 0
+    assert padded_dispatch_bytes(8, 5, 8, 4) == 3 * 2 * 5 * 8 * 4  # 3 peers x E/N x C x h x 4
+    assert padded_dispatch_bytes(6, 7, 3, 3, itemsize=2) == 2 * 2 * 7 * 3 * 2
 
 
 def test_capacity_positions_follow_gshard_priority() -> None:
@@ -205,7 +208,7 @@ def test_two_ranks_and_forward_only(cluster2) -> None:
     )
 
 
-def subgroup_job(ctx) -> torch.Tensor:
+def subgroup_job(ctx, dispatch: str = "variable") -> torch.Tensor:
     """Two expert-parallel groups {0, 1} and {2, 3}, each holding all 4 experts (2 per rank)."""
     import torch.distributed as dist
 
@@ -217,14 +220,15 @@ def subgroup_job(ctx) -> torch.Tensor:
     x_all, _ = make_tokens(4, 8, 6, seed=1)
     x = x_all[ctx.rank * 8 : (ctx.rank + 1) * 8]
     y, _ = moe_layer(ctx, x, params.router, local, top_k=2, capacity_factor=1.0, step=0,
-                     group=groups[ctx.rank // 2])  # fmt: skip
+                     group=groups[ctx.rank // 2], dispatch=dispatch)  # fmt: skip
     return y
 
 
-def test_layer_in_a_subgroup(cluster4) -> None:
+@pytest.mark.parametrize("dispatch", ["variable", "padded"])
+def test_layer_in_a_subgroup(cluster4, dispatch: str) -> None:
     from edu_parallel.moe_run import traffic_matrix
 
-    out = cluster4.run(subgroup_job)
+    out = cluster4.run(subgroup_job, dispatch)
     params = init_moe(4, 6, seed=1)
     x_all, _ = make_tokens(4, 8, 6, seed=1)
     m = traffic_matrix(out.trace)
@@ -241,6 +245,8 @@ def test_layer_in_a_subgroup(cluster4) -> None:
             want = [0] * 4
             for e in kept:
                 want[2 * g + e // 2] += 6 * 4
+            if dispatch == "padded":  # 2 local experts x capacity 4 slots to each group peer
+                want = [2 * 4 * 6 * 4 if d // 2 == g else 0 for d in range(4)]
             assert m[2 * g + i] == want
 
 
@@ -252,6 +258,79 @@ def test_quiz_predict_then_run_against_real_ranks(cluster4) -> None:
     assert q.check(q.predict.answer).correct  # the formula equals the run
     assert not q.check(q.predict.answer + 1).correct
     assert "dropped assignments counted by the run" in q.check(0).reveal
+
+
+# ----------------------------------------------------------------- padded (GShard) dispatch
+def both_dispatches(cluster, kw: dict) -> dict:
+    """moe_job's raw per-rank results for both dispatches (same weights, tokens, routing)."""
+    from edu_parallel.moe import moe_job
+
+    args = [kw.get(a, d) for a, d in (("experts", 8), ("top_k", 2), ("capacity_factor", 1.25),
+            ("skew", 0.0), ("tokens", 16), ("hidden", 8), ("seed", 0))]  # fmt: skip
+    return {d: cluster.run(moe_job, *args, True, d).results for d in ("variable", "padded")}
+
+
+@pytest.mark.parametrize("kw", CASES)
+def test_padded_equals_variable_and_reference(cluster4, kw: dict) -> None:
+    """Output, dx, router and expert gradients: padded == variable (raw tensors) == one process."""
+    r = run_moe(cluster4, **kw, dispatch="padded")
+    assert r.matches_reference and r.gradients_match, (r.max_abs_diff_output, r.max_abs_diff_grads)
+    assert r.max_abs_diff_output < 1e-5 and max(r.max_abs_diff_grads.values()) < 1e-5
+    runs = both_dispatches(cluster4, kw)
+    for v, p in zip(runs["variable"], runs["padded"], strict=True):
+        assert torch.equal(v["experts"], p["experts"]) and torch.equal(v["kept"], p["kept"])
+        pairs = [(v["y"], p["y"]), (v["dx"], p["dx"])]
+        pairs += list(zip(v["router_grads"] + v["expert_grads"], p["router_grads"] + p["expert_grads"], strict=True))  # fmt: skip
+        for a, b in pairs:
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert r.dispatch == "padded" and r.traffic_matches_routing and r.matches_builtin
+
+
+@pytest.mark.parametrize(("c", "cap"), [(1.25, 5), (2.0, 8)])
+@pytest.mark.parametrize("skew", [0.0, 4.0])
+def test_padded_bytes_equal_the_formula_whatever_the_routing(cluster4, c: float, cap: int,
+                                                              skew: float) -> None:  # fmt: skip
+    r = run_moe(cluster4, capacity_factor=c, skew=skew, dispatch="padded")
+    assert r.capacity == cap
+    want = padded_dispatch_bytes(8, cap, 8, 4)  # (N-1)/N E C h 4
+    assert want == 3 / 4 * 8 * cap * 8 * 4
+    for ex in ("dispatch", "combine", "combine_grad", "dispatch_grad"):  # read from the trace
+        assert r.sent_bytes_by_exchange[ex] == [want] * 4, ex
+        assert r.traffic_by_exchange[ex] == [[2 * cap * 8 * 4] * 4 for _ in range(4)]
+    assert r.sent_bytes_per_exchange == want
+    assert r.traffic_by_exchange["counts"] == [[0] * 4 for _ in range(4)]  # no counts exchange
+    for rank in range(4):
+        ev = [e for e in r.trace.events if e.kind == "collective" and e.rank == rank]
+        assert [e.phase for e in ev] == ["dispatch", "combine", "backward", "backward"]
+        assert all(e.nbytes == 4 * 2 * cap * 8 * 4 for e in ev)  # N x E/N x C rows of h floats
+    kept = r.assignments - r.dropped_tokens
+    assert r.slots_dispatched == 4 * 8 * cap and r.expert_rows_computed == 4 * 8 * cap
+    assert r.expert_rows_with_tokens == kept
+    assert r.padding_fraction == pytest.approx(1 - kept / (4 * 8 * cap), abs=1e-12)
+    assert r.padding_fraction > 0 and r.forward_collectives == [A2A] * 2
+
+
+@pytest.mark.parametrize("kw", [{}, dict(skew=4.0, top_k=1, capacity_factor=2.0),
+                                dict(experts=8, top_k=8, capacity_factor=0.5)])  # fmt: skip
+def test_variable_bytes_never_exceed_padded(cluster4, kw: dict) -> None:
+    """Per rank: variable <= padded; equal exactly when every slot it sends to a peer is full."""
+    var = run_moe(cluster4, **kw)
+    pad = run_moe(cluster4, **kw, dispatch="padded")
+    assert var.kept_matrix == pad.kept_matrix and var.capacity == pad.capacity
+    per = var.experts_per_rank
+    for s in range(4):
+        full = all(
+            var.kept_matrix[s][e] == var.capacity for e in range(var.experts) if e // per != s
+        )
+        assert var.per_rank_sent_bytes[s] <= pad.per_rank_sent_bytes[s]
+        assert (var.per_rank_sent_bytes[s] == pad.per_rank_sent_bytes[s]) == full
+    assert var.padding_fraction == 0.0 and var.expert_rows_computed == var.expert_rows_with_tokens
+    assert var.sent_bytes_per_exchange <= pad.sent_bytes_per_exchange
+    if kw.get("top_k") == 8:  # 16 assignments per expert per rank, capacity 8: every slot full
+        assert pad.padding_fraction == 0.0
+        assert var.per_rank_sent_bytes == pad.per_rank_sent_bytes
+    else:
+        assert var.sent_bytes_per_exchange < pad.sent_bytes_per_exchange
 
 
 # ----------------------------------------------------------------- bad input
@@ -271,6 +350,8 @@ def test_bad_inputs_name_the_parameter(kwargs: dict, name: str) -> None:
 
 
 def test_bad_input_before_running(cluster2) -> None:
+    with pytest.raises(ValueError, match="dispatch='dense' is not valid: expected one of 'variable', 'padded'"):  # fmt: skip
+        run_moe(cluster2, experts=2, dispatch="dense")
     with pytest.raises(
         ValueError, match="experts=3 is not valid: expected a multiple of the world size 2"
     ):
@@ -288,10 +369,17 @@ def test_cli_json_and_errors(capsys) -> None:
     assert isinstance(data["dropped_tokens"], int) and data["dropped_tokens"] >= 0
     for bad, text in ((["--experts", "4", "--top-k", "5"], "top_k=5"), (["--experts", "3"], "experts=3"),
                       (["--capacity-factor", "0"], "capacity_factor=0.0"), (["--tokens", "0"], "tokens=0"),
-                      (["--skew", "-2"], "skew=-2.0"), (["--hidden", "0"], "hidden=0")):  # fmt: skip
+                      (["--skew", "-2"], "skew=-2.0"), (["--hidden", "0"], "hidden=0"),
+                      (["--dispatch", "dense"], "dispatch='dense'")):  # fmt: skip
         assert main(argv[:4] + bad) == 2
         err = capsys.readouterr().err
         assert text in err and err.count("\n") == 1
+    assert main(argv + ["--dispatch", "padded"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["dispatch"] == "padded" and data["matches_reference"] and data["gradients_match"]
+    cap = expert_capacity(8, 4, 2, 1.0)  # 4 slots per expert
+    assert data["traffic_matrix_bytes"] == [[2 * cap * 4 * 4] * 2] * 2
+    assert data["sent_bytes_per_exchange"] == padded_dispatch_bytes(4, cap, 4, 2)
 
 
 # ----------------------------------------------------------------- pictures (no browser)

@@ -61,6 +61,9 @@ FORMULAS = {
     "zero3_largest": lambda p: p["N"] * p["gpu_gib"] * 2**30 // 16,
     "moe_capacity": lambda p: math.ceil(p["C"] * p["T"] * p["k"] / p["E"]),
     "moe_balanced_sent": lambda p: p["T"] * p["k"] * p["h"] * 4 * (p["N"] - 1) / p["N"],
+    "moe_padded_sent": lambda p: (
+        p["E"] * math.ceil(p["C"] * p["T"] * p["k"] / p["E"]) * p["h"] * 4 * (p["N"] - 1) / p["N"]
+    ),
     "all_to_one_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
     "predict_hot_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
     "tp_allreduce_bytes": lambda p: p["b"] * p["s"] * p["h"] * p["itemsize"],

@@ -19,6 +19,7 @@ from ..moe_run import (
     balanced_dispatch_bytes,
     expert_capacity,
     moe_routing_stats,
+    padded_dispatch_bytes,
 )
 from .banks import register_bank
 from .container import Quiz
@@ -51,6 +52,8 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
     n, h = pick(8, 4, 8, 16), pick(4096, 1024, 4096, 8192)
     n_run, e_run, t_run, c_run = pick(4, 2, 4), pick(8, 4, 8), pick(16, 8, 16), pick(1.25, 1.0, 1.25, 2.0)  # fmt: skip
     cap_run = expert_capacity(t_run, e_run, 1, c_run)
+    e_pad = max(e, n)  # powers of two: E/N experts per rank, a whole number
+    cap_pad = expert_capacity(t, e_pad, k, c)
 
     def reveal(report: Any) -> str:
         return (f"dropped assignments counted by the run: {report.dropped_tokens}; dispatch matrix "
@@ -78,6 +81,19 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
             "copy), so (N-1)/N·T·k·h·4 cross the wire. The combine sends the same back; backward repeats both.",
             params={"N": n, "T": t, "k": k, "h": h},
             key="moe_balanced_sent",
+        ),
+        Numeric(
+            f"GShard-style padded dispatch: N = {n} ranks, E = {e_pad} experts, T = {t} tokens per rank, "
+            f"top-{k}, C = {c:g}, h = {h}, fp32. Every rank sends its whole (E, capacity, h) buffer, empty "
+            "slots as zeros, with equal splits. How many bytes does one rank send over the wire per exchange?",
+            padded_dispatch_bytes(e_pad, cap_pad, h, n, ITEMSIZE),
+            units="bytes",
+            explanation=f"capacity = ceil(C·T·k/E) = {cap_pad} slots per expert; the buffer holds E·capacity "
+            "rows of h·4 bytes whatever the routing, and the E/N experts' slots of its own rank stay local: "
+            "(N-1)/N·E·capacity·h·4. Variable splits send only the kept rows: never more, equal when every "
+            "slot is full (GShard §2.2, Switch §2.2).",
+            params={"N": n, "E": e_pad, "T": t, "k": k, "C": c, "h": h},
+            key="moe_padded_sent",
         ),
         MultipleChoice(
             "The outline says expert parallelism 'communicates a lot'. What does the all-to-all volume of one MoE "
