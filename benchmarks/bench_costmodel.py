@@ -6,8 +6,8 @@ For world sizes 2 and 4 and sizes 1 KiB .. 64 MiB, the hand ring (``time_allredu
 median over iterations of the slowest rank) is compared with ``predict("ring", n, S, link,
 reduce_Bps=R)``. Goal: median relative error <= 25 % over 64 KiB .. 64 MiB.
 
-The link comes from :func:`edu_parallel.calibrate.calibrate` (ping-pong between ranks 0 and 1:
-one message in flight, the other ranks asleep). A ring step is different on a 2-core laptop: all
+The link comes from :func:`edu_parallel.comm.calibration.calibrate` (ping-pong between ranks 0 and
+1: one message in flight, the other ranks asleep). A ring step is different on a 2-core laptop: all
 ``n`` ranks send, receive and add at once, ``n`` processes plus gloo's threads share 2 cores, a
 waiting rank is woken late (Linux CFS wakeup granularity is a few ms under load) and loopback TCP
 copies compete with the additions for the same cores and memory bus. The model's assumption --
@@ -36,11 +36,11 @@ import time
 import torch
 
 from edu_parallel import Cluster
-from edu_parallel.benchjobs import ring_shift, time_allreduce
-from edu_parallel.calibrate import calibrate, fit_alpha_beta, measure_reduce_Bps
-from edu_parallel.costmodel import predict
-from edu_parallel.retime import Link
-from edu_parallel.units import format_bytes
+from edu_parallel.comm.bench_jobs import ring_shift, time_allreduce
+from edu_parallel.comm.calibration import calibrate, fit_alpha_beta, measure_reduce_Bps
+from edu_parallel.core.units import format_bytes
+from edu_parallel.models.cost import predict
+from edu_parallel.models.topology import Link
 
 SIZES = [1 << e for e in range(10, 27, 2)]  # 1 KiB .. 64 MiB
 GOAL_FROM, GOAL = 64 << 10, 0.25
@@ -80,13 +80,18 @@ def main() -> None:
         alpha_c, bw_c = fit_alpha_beta(step_bytes, [measured[s][1] for s in SIZES])
         # loaded reduction: least-squares slope through 0 of (step with add - step without) vs bytes
         extra = [measured[s][2] - measured[s][1] for s in SIZES]
-        gamma_c = sum(m * d for m, d in zip(step_bytes, extra, strict=True)) / sum(m * m for m in step_bytes)  # fmt: skip
+        gamma_c = sum(m * d for m, d in zip(step_bytes, extra, strict=True)) / sum(
+            m * m for m in step_bytes
+        )
         reduce_c = 1 / gamma_c if gamma_c > 0 else None
         k_alpha, k_bw = alpha_c / link.alpha_s, link.bandwidth_Bps / bw_c
         loaded = Link("this machine, all ranks busy", alpha_c, bw_c, link.source)
-        print(f"w={n}: ping-pong α = {link.alpha_s * 1e6:.0f} µs, B = {link.bandwidth_Bps / 1e9:.2f} GB/s, "
-              f"reduce alone {reduce_Bps / 1e9:.1f} GB/s; ring steps: κ_α = {k_alpha:.2f}, κ_B = {k_bw:.2f}, "
-              f"reduce {reduce_c / 1e9 if reduce_c else float('inf'):.2f} GB/s", file=sys.stderr)  # fmt: skip
+        print(
+            f"w={n}: ping-pong α = {link.alpha_s * 1e6:.0f} µs, B = {link.bandwidth_Bps / 1e9:.2f}"
+            f" GB/s, reduce alone {reduce_Bps / 1e9:.1f} GB/s; ring steps: κ_α = {k_alpha:.2f}, κ_B"
+            f" = {k_bw:.2f}, reduce {reduce_c / 1e9 if reduce_c else float('inf'):.2f} GB/s",
+            file=sys.stderr,
+        )
         for s in SIZES:
             t_meas = measured[s][0]
             plain = predict("ring", n, s, link, reduce_Bps=reduce_Bps).time_s
@@ -96,29 +101,37 @@ def main() -> None:
                 errors.setdefault(n, []).append(abs(err))
             rows.append((n, format_bytes(s), t_meas, plain, model, err, k_alpha, k_bw, reduce_c))
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}, torch {torch.__version__}; {time.perf_counter() - t0:.0f} s")  # fmt: skip
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+        f" {platform.release()}, Python {platform.python_version()}, torch {torch.__version__};"
+        f" {time.perf_counter() - t0:.0f} s"
+    )
     print()
     print(
-        "| w | size | measured ms | ping-pong model ms | with contention ms | error | κ_α | κ_B | R' GB/s |"
+        "| w | size | measured ms | ping-pong model ms | with contention ms | error | κ_α | κ_B |"
+        " R' GB/s |"
     )
     print(
         "|---|------|-------------|--------------------|--------------------|-------|-----|-----|---------|"
     )
     for n, size, t_meas, plain, model, err, k_alpha, k_bw, reduce_c in rows:
         r_text = f"{reduce_c / 1e9:.2f}" if reduce_c else "free"
-        print(f"| {n} | {size} | {t_meas * 1e3:.3f} | {plain * 1e3:.3f} | {model * 1e3:.3f} | "
-              f"{err * 100:+.0f} % | {k_alpha:.2f} | {k_bw:.2f} | {r_text} |")  # fmt: skip
+        print(
+            f"| {n} | {size} | {t_meas * 1e3:.3f} | {plain * 1e3:.3f} | {model * 1e3:.3f} | "
+            f"{err * 100:+.0f} % | {k_alpha:.2f} | {k_bw:.2f} | {r_text} |"
+        )
     print()
     for n, errs in errors.items():
         med = statistics.median(errs)
         ok = "yes" if med <= GOAL else "NO"
         print(
-            f"w={n}: median |error| 64 KiB..64 MiB = {med * 100:.0f} % (goal <= {GOAL * 100:.0f} %): {ok}"
+            f"w={n}: median |error| 64 KiB..64 MiB = {med * 100:.0f} % (goal <= {GOAL * 100:.0f}"
+            f" %): {ok}"
         )
     allerr = statistics.median([e for errs in errors.values() for e in errs])
     print(
-        f"all: median |error| = {allerr * 100:.0f} % (goal <= {GOAL * 100:.0f} %): {'yes' if allerr <= GOAL else 'NO'}"
+        f"all: median |error| = {allerr * 100:.0f} % (goal <= {GOAL * 100:.0f} %):"
+        f" {'yes' if allerr <= GOAL else 'NO'}"
     )
 
 

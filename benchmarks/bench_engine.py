@@ -25,9 +25,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as tmp
 
-from edu_parallel import Cluster, demos
-from edu_parallel.benchjobs import time_allreduce
-from edu_parallel.metrics import busbw_gbps
+from edu_parallel import Cluster
+from edu_parallel.comm.bench_jobs import time_allreduce
+from edu_parallel.core.metrics import busbw_gbps
+from edu_parallel.engine import demos
 
 
 def _spawned_rank(rank: int, world_size: int, port: int) -> None:
@@ -121,14 +122,22 @@ def main() -> None:
                 for traced, goal in ((False, 0.9), (True, 0.85)):
                     ratio = bw[("ring", traced)] / bw[("builtin", False)]
                     check = f">= {goal}x" if size == 64 << 20 else ""
-                    rows.append((
-                        f"ring/builtin busbw w={w} {label} trace {'on' if traced else 'off'}",
-                        f"{ratio:.2f}x ({bw[('ring', traced)]:.3g} vs {bw[('builtin', False)]:.3g} GB/s)",
-                        check, _ok(ratio >= goal) if check else "",
-                    ))  # fmt: skip
+                    rows.append(
+                        (
+                            f"ring/builtin busbw w={w} {label} trace {'on' if traced else 'off'}",
+                            (
+                                f"{ratio:.2f}x ({bw[('ring', traced)]:.3g} vs"
+                                f" {bw[('builtin', False)]:.3g} GB/s)"
+                            ),
+                            check,
+                            _ok(ratio >= goal) if check else "",
+                        )
+                    )
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}, torch {torch.__version__}")  # fmt: skip
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+        f" {platform.release()}, Python {platform.python_version()}, torch {torch.__version__}"
+    )
     print()
     print(f"| {'measure':<44} | {'value':<34} | {'goal':<9} | ok |")
     print(f"|{'-' * 46}|{'-' * 36}|{'-' * 11}|----|")

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edu_parallel.schedule import build_schedule
-from edu_parallel.schedule_time import gpipe_bubble, time_schedule
+from edu_parallel.pipeline_parallel.builders import build_schedule
+from edu_parallel.pipeline_parallel.timing import gpipe_bubble, time_schedule
 
 GOAL_S = 1.0
 

@@ -9,99 +9,92 @@ visualizers animate and the lessons measure.
     ...     report = run_allreduce(cluster, "1MiB")
     >>> report.per_rank_sent_bytes  # 2(N-1)/N * D each
 
-Names are imported lazily, so ``import edu_parallel.viz`` (renderers) never imports
-``torch.distributed``.
+The package is layered, one folder per layer and per parallelism (README, "Where code goes"):
+``core`` < ``plans`` < ``engine`` / ``models`` / ``memory`` < ``comm`` < the parallelism folders <
+``strategy_map``; ``viz`` and ``quiz`` read the pure layers; ``app`` holds the command line.
+The names below load on first use, so ``import edu_parallel.viz`` never imports torch.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "Cluster": "cluster",
-    "RunResult": "cluster",
-    "RankContext": "context",
-    "Trace": "trace",
-    "Event": "trace",
-    "Snapshot": "trace",
-    "Plan": "plan",
-    "Step": "plan",
-    "Transfer": "plan",
-    "PlanError": "plan",
-    "validate": "plan",
-    "explain": "plan",
-    "ring_allreduce_plan": "ring",
-    "ring_sent_bytes_formula": "ring",
-    "naive_allreduce_plan": "naive",
-    "run_plan": "execute",
-    "run_allreduce": "allreduce",
-    "AllReduceReport": "allreduce",
-    "CostModel": "retime",
-    "Link": "retime",
-    "LINKS": "retime",
-    "algbw_gbps": "metrics",
-    "busbw_gbps": "metrics",
-    "bus_factor": "metrics",
-    "parse_size": "units",
-    "format_bytes": "units",
-    "WorkerError": "errors",
-    "JobTimeoutError": "errors",
-    "ClusterClosedError": "errors",
-    "EngineError": "errors",
-    "TorchrunExecutor": "launch",
-    "COLLECTIVE_PLANS": "collectives",
-    "volume_formula": "collectives",
-    "run_collective": "collective_run",
-    "CollectiveReport": "collective_run",
-    "binary_tree_allreduce_plan": "tree",
-    "double_binary_tree_allreduce_plan": "tree",
-    "parameter_server_plan": "ps",
-    "rabenseifner_allreduce_plan": "rabenseifner",
-    "hierarchical_allreduce_plan": "hierarchical",
-    "run_hierarchical": "hierarchical",
-    "traffic_table": "compare",
-    "predict": "costmodel",
-    "Prediction": "costmodel",
-    "Topology": "topology",
-    "calibrate": "calibrate",
-    "choose_allreduce": "choose",
-    "crossover_size": "choose",
-    "simulate_fast": "fast_sim",
-    "PlanArrays": "plan_arrays",
-    "bench_collectives": "bench",
-    "run_fsdp": "fsdp_report",
-    "FsdpReport": "fsdp_report",
-    "run_strategy_map": "strategy_map_report",
-    "StrategyMapReport": "strategy_map_report",
-    "run_tp": "tp_run",
-    "TPReport": "tp_run",
-    "column_parallel_linear": "tp",
-    "row_parallel_linear": "tp",
-    "megatron_mlp": "tp",
-    "shard_linear": "tp",
-    "run_moe": "moe_run",
-    "MoEReport": "moe_run",
-    "init_moe": "moe",
-    "moe_layer": "moe",
-    "moe_reference": "moe",
+_LAZY = {
+    "Cluster": "engine.cluster",
+    "RunResult": "engine.executor",
+    "RankContext": "engine.context",
+    "TorchrunExecutor": "engine.torchrun",
+    "run_plan": "engine.execute",
+    "Trace": "core.trace",
+    "Event": "core.trace",
+    "Snapshot": "core.trace",
+    "ParallelDims": "core.dims",
+    "algbw_gbps": "core.metrics",
+    "busbw_gbps": "core.metrics",
+    "bus_factor": "core.metrics",
+    "parse_size": "core.units",
+    "format_bytes": "core.units",
+    "WorkerError": "core.errors",
+    "JobTimeoutError": "core.errors",
+    "ClusterClosedError": "core.errors",
+    "EngineError": "core.errors",
+    "Plan": "plans.plan",
+    "Step": "plans.plan",
+    "Transfer": "plans.plan",
+    "PlanError": "plans.plan",
+    "validate": "plans.checker",
+    "explain": "plans.checker",
+    "ring_allreduce_plan": "plans.ring",
+    "ring_sent_bytes_formula": "plans.ring",
+    "naive_allreduce_plan": "plans.naive",
+    "binary_tree_allreduce_plan": "plans.tree",
+    "double_binary_tree_allreduce_plan": "plans.tree",
+    "parameter_server_plan": "plans.ps",
+    "rabenseifner_allreduce_plan": "plans.rabenseifner",
+    "hierarchical_allreduce_plan": "plans.hierarchical",
+    "COLLECTIVE_PLANS": "plans.collectives",
+    "volume_formula": "plans.collectives",
+    "PlanArrays": "plans.arrays",
+    "simulate": "models.simulation",
+    "simulate_fast": "models.fast_simulation",
+    "retime": "models.retiming",
+    "CostModel": "models.retiming",
+    "Link": "models.topology",
+    "LINKS": "models.topology",
+    "Topology": "models.topology",
+    "predict": "models.cost",
+    "Prediction": "models.cost",
+    "choose_allreduce": "models.choose",
+    "crossover_size": "models.choose",
+    "traffic_table": "models.traffic",
+    "run_allreduce": "comm.allreduce",
+    "AllReduceReport": "comm.allreduce",
+    "run_collective": "comm.collective",
+    "CollectiveReport": "comm.collective",
+    "run_hierarchical": "comm.hierarchical",
+    "bench_collectives": "comm.bench",
+    "calibrate": "comm.calibration",
+    "run_zero": "data_parallel.zero_report",
+    "ZeroReport": "data_parallel.zero_report",
+    "run_fsdp": "data_parallel.fsdp_report",
+    "FsdpReport": "data_parallel.fsdp_report",
+    "run_tp": "tensor_parallel.report",
+    "TPReport": "tensor_parallel.report",
+    "column_parallel_linear": "tensor_parallel.layers",
+    "row_parallel_linear": "tensor_parallel.layers",
+    "megatron_mlp": "tensor_parallel.layers",
+    "shard_linear": "tensor_parallel.layers",
+    "run_moe": "expert_parallel.report",
+    "MoEReport": "expert_parallel.report",
+    "init_moe": "expert_parallel.experts",
+    "moe_layer": "expert_parallel.layer",
+    "moe_reference": "expert_parallel.layer",
+    "run_pipeline": "pipeline_parallel.report",
+    "PipelineReport": "pipeline_parallel.report",
+    "build_schedule": "pipeline_parallel.builders",
+    "run_strategy_map": "strategy_map.report",
+    "StrategyMapReport": "strategy_map.report",
 }
-
-__all__ = sorted([*_EXPORTS, "retime", "simulate"])
-
-# These two functions share their module's name, and importing a submodule sets the package
-# attribute to the module; importing them here (both are pure Python, no torch) keeps the function.
-from .retime import retime as retime  # noqa: E402
-from .simulate import simulate as simulate  # noqa: E402
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'edu_parallel' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

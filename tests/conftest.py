@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from edu_parallel import Cluster
+
 
 def child_pids(pid: int | None = None) -> list[int]:
     """Live (non-zombie) processes whose parent is ``pid`` (default: this process)."""
@@ -24,7 +26,6 @@ def child_pids(pid: int | None = None) -> list[int]:
 
 @pytest.fixture(scope="module")
 def cluster4():
-    from edu_parallel import Cluster
 
     with Cluster(4, timeout=20) as c:
         yield c
@@ -32,7 +33,6 @@ def cluster4():
 
 @pytest.fixture(scope="module")
 def cluster2():
-    from edu_parallel import Cluster
 
     with Cluster(2, timeout=20) as c:
         yield c

@@ -12,19 +12,17 @@ import numpy as np
 import pytest
 
 from edu_parallel import Cluster, run_allreduce
-from edu_parallel.allreduce import ALGOS, build_plan, format_report, formula_bytes
-from edu_parallel.cli import main
-from edu_parallel.compare import (
-    cluster_traffic_runner,
-    format_traffic_table,
-    simulated_runner,
-    traffic_table,
-)
-from edu_parallel.plan import Plan, validate
-from edu_parallel.ps import parameter_server_plan
-from edu_parallel.rabenseifner import rabenseifner_allreduce_plan
-from edu_parallel.simulate import expected_result, plan_events, simulate
-from edu_parallel.tree import (
+from edu_parallel.app.cli import main
+from edu_parallel.comm.allreduce import format_report
+from edu_parallel.comm.compare import cluster_traffic_runner
+from edu_parallel.models.simulation import expected_result, plan_events, simulate
+from edu_parallel.models.traffic import format_traffic_table, simulated_runner, traffic_table
+from edu_parallel.plans.algorithms import ALGOS, build_plan, formula_bytes
+from edu_parallel.plans.checker import validate
+from edu_parallel.plans.plan import Plan
+from edu_parallel.plans.ps import parameter_server_plan
+from edu_parallel.plans.rabenseifner import rabenseifner_allreduce_plan
+from edu_parallel.plans.tree import (
     binary_tree_allreduce_plan,
     children,
     double_binary_tree_allreduce_plan,
@@ -62,7 +60,10 @@ def test_every_plan_validates_and_round_trips(n):
 
 @pytest.mark.parametrize("n", [3, 5, 6, 7, 12, 4097])
 def test_rabenseifner_needs_a_power_of_two(n):
-    with pytest.raises(ValueError, match=rf"world_size={n} is not valid: expected a power of two: 1, 2, 4, 8, \.\.\., 4096"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"world_size={n} is not valid: expected a power of two: 1, 2, 4, 8, \.\.\., 4096",
+    ):
         rabenseifner_allreduce_plan(n)
 
 
@@ -77,12 +78,32 @@ def test_pipelined_plans_compute_the_sum_on_virtual_ranks(n):
 def test_nccl_trees_match_the_pictures_in_trees_cc():
     first, _ = double_binary_trees(14)  # ncclGetBtree illustration, 14 ranks
     assert {r: first[r] for r in (8, 4, 12, 2, 6, 10, 13, 1, 3, 9, 11)} == {
-        8: 0, 4: 8, 12: 8, 2: 4, 6: 4, 10: 12, 13: 12, 1: 2, 3: 2, 9: 10, 11: 10,
-    }  # fmt: skip
+        8: 0,
+        4: 8,
+        12: 8,
+        2: 4,
+        6: 4,
+        10: 12,
+        13: 12,
+        1: 2,
+        3: 2,
+        9: 10,
+        11: 10,
+    }
     _, mirror = double_binary_trees(12)  # ncclGetDtree, even: mirrored, root 11
     assert {r: mirror[r] for r in (3, 1, 7, 0, 2, 5, 9, 4, 6, 8, 10)} == {
-        3: 11, 1: 3, 7: 3, 0: 1, 2: 1, 5: 7, 9: 7, 4: 5, 6: 5, 8: 9, 10: 9,
-    }  # fmt: skip
+        3: 11,
+        1: 3,
+        7: 3,
+        0: 1,
+        2: 1,
+        5: 7,
+        9: 7,
+        4: 5,
+        6: 5,
+        8: 9,
+        10: 9,
+    }
     _, shift = double_binary_trees(13)  # odd: shifted by one, root 1
     assert (shift[1], shift[9], shift[5], shift[0], shift[11]) == (-1, 1, 9, 9, 0)
     assert nccl_btree(1, 0) == (-1, [])
@@ -131,16 +152,25 @@ def test_sharding_the_server_divides_its_load_by_about_k():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: build_plan("tree", 4, servers=2), r"servers=2 is not valid: expected None unless algo is one of 'ps'"),
-        (lambda: build_plan("ps", 4, servers=5), r"servers=5 is not valid: expected an integer in \[1, 4\]"),
+        (
+            lambda: build_plan("tree", 4, servers=2),
+            r"servers=2 is not valid: expected None unless algo is one of 'ps'",
+        ),
+        (
+            lambda: build_plan("ps", 4, servers=5),
+            r"servers=5 is not valid: expected an integer in \[1, 4\]",
+        ),
         (lambda: parameter_server_plan(4, 0), r"servers=0 is not valid"),
-        (lambda: binary_tree_allreduce_plan(4, 0), r"pipeline=0 is not valid: expected an integer in \[1, 64\]"),
+        (
+            lambda: binary_tree_allreduce_plan(4, 0),
+            r"pipeline=0 is not valid: expected an integer in \[1, 64\]",
+        ),
         (lambda: double_binary_tree_allreduce_plan(0), r"world_size=0 is not valid"),
         (lambda: traffic_table(["tree", "bogus"], [4], 64), r"algos='bogus' is not valid"),
         (lambda: traffic_table(["tree"], [0], 64), r"world_sizes=0 is not valid"),
         (lambda: traffic_table(["tree"], [4], 64, runner=3), r"runner=3 is not valid"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_name_parameter_value_and_range(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -176,7 +206,9 @@ def test_every_algorithm_matches_the_builtin_on_real_ranks(request, fixture):
     n = cluster.world_size
     for algo in ALGOS:
         if algo == "rabenseifner" and not _pow2(n):
-            with pytest.raises(ValueError, match=rf"world_size={n} is not valid: expected a power of two"):  # fmt: skip
+            with pytest.raises(
+                ValueError, match=rf"world_size={n} is not valid: expected a power of two"
+            ):
                 run_allreduce(cluster, EVEN, "float32", algo)
             continue
         for dtype in ("float32", "int64"):
@@ -210,7 +242,9 @@ def test_eight_ranks_all_algorithms_and_the_bottlenecks(cluster8):
     keys = ("sent", "recv", "busiest_bytes", "steps", "max_messages")
     assert [[r[k] for k in keys] for r in rows] == [[r[k] for k in keys] for r in simulated]
     row = {r["algo"]: r for r in rows}
-    assert all(r["source"] == "cluster" and r["busiest_bytes"] == r["formula_busiest_bytes"] for r in rows)  # fmt: skip
+    assert all(
+        r["source"] == "cluster" and r["busiest_bytes"] == r["formula_busiest_bytes"] for r in rows
+    )
     load = {a: r["busiest_over_d"] for a, r in row.items()}
     assert load["ps"] == load["naive"] == n - 1  # one server / flat-tree root: (N-1) D
     assert row["ps"]["busiest_rank"] == 0 and row["ps"]["sent"][1:] == [d] * (n - 1)
@@ -221,8 +255,15 @@ def test_eight_ranks_all_algorithms_and_the_bottlenecks(cluster8):
     assert load["double-tree"] / load["ring"] < 1.15 < load["tree"] / load["ring"]
     assert load["ps"] / load["ring"] == 4
     steps = {a: r["steps"] for a, r in row.items()}
-    assert steps == {"ring": 14, "naive": 2, "tree": 6, "double-tree": 6, "ps": 2,
-                     "ps-sharded": 2, "rabenseifner": 6}  # fmt: skip
+    assert steps == {
+        "ring": 14,
+        "naive": 2,
+        "tree": 6,
+        "double-tree": 6,
+        "ps": 2,
+        "ps-sharded": 2,
+        "rabenseifner": 6,
+    }
     text = format_traffic_table(rows + traffic_table(["rabenseifner"], [6], d))
     assert "double-tree" in text and "n/a: world_size=6" in text and "7.000" in text
 
@@ -230,8 +271,26 @@ def test_eight_ranks_all_algorithms_and_the_bottlenecks(cluster8):
 @pytest.mark.multiprocess
 @pytest.mark.parametrize("algo", ["ring", "naive", "tree", "double-tree", "ps", "rabenseifner"])
 def test_cli_runs_every_algorithm(capsys, algo):
-    assert main(["run", "allreduce", "--algo", algo, "--world-size", "2", "--size", "1200",
-                 "--dtype", "int64", "--json", "--timeout", "20"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "allreduce",
+                "--algo",
+                algo,
+                "--world-size",
+                "2",
+                "--size",
+                "1200",
+                "--dtype",
+                "int64",
+                "--json",
+                "--timeout",
+                "20",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["algo"] == algo and data["matches_builtin"] is True
     assert data["per_rank_recv_bytes"] == data["formula_recv_bytes_per_rank"]
@@ -239,12 +298,46 @@ def test_cli_runs_every_algorithm(capsys, algo):
 
 @pytest.mark.multiprocess
 def test_cli_parameter_server_with_servers():
-    out = subprocess.run([sys.executable, "-m", "edu_parallel", "run", "allreduce", "--algo", "ps",
-                          "--servers", "2", "--world-size", "3", "--size", "1200", "--json"],
-                         capture_output=True, text=True, timeout=90, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edu_parallel",
+            "run",
+            "allreduce",
+            "--algo",
+            "ps",
+            "--servers",
+            "2",
+            "--world-size",
+            "3",
+            "--size",
+            "1200",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["servers"] == 2 and data["per_rank_recv_bytes"] == [1800, 1800, 1200]
-    bad = subprocess.run([sys.executable, "-m", "edu_parallel", "run", "allreduce", "--algo", "ring",
-                          "--servers", "2"], capture_output=True, text=True, timeout=90, cwd=ROOT)  # fmt: skip
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edu_parallel",
+            "run",
+            "allreduce",
+            "--algo",
+            "ring",
+            "--servers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
     assert bad.returncode == 2 and "servers=2 is not valid" in bad.stderr

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.bench import bench_collectives, format_bench, size_sweep
-from edu_parallel.metrics import bus_factor
+from edu_parallel.comm.bench import bench_collectives, format_bench, size_sweep
+from edu_parallel.core.metrics import bus_factor
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,8 +33,16 @@ def test_every_collective_row_is_verified_and_follows_the_bus_factor(cluster2):
         progress=lambda d, t, label: seen.append((d, t)),
         iters=1,
     )
-    assert {r["collective"] for r in rows} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                                               "reduce", "all_to_all", "gather", "scatter"}  # fmt: skip
+    assert {r["collective"] for r in rows} == {
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "broadcast",
+        "reduce",
+        "all_to_all",
+        "gather",
+        "scatter",
+    }
     assert all(r["verified"] for r in rows) and len(rows) == 16
     assert seen[-1] == (16, 16) and seen[0] == (0, 16)
     for r in rows:
@@ -49,14 +57,36 @@ def test_every_collective_row_is_verified_and_follows_the_bus_factor(cluster2):
 
 @pytest.mark.multiprocess
 def test_cli_json_and_one_line_errors():
-    out = subprocess.run([sys.executable, "-m", "edu_parallel", "bench", "collectives", "--world-size", "2",
-                          "--collective", "all_gather", "--max-size", "4KiB", "--json"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edu_parallel",
+            "bench",
+            "collectives",
+            "--world-size",
+            "2",
+            "--collective",
+            "all_gather",
+            "--max-size",
+            "4KiB",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["size"] for r in rows] == [1024, 4096] and all(r["verified"] for r in rows)
-    bad = subprocess.run([sys.executable, "-m", "edu_parallel", "bench", "collectives", "--collective", "allsum"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "edu_parallel", "bench", "collectives", "--collective", "allsum"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert (
         bad.returncode == 2 and bad.stderr.count("\n") == 1 and "collective='allsum'" in bad.stderr
     )

@@ -1,15 +1,22 @@
-"""calibrate() and the hierarchical all-reduce on real ranks (gloo, 2 and 4 ranks, pretend nodes)."""
+"""calibrate() and the hierarchical all-reduce on real ranks (gloo, 2 and 4 ranks, pretend
+nodes)."""
 
 from __future__ import annotations
 
 import pytest
 
-from edu_parallel.calibrate import DEFAULT_SIZES, calibrate, fit_alpha_beta, measure_reduce_Bps
-from edu_parallel.costmodel import predict
-from edu_parallel.hierarchical import hierarchical_allreduce_plan, run_hierarchical
-from edu_parallel.plan import validate
-from edu_parallel.retime import LINKS, CostModel, Link, retime
-from edu_parallel.topology import Topology
+from edu_parallel.comm.calibration import (
+    DEFAULT_SIZES,
+    calibrate,
+    fit_alpha_beta,
+    measure_reduce_Bps,
+)
+from edu_parallel.comm.hierarchical import run_hierarchical
+from edu_parallel.models.cost import predict
+from edu_parallel.models.retiming import CostModel, retime
+from edu_parallel.models.topology import LINKS, Link, Topology
+from edu_parallel.plans.checker import validate
+from edu_parallel.plans.hierarchical import hierarchical_allreduce_plan
 
 
 def test_fit_recovers_alpha_and_bandwidth_exactly() -> None:

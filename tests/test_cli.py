@@ -8,23 +8,42 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.trace import Trace
+from edu_parallel.core.trace import Trace
 
 pytestmark = pytest.mark.multiprocess
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args, timeout=90, env=None):
-    return subprocess.run([sys.executable, "-m", "edu_parallel", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "edu_parallel", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def test_run_ring_json_has_the_documented_keys():
     out = cli("run", "ring", "--world-size", "3", "--size", "1KiB", "--dtype", "int64", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    for key in ("concept", "world_size", "nbytes", "dtype", "per_rank_sent_bytes", "formula_sent_bytes",
-                "matches_builtin", "steps", "time_s", "algbw_gbps", "busbw_gbps", "per_rank_recv_bytes", "algo"):  # fmt: skip
+    for key in (
+        "concept",
+        "world_size",
+        "nbytes",
+        "dtype",
+        "per_rank_sent_bytes",
+        "formula_sent_bytes",
+        "matches_builtin",
+        "steps",
+        "time_s",
+        "algbw_gbps",
+        "busbw_gbps",
+        "per_rank_recv_bytes",
+        "algo",
+    ):
         assert key in data
     assert data["world_size"] == 3 and data["nbytes"] == 1024 and data["dtype"] == "int64"
     assert data["matches_builtin"] is True and data["steps"] == 4 and data["algo"] == "ring"
@@ -35,8 +54,20 @@ def test_run_ring_json_has_the_documented_keys():
 
 def test_run_prints_a_step_table_and_writes_traces(tmp_path):
     trace, chrome = tmp_path / "t.json", tmp_path / "c.json"
-    out = cli("run", "allreduce", "--algo", "naive", "--world-size", "4", "--size", "4096",
-              "--trace", str(trace), "--chrome-trace", str(chrome))  # fmt: skip
+    out = cli(
+        "run",
+        "allreduce",
+        "--algo",
+        "naive",
+        "--world-size",
+        "4",
+        "--size",
+        "4096",
+        "--trace",
+        str(trace),
+        "--chrome-trace",
+        str(chrome),
+    )
     assert out.returncode == 0, out.stderr
     assert "matches dist.all_reduce: yes" in out.stdout and "busbw" in out.stdout
     assert "   0  reduce" in out.stdout and "   1  broadcast" in out.stdout
@@ -87,11 +118,30 @@ def test_plan_prints_text_and_grid():
 
 def test_the_same_concept_runs_under_torchrun(tmp_path):
     trace = tmp_path / "tr.json"
-    out = subprocess.run(  # `torchrun` is `python -m torch.distributed.run`; this keeps our interpreter
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "edu_parallel", "run", "ring",
-         "--size", "64KiB", "--json", "--trace", str(trace)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+    # `torchrun` is `python -m torch.distributed.run`; this keeps our interpreter
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "edu_parallel",
+            "run",
+            "ring",
+            "--size",
+            "64KiB",
+            "--json",
+            "--trace",
+            str(trace),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     assert len(lines) == 1  # rank 0 reports, rank 1 stays quiet
@@ -112,10 +162,24 @@ def test_the_same_concept_runs_under_torchrun(tmp_path):
 def test_concepts_of_several_jobs_run_under_torchrun(args, key):
     """Rank 1 must take part in every job of the concept, not stop after the first."""
     out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "edu_parallel", "run", *args, "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "edu_parallel",
+            "run",
+            *args,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     data = json.loads(line)
@@ -132,4 +196,4 @@ def test_tour_runs_in_the_terminal_without_input():
 
 def test_console_script_is_installed():
     scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
-    assert scripts.get("edu-parallel") == "edu_parallel.cli:main"
+    assert scripts.get("edu-parallel") == "edu_parallel.app.cli:main"

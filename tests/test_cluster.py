@@ -9,7 +9,8 @@ import time
 import pytest
 from conftest import child_pids
 
-from edu_parallel import Cluster, ClusterClosedError, JobTimeoutError, WorkerError, demos
+from edu_parallel import Cluster, ClusterClosedError, JobTimeoutError, WorkerError
+from edu_parallel.engine import demos
 
 pytestmark = pytest.mark.multiprocess
 

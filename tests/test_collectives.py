@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.collective_run import (
-    CONCEPT_NAMES,
-    EQUAL_CHUNKS,
-    bus_factor_for,
-    format_collective,
-    run_collective,
-)
-from edu_parallel.collectives import (
+from edu_parallel import Cluster
+from edu_parallel.comm.collective import format_collective, run_collective
+from edu_parallel.core.metrics import bus_factor, bus_factor_source
+from edu_parallel.models.cost import predict
+from edu_parallel.models.simulation import plan_events
+from edu_parallel.plans.checker import holdings_after_each_step, validate
+from edu_parallel.plans.collectives import (
+    CLI_NAMES,
     COLLECTIVE_PLANS,
+    EQUAL_CHUNKS,
     chain_broadcast_plan,
     chain_reduce_plan,
     direct_all_to_all_plan,
@@ -24,10 +25,8 @@ from edu_parallel.collectives import (
     ring_reduce_scatter_plan,
     volume_formula,
 )
-from edu_parallel.metrics import bus_factor
-from edu_parallel.plan import ROOTED, Plan, Step, Transfer, holdings_after_each_step, validate
-from edu_parallel.ring import ring_all_gather_steps, ring_reduce_scatter_steps
-from edu_parallel.simulate import plan_events
+from edu_parallel.plans.plan import ROOTED, Plan, Step, Transfer
+from edu_parallel.plans.ring import ring_all_gather_steps, ring_reduce_scatter_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = list(COLLECTIVE_PLANS)
@@ -89,25 +88,50 @@ def test_reduce_scatter_leaves_chunk_r_on_rank_r_like_torch(n):
 
 def _wrong_plans() -> dict[str, tuple[Plan, str]]:
     n = 3
-    shift = tuple(Step("a2a", tuple(Transfer(r, (r + s) % n, (r + s) % n, "copy", r) for r in range(n)))
-                  for s in range(1, n))  # fmt: skip
+    shift = tuple(
+        Step("a2a", tuple(Transfer(r, (r + s) % n, (r + s) % n, "copy", r) for r in range(n)))
+        for s in range(1, n)
+    )
     early = chain_broadcast_plan(3, 0, 3).steps
     return {
         # The out-of-place textbook schedule overwrites chunk r-s before rank r has sent it.
         "shifted all-to-all in place": (Plan("x", "all_to_all", n, n, shift), "needs"),
         "forward before arrival": (
-            Plan("x", "broadcast", 3, 3, (Step("b", (Transfer(0, 1, 0, "copy"), Transfer(1, 2, 0, "copy"))),) + early[1:]),
-            "holds nothing"),
+            Plan(
+                "x",
+                "broadcast",
+                3,
+                3,
+                (Step("b", (Transfer(0, 1, 0, "copy"), Transfer(1, 2, 0, "copy"))),) + early[1:],
+            ),
+            "holds nothing",
+        ),
         "all-gather offset of the all-reduce": (
-            Plan("x", "all_gather", n, n, tuple(ring_all_gather_steps(n, 1))), "needs"),
+            Plan("x", "all_gather", n, n, tuple(ring_all_gather_steps(n, 1))),
+            "needs",
+        ),
         "reduce counted twice": (
-            Plan("x", "reduce", 3, 1, (Step("r", (Transfer(1, 0, 0), Transfer(2, 0, 0))), Step("r", (Transfer(1, 0, 0),)))),
-            "counted twice"),
+            Plan(
+                "x",
+                "reduce",
+                3,
+                1,
+                (
+                    Step("r", (Transfer(1, 0, 0), Transfer(2, 0, 0))),
+                    Step("r", (Transfer(1, 0, 0),)),
+                ),
+            ),
+            "counted twice",
+        ),
         "gather missing a rank": (
-            Plan("x", "gather", 3, 3, (Step("g", (Transfer(1, 0, 1, "copy"),)),)), "needs"),
+            Plan("x", "gather", 3, 3, (Step("g", (Transfer(1, 0, 1, "copy"),)),)),
+            "needs",
+        ),
         "scatter from a non-root": (
-            Plan("x", "scatter", 3, 3, (Step("s", (Transfer(1, 2, 2, "copy"),)),)), "holds nothing"),
-    }  # fmt: skip
+            Plan("x", "scatter", 3, 3, (Step("s", (Transfer(1, 2, 2, "copy"),)),)),
+            "holds nothing",
+        ),
+    }
 
 
 @pytest.mark.parametrize("case", list(_wrong_plans()))
@@ -129,15 +153,24 @@ def test_plans_move_exactly_the_volume_formula(name, n):
 
 
 def test_bus_factors_per_collective():
-    want = {"all_reduce": 1.5, "all_gather": 0.75, "reduce_scatter": 0.75, "all_to_all": 0.75,
-            "broadcast": 1.0, "reduce": 1.0, "gather": 0.75, "scatter": 0.75}  # fmt: skip
+    """One table of factors: nccl-tests' values, named sources, and the alpha-beta model's busbw."""
+    want = {
+        "all_reduce": 1.5,
+        "all_gather": 0.75,
+        "reduce_scatter": 0.75,
+        "all_to_all": 0.75,
+        "broadcast": 1.0,
+        "reduce": 1.0,
+        "gather": 0.75,
+        "scatter": 0.75,
+    }
     for name in NAMES:
-        factor, source = bus_factor_for(name, 4)
-        assert factor == pytest.approx(want[name])
-        if name in ("gather", "scatter"):
-            assert "not in nccl-tests" in source
-        else:
-            assert factor == bus_factor(name, 4) and "nccl-tests" in source
+        assert bus_factor(name, 4) == pytest.approx(want[name])
+        source = bus_factor_source(name)
+        assert "nccl-tests" in source
+        assert ("not in nccl-tests" in source) == (name in ("gather", "scatter"))
+        model = predict("ring" if name == "all_reduce" else name, 4, 1 << 20, "nvlink4-h100")
+        assert model.busbw_gbps == pytest.approx(model.algbw_gbps * want[name])
 
 
 @pytest.mark.parametrize(
@@ -161,7 +194,6 @@ def test_bad_builder_arguments(call, match):
 # ----------------------------------------------------------------- real ranks
 @pytest.fixture(scope="module")
 def cluster3():
-    from edu_parallel import Cluster
 
     with Cluster(3, timeout=20) as c:
         yield c
@@ -189,7 +221,7 @@ def test_four_ranks_match_the_builtin_trace_the_plan_and_send_the_formula(cluste
     report = run_collective(cluster4, name, 4096, dtype, root=1)
     f = _check_run(report, 1)
     assert report.per_rank_sent_bytes == f["sent"] and report.per_rank_recv_bytes == f["recv"]
-    assert report.busbw_gbps == pytest.approx(report.algbw_gbps * bus_factor_for(name, 4)[0])
+    assert report.busbw_gbps == pytest.approx(report.algbw_gbps * bus_factor(name, 4))
     assert report.algbw_gbps == pytest.approx(report.nbytes / report.time_s / 1e9)
 
 
@@ -201,8 +233,10 @@ def test_three_ranks_even_and_uneven_sizes(cluster3, name):
         f = _check_run(report, 2)
         assert report.per_rank_sent_bytes == f["sent"]
     if name in EQUAL_CHUNKS:  # 1000 B of int64 = 125 elements: no equal thirds for the builtin
-        with pytest.raises(ValueError, match="size=1000 is not valid: expected a multiple of "
-                                             "n\\*itemsize = 24 bytes"):  # fmt: skip
+        with pytest.raises(
+            ValueError,
+            match="size=1000 is not valid: expected a multiple of n\\*itemsize = 24 bytes",
+        ):
             run_collective(cluster3, name, 1000, "int64", root=2)
         assert run_collective(cluster3, name, 48, "int64").matches_builtin  # nothing hung
     else:
@@ -276,14 +310,32 @@ def test_bad_run_arguments_raise_before_anything_runs(cluster2):
 
 # ----------------------------------------------------------------- command line
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "edu_parallel", *args], capture_output=True,
-                          text=True, timeout=90, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "edu_parallel", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.multiprocess
 def test_cli_json_for_two_collectives():
-    keys = ("concept", "world_size", "nbytes", "dtype", "per_rank_sent_bytes", "per_rank_recv_bytes",
-            "formula_sent_bytes", "matches_builtin", "steps", "time_s", "algbw_gbps", "busbw_gbps", "plan")  # fmt: skip
+    keys = (
+        "concept",
+        "world_size",
+        "nbytes",
+        "dtype",
+        "per_rank_sent_bytes",
+        "per_rank_recv_bytes",
+        "formula_sent_bytes",
+        "matches_builtin",
+        "steps",
+        "time_s",
+        "algbw_gbps",
+        "busbw_gbps",
+        "plan",
+    )
     out = cli(
         "run", "allgather", "--world-size", "3", "--size", "960", "--dtype", "int64", "--json"
     )
@@ -298,22 +350,23 @@ def test_cli_json_for_two_collectives():
     data = json.loads(out.stdout)
     assert data["root"] == 1 and data["per_rank_sent_bytes"] == [0, 512]
     assert data["per_rank_recv_bytes"] == [512, 0] and data["matches_builtin"] is True
-    assert set(CONCEPT_NAMES) <= set(cli("run", "--help").stdout.split())
+    assert set(CLI_NAMES) <= set(cli("run", "--help").stdout.split())
 
 
 def test_cli_bad_size_is_one_line():
     out = cli("run", "alltoall", "--world-size", "4", "--size", "100")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
-    assert out.stderr.startswith("error: size='100' is not valid: expected a multiple of "
-                                 "n*itemsize = 16 bytes")  # fmt: skip
+    assert out.stderr.startswith(
+        "error: size='100' is not valid: expected a multiple of n*itemsize = 16 bytes"
+    )
 
 
 def test_before_after_draws_a_simulated_trace_without_torch():
     code = (
         "import sys\n"
         "from edu_parallel.viz import before_after\n"
-        "from edu_parallel.simulate import simulate\n"
-        "from edu_parallel.collectives import chain_reduce_plan\n"
+        "from edu_parallel.models.simulation import simulate\n"
+        "from edu_parallel.plans.collectives import chain_reduce_plan\n"
         "trace, _ = simulate(chain_reduce_plan(3, 2), 72, 'int64', pattern='random')\n"
         "fig = before_after(trace)\n"
         "print([t.get_text().split(chr(10))[0] for t in fig.axes[1].texts])\n"

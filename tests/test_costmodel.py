@@ -1,4 +1,5 @@
-"""Alpha-beta predictions (costmodel), topologies, the chooser and `edu-parallel model`: no processes."""
+"""Alpha-beta predictions (costmodel), topologies, the chooser and `edu-parallel model`: no
+processes."""
 
 from __future__ import annotations
 
@@ -7,23 +8,28 @@ import math
 
 import pytest
 
-from edu_parallel.choose import CANDIDATES, choose_allreduce, crossover_size
-from edu_parallel.cli import main
-from edu_parallel.costmodel import (
+from edu_parallel.app.cli import main
+from edu_parallel.models.choose import CANDIDATES, choose_allreduce, crossover_size
+from edu_parallel.models.cost import (
     ALLREDUCE_ALGOS,
-    COLLECTIVES,
     NAMES,
+    OTHER_COLLECTIVES,
     link_preset,
     predict,
     tree_levels,
 )
-from edu_parallel.hierarchical import hierarchical_allreduce_plan
-from edu_parallel.naive import naive_allreduce_plan
-from edu_parallel.plan import Plan, validate
-from edu_parallel.retime import LINKS, CostModel, Link, collective_time, retime
-from edu_parallel.ring import ring_all_gather_steps, ring_allreduce_plan, ring_reduce_scatter_steps
-from edu_parallel.simulate import simulate
-from edu_parallel.topology import Topology
+from edu_parallel.models.retiming import CostModel, collective_time, retime
+from edu_parallel.models.simulation import simulate
+from edu_parallel.models.topology import LINKS, Link, Topology
+from edu_parallel.plans.checker import validate
+from edu_parallel.plans.hierarchical import hierarchical_allreduce_plan
+from edu_parallel.plans.naive import naive_allreduce_plan
+from edu_parallel.plans.plan import Plan
+from edu_parallel.plans.ring import (
+    ring_all_gather_steps,
+    ring_allreduce_plan,
+    ring_reduce_scatter_steps,
+)
 
 LINK = Link("test", alpha_s=1e-6, bandwidth_Bps=1e9)
 INTRA, INTER = Link("intra", 1e-6, 100e9), Link("inter", 5e-6, 10e9)
@@ -67,7 +73,9 @@ def test_ring_all_gather_and_reduce_scatter_plans_match_the_collective_formulas(
 
 @pytest.mark.parametrize("reduce_Bps", [None, REDUCE_BPS])
 @pytest.mark.parametrize("nodes,gpus", [(1, 4), (4, 1), (2, 2), (2, 3), (3, 2), (3, 4), (5, 3)])
-def test_hierarchical_formula_equals_retimed_plan_on_a_topology(nodes: int, gpus: int, reduce_Bps: float | None) -> None:  # fmt: skip
+def test_hierarchical_formula_equals_retimed_plan_on_a_topology(
+    nodes: int, gpus: int, reduce_Bps: float | None
+) -> None:
     topo = Topology(nodes, gpus, INTRA, INTER)
     plan = hierarchical_allreduce_plan(nodes, gpus)
     assert validate(plan) == []
@@ -80,20 +88,26 @@ def test_hierarchical_formula_equals_retimed_plan_on_a_topology(nodes: int, gpus
     by_hand = 2 * chain * INTRA.message_s(s / k) + 2 * (k - 1) * INTER.message_s(s / k)
     assert p.latency_s + p.bandwidth_s == pytest.approx(by_hand, rel=1e-12)
     # only leaders cross nodes: the slow link carries 2(K-1)/K * S per leader, nothing else
-    inter = [e for e in simulate(plan, s, with_data=False)[0].select(kind="send") if topo.link(e.rank, e.peer) is INTER]  # fmt: skip
+    inter = [
+        e
+        for e in simulate(plan, s, with_data=False)[0].select(kind="send")
+        if topo.link(e.rank, e.peer) is INTER
+    ]
     assert {e.rank % gpus for e in inter} <= {0}
     assert sum(e.nbytes for e in inter) == pytest.approx(2 * (k - 1) * s if k > 1 else 0)
 
 
 @pytest.mark.parametrize("n", range(2, 21))
 def test_tree_ps_and_rabenseifner_against_their_retimed_plans(n: int) -> None:
-    from edu_parallel.ps import parameter_server_plan
-    from edu_parallel.rabenseifner import rabenseifner_allreduce_plan
-    from edu_parallel.tree import binary_tree_allreduce_plan
+    from edu_parallel.plans.ps import parameter_server_plan
+    from edu_parallel.plans.rabenseifner import rabenseifner_allreduce_plan
+    from edu_parallel.plans.tree import binary_tree_allreduce_plan
 
     s = 8 * 3 * 5 * 7 * n  # divisible by n and by every server count up to 8
     model = CostModel(LINK)
-    assert predict("tree", n, s, model).time_s == pytest.approx(retimed(binary_tree_allreduce_plan(n), s, model), rel=1e-12)  # fmt: skip
+    assert predict("tree", n, s, model).time_s == pytest.approx(
+        retimed(binary_tree_allreduce_plan(n), s, model), rel=1e-12
+    )
     for k in range(1, min(n, 8) + 1):  # exact with one server or n a power of two; else a bound
         bound = predict("ps", n, s, model, servers=k).time_s
         actual = retimed(parameter_server_plan(n, k), s, model)
@@ -101,7 +115,9 @@ def test_tree_ps_and_rabenseifner_against_their_retimed_plans(n: int) -> None:
             assert bound == pytest.approx(actual, rel=1e-12), k
         assert bound <= actual * (1 + 1e-12)
     if n & (n - 1) == 0:  # the plan sends a block as one message per chunk: more alpha terms
-        assert predict("rabenseifner", n, s, model).time_s <= retimed(rabenseifner_allreduce_plan(n), s, model)  # fmt: skip
+        assert predict("rabenseifner", n, s, model).time_s <= retimed(
+            rabenseifner_allreduce_plan(n), s, model
+        )
 
 
 def test_tree_levels_is_the_one_port_critical_path_of_a_heap_tree() -> None:
@@ -135,7 +151,10 @@ def test_every_formula_is_zero_on_one_rank_and_grows_with_size() -> None:
             )
             n = 8
             kw = {"nodes": 2} if name == "hierarchical" else {}
-            times = [predict(name, n, s, link, reduce_Bps=REDUCE_BPS, **kw).time_s for s in (0, 1, 1024, 1 << 20, 1 << 30)]  # fmt: skip
+            times = [
+                predict(name, n, s, link, reduce_Bps=REDUCE_BPS, **kw).time_s
+                for s in (0, 1, 1024, 1 << 20, 1 << 30)
+            ]
             assert times[0] > 0 and all(a < b for a, b in zip(times, times[1:], strict=False)), name
             p = predict(name, n, 1 << 20, link, **kw)
             assert p.latency_s > 0 and p.bandwidth_s > 0 and p.compute_s == 0.0
@@ -151,22 +170,34 @@ def test_textbook_shapes_of_the_other_formulas() -> None:
     rab = predict("rabenseifner", n, s, LINK)
     assert (rab.latency_s, rab.bandwidth_s) == pytest.approx((2 * 4 * a, 2 * 15 / 16 * s / b))
     rab12 = predict("rabenseifner", 12, s, LINK)  # folded to 8, plus one step each way
-    assert (rab12.latency_s, rab12.bandwidth_s) == pytest.approx((2 * 3 * a + 2 * a, 2 * 7 / 8 * s / b + 2 * s / b))  # fmt: skip
-    assert predict("ps", n, s, LINK, servers=1).time_s == pytest.approx(predict("naive", n, s, LINK).time_s)  # fmt: skip
+    assert (rab12.latency_s, rab12.bandwidth_s) == pytest.approx(
+        (2 * 3 * a + 2 * a, 2 * 7 / 8 * s / b + 2 * s / b)
+    )
+    assert predict("ps", n, s, LINK, servers=1).time_s == pytest.approx(
+        predict("naive", n, s, LINK).time_s
+    )
     assert predict("ps", n, s, LINK, servers=4).bandwidth_s == pytest.approx(2 * 15 / 4 * s / b)
     assert predict("ps-sharded", n, s, LINK) == predict("ps", n, s, LINK, servers=2)
-    for name, lat, bw in (("broadcast", 15 * a, s / b), ("all_to_all", 15 * a, 15 / 16 * s / b),
-                          ("gather", 4 * a, 15 / 16 * s / b), ("scatter", 4 * a, 15 / 16 * s / b)):  # fmt: skip
+    for name, lat, bw in (
+        ("broadcast", 15 * a, s / b),
+        ("all_to_all", 15 * a, 15 / 16 * s / b),
+        ("gather", 4 * a, 15 / 16 * s / b),
+        ("scatter", 4 * a, 15 / 16 * s / b),
+    ):
         p = predict(name, n, s, LINK)
         assert (p.latency_s, p.bandwidth_s) == pytest.approx((lat, bw)), name
-    assert predict("reduce", n, s, LINK).time_s == pytest.approx(collective_time("reduce", n, s, CostModel(LINK)))  # fmt: skip
+    assert predict("reduce", n, s, LINK).time_s == pytest.approx(
+        collective_time("reduce", n, s, CostModel(LINK))
+    )
 
 
 def test_bus_bandwidth_follows_nccl_tests() -> None:
     n, s = 8, 1 << 26
     ring = predict("ring", n, s, "nvlink4")
     assert ring.busbw_gbps == pytest.approx(ring.algbw_gbps * 2 * 7 / 8)
-    assert predict("broadcast", n, s, "nvlink4").busbw_gbps == pytest.approx(predict("broadcast", n, s, "nvlink4").algbw_gbps)  # fmt: skip
+    assert predict("broadcast", n, s, "nvlink4").busbw_gbps == pytest.approx(
+        predict("broadcast", n, s, "nvlink4").algbw_gbps
+    )
     ag = predict("all_gather", n, s, "nvlink4")
     assert ag.busbw_gbps == pytest.approx(ag.algbw_gbps * 7 / 8)
     assert ring.busbw_gbps < 450  # never above the link: 450 GB/s each way
@@ -199,9 +230,15 @@ def test_link_presets_aliases_and_argument_errors() -> None:
         (dict(name="ps", servers=9), r"servers=9 is not valid: expected an integer in \[1, 8\]"),
         (dict(nodes=2), r"nodes=2 is not valid: expected None unless name is 'hierarchical'"),
         (dict(name="hierarchical"), r"nodes=None is not valid: expected the number of nodes"),
-        (dict(name="hierarchical", nodes=3), r"nodes=3 is not valid: expected a divisor of world_size=8"),
-        (dict(link=Topology(2, 2, INTRA, INTER)), r"world_size=8 is not valid: expected nodes \* gpus_per_node = 2 \* 2 = 4"),
-    ]  # fmt: skip
+        (
+            dict(name="hierarchical", nodes=3),
+            r"nodes=3 is not valid: expected a divisor of world_size=8",
+        ),
+        (
+            dict(link=Topology(2, 2, INTRA, INTER)),
+            r"world_size=8 is not valid: expected nodes \* gpus_per_node = 2 \* 2 = 4",
+        ),
+    ]
     for kw, message in cases:
         args = {"name": "ring", "world_size": 8, "nbytes": 1024, "link": LINK} | kw
         with pytest.raises(ValueError, match=message):
@@ -236,7 +273,10 @@ def test_crossover_is_where_the_predicted_times_are_equal(n: int, b: str) -> Non
     assert predict(b, n, x / 2, link).time_s < predict("ring", n, x / 2, link).time_s
     assert predict("ring", n, x * 2, link).time_s < predict(b, n, x * 2, link).time_s
     pair = ("ring", b)
-    assert choose_allreduce(x / 4, n, link, pair).algo == b and choose_allreduce(x * 4, n, link, pair).algo == "ring"  # fmt: skip
+    assert (
+        choose_allreduce(x / 4, n, link, pair).algo == b
+        and choose_allreduce(x * 4, n, link, pair).algo == "ring"
+    )
 
 
 def test_crossover_reports_when_the_curves_never_cross() -> None:
@@ -264,14 +304,42 @@ def test_crossover_figure_marks_the_crossing() -> None:
 
 # ------------------------------------------------------------------ CLI
 def test_cli_model_json(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["model", "allreduce", "--algo", "ring", "--world-size", "64", "--size", "1GiB", "--link", "nvlink4-h100", "--json"])  # fmt: skip
+    rc = main(
+        [
+            "model",
+            "allreduce",
+            "--algo",
+            "ring",
+            "--world-size",
+            "64",
+            "--size",
+            "1GiB",
+            "--link",
+            "nvlink4-h100",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     p = predict("ring", 64, 1 << 30, LINKS["nvlink4-h100"])
     assert rc == 0 and data["collective"] == "all_reduce" and data["algo"] == "ring"
     for key in ("time_s", "latency_s", "bandwidth_s", "algbw_gbps", "busbw_gbps"):
         assert data[key] == pytest.approx(getattr(p, key), rel=1e-12)
     assert data["formula"] == "2(n-1)·α + 2(n-1)/n·S/B"
-    rc = main(["model", "allreduce", "--algo", "hierarchical", "--world-size", "16", "--nodes", "2", "--link", "nvlink4", "--json"])  # fmt: skip
+    rc = main(
+        [
+            "model",
+            "allreduce",
+            "--algo",
+            "hierarchical",
+            "--world-size",
+            "16",
+            "--nodes",
+            "2",
+            "--link",
+            "nvlink4",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     topo = Topology(2, 8, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"])
     assert rc == 0 and data["time_s"] == pytest.approx(
@@ -288,19 +356,35 @@ def test_cli_model_json(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--link", "nvlink9"], "error: link='nvlink9' is not valid: expected one of nvlink4-h100, nvlink3-a100"),
-        (["--world-size", "4", "--nodes", "8"], "error: nodes=8 is not valid: expected at most world_size=4: more pretend nodes than ranks"),
+        (
+            ["--link", "nvlink9"],
+            "error: link='nvlink9' is not valid: expected one of nvlink4-h100, nvlink3-a100",
+        ),
+        (
+            ["--world-size", "4", "--nodes", "8"],
+            (
+                "error: nodes=8 is not valid: expected at most world_size=4: more pretend nodes"
+                " than ranks"
+            ),
+        ),
         (["--alpha=-1e-6"], "error: alpha_s=-1e-06 is not valid: expected a finite number >= 0"),
         (["--algo", "bogus"], "error: name='bogus' is not valid: expected one of ring"),
         (["--size", "2GiB"], "error: size='2GiB' is not valid"),
     ],
-)  # fmt: skip
-def test_cli_model_errors_are_one_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+)
+def test_cli_model_errors_are_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["model", "allreduce", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
 
 
 def test_every_name_is_documented_in_one_table() -> None:
-    assert set(ALLREDUCE_ALGOS) | set(COLLECTIVES) == set(NAMES) and len(NAMES) == 14
-    assert all(not math.isnan(predict(n, 4, 4096, LINK, **({"nodes": 2} if n == "hierarchical" else {})).time_s) for n in NAMES)  # fmt: skip
+    assert set(ALLREDUCE_ALGOS) | set(OTHER_COLLECTIVES) == set(NAMES) and len(NAMES) == 14
+    assert all(
+        not math.isnan(
+            predict(n, 4, 4096, LINK, **({"nodes": 2} if n == "hierarchical" else {})).time_s
+        )
+        for n in NAMES
+    )

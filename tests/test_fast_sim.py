@@ -8,19 +8,20 @@ import random
 import numpy as np
 import pytest
 
-from edu_parallel.fast_sim import SimSummary, chunk_bytes_for, simulate_fast
-from edu_parallel.naive import naive_allreduce_plan
-from edu_parallel.plan import Plan, Step, Transfer
-from edu_parallel.plan_arrays import (
+from edu_parallel.models.fast_simulation import SimSummary, chunk_bytes_for, simulate_fast
+from edu_parallel.models.retiming import CostModel, cost_model, retime, ring_allreduce_time
+from edu_parallel.models.simulation import simulate
+from edu_parallel.models.topology import LINKS, Link
+from edu_parallel.plans.arrays import (
     OP_COPY,
     OP_REDUCE,
     PlanArrays,
     naive_allreduce_arrays,
     ring_allreduce_arrays,
 )
-from edu_parallel.retime import LINKS, CostModel, Link, cost_model, retime, ring_allreduce_time
-from edu_parallel.ring import ring_allreduce_plan
-from edu_parallel.simulate import simulate
+from edu_parallel.plans.naive import naive_allreduce_plan
+from edu_parallel.plans.plan import Plan, Step, Transfer
+from edu_parallel.plans.ring import ring_allreduce_plan
 
 LINK = Link("test", alpha_s=1e-6, bandwidth_Bps=1e9)
 MODELS = [CostModel(LINK), CostModel(LINK, reduce_Bps=4e9), cost_model("nvlink4-h100", 2e12)]
@@ -38,7 +39,7 @@ def random_plan(rng: random.Random, n: int, chunks: int, steps: int) -> Plan:
                 rng.randrange(chunks),
                 rng.choice(["reduce", "copy"]),
                 rng.choice([None, rng.randrange(chunks)]),
-            )  # fmt: skip
+            )
             for _ in range(rng.randint(0, 2 * n))
         )
         out.append(Step(rng.choice(["one", "two", "three"]), transfers))
@@ -113,9 +114,13 @@ def test_columns_are_read_only_and_checked() -> None:
     with pytest.raises(ValueError, match="dst"):
         PlanArrays("p", "all_reduce", 2, 1, ("x",), [0], [0], [2], [0], [0], [0])
     with pytest.raises(ValueError, match="sorted"):
-        PlanArrays("p", "all_reduce", 2, 1, ("x", "y"), [1, 0], [0, 1], [1, 0], [0, 0], [0, 0], [0, 0])  # fmt: skip
+        PlanArrays(
+            "p", "all_reduce", 2, 1, ("x", "y"), [1, 0], [0, 1], [1, 0], [0, 0], [0, 0], [0, 0]
+        )
     with pytest.raises(ValueError, match="op"):
-        PlanArrays.from_plan(Plan("p", "all_reduce", 2, 1, (Step("x", (Transfer(0, 1, 0, "max"),)),)))  # fmt: skip
+        PlanArrays.from_plan(
+            Plan("p", "all_reduce", 2, 1, (Step("x", (Transfer(0, 1, 0, "max"),)),))
+        )
 
 
 # ------------------------------------------------------------------ bytes, steps, messages
@@ -176,7 +181,7 @@ def test_time_equals_retime_on_random_plans(seed: int) -> None:
 @pytest.mark.parametrize("kind", PLANS)
 @pytest.mark.parametrize("nodes", [1, 2, 4])
 def test_time_with_a_topology_equals_retime(kind: str, nodes: int) -> None:
-    from edu_parallel.topology import Topology
+    from edu_parallel.models.topology import Topology
 
     topo = Topology.split(8, nodes, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"])
     model = cost_model(topo, reduce_Bps=2e12)

@@ -1,4 +1,5 @@
-"""PyTorch FSDP2 (fully_shard) on gloo ranks against ZeRO-3: params, collective sequence, bytes, picture.
+"""PyTorch FSDP2 (fully_shard) on gloo ranks against ZeRO-3: params, collective sequence, bytes,
+picture.
 
 Zhao et al. 2023, "PyTorch FSDP" (arXiv 2304.11277); the PyTorch ``fully_shard`` API docs.
 """
@@ -12,21 +13,21 @@ import types
 
 import pytest
 
-# FSDP2 is ``torch.distributed.fsdp.fully_shard`` from torch 2.6 on; the package supports torch >= 2.4.
-FSDP = pytest.importorskip("torch.distributed.fsdp")
-needs_fsdp2 = pytest.mark.skipif(not hasattr(FSDP, "fully_shard"), reason="torch < 2.6: no FSDP2")
-
-from edu_parallel.fsdp import (  # noqa: E402
-    FsdpUnavailableError,
+from edu_parallel.core.trace import Trace
+from edu_parallel.data_parallel.fsdp import FsdpUnavailableError, preload, require_fsdp2
+from edu_parallel.data_parallel.fsdp_report import (
     format_fsdp,
-    preload,
-    require_fsdp2,
+    formula_sent_bytes,
+    fsdp_padded_numel,
     run_fsdp,
 )
-from edu_parallel.fsdp_report import formula_sent_bytes, fsdp_padded_numel  # noqa: E402
-from edu_parallel.memory_comm import fsdp_collectives_per_step  # noqa: E402
-from edu_parallel.trace import Trace  # noqa: E402
-from edu_parallel.zero_model import num_params  # noqa: E402
+from edu_parallel.data_parallel.training import num_params
+from edu_parallel.memory.communication import fsdp_collectives_per_step
+
+# FSDP2 is ``torch.distributed.fsdp.fully_shard`` from torch 2.6 on; the package supports torch >=
+# 2.4.
+FSDP = pytest.importorskip("torch.distributed.fsdp")
+needs_fsdp2 = pytest.mark.skipif(not hasattr(FSDP, "fully_shard"), reason="torch < 2.6: no FSDP2")
 
 preload()  # FSDP2's imports once here, before the cluster fixture forks: not once per rank
 
@@ -36,8 +37,11 @@ UNIT = 2 * (16 * 16 + 16)  # bf16 bytes of one Linear(16, 16) unit, all-gathered
 
 
 def sequence(report, step=1):
-    return [(r["pass"], r["op"].rsplit("_single", 1)[0], r["unit"], r["prefetch"])
-            for r in report.collectives["fsdp"] if r["step"] == step]  # fmt: skip
+    return [
+        (r["pass"], r["op"].rsplit("_single", 1)[0], r["unit"], r["prefetch"])
+        for r in report.collectives["fsdp"]
+        if r["step"] == step
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +79,10 @@ def test_layer_sequence_prefetches_in_backward(layer) -> None:
     assert sequence(layer, 1) == sequence(layer, 2) == expected
     zero3 = [(r["pass"], r["op"]) for r in layer.collectives["zero3"] if r["step"] == 1]
     assert [p for p, _ in zero3] == ["forward", "backward", "reduce_grads"]
-    assert [op.startswith(x) for (_, op), x in zip(zero3, ("all_gather",) * 2 + ("reduce_scatter",), strict=True)] == [True] * 3  # fmt: skip
+    assert [
+        op.startswith(x)
+        for (_, op), x in zip(zero3, ("all_gather",) * 2 + ("reduce_scatter",), strict=True)
+    ] == [True] * 3
     assert layer.collectives_per_step == {"fsdp": 9, "zero3": 3}
     assert layer.collectives_per_step["fsdp"] == fsdp_collectives_per_step(
         len(layer.units) - 1
@@ -83,7 +90,11 @@ def test_layer_sequence_prefetches_in_backward(layer) -> None:
     events = layer.trace.select("collective")
     assert {e.attrs["dtype"] for e in events} == {"c10::BFloat16"}  # the mixed-precision policy
     for e in events:  # all-gather output = N x its input shard; reduce-scatter output = input / N
-        out_in = (e.nbytes, 2 * e.attrs["input_nbytes"]) if e.op.startswith("all_gather") else (2 * e.nbytes, e.attrs["input_nbytes"])  # fmt: skip
+        out_in = (
+            (e.nbytes, 2 * e.attrs["input_nbytes"])
+            if e.op.startswith("all_gather")
+            else (2 * e.nbytes, e.attrs["input_nbytes"])
+        )
         assert out_in[0] == out_in[1] == UNIT
 
 
@@ -107,9 +118,11 @@ def test_layer_bytes_and_peak(layer) -> None:
 def test_granularity_and_reshard_after_forward(cluster2) -> None:
     model = run_fsdp(cluster2, steps=1, granularity="model")
     assert model.units == ["root"] and model.matches_zero3 and model.max_abs_diff_zero3 == 0.0
-    assert sequence(model) == [("forward", "all_gather", "root", False),
-                               ("backward", "all_gather", "root", False),
-                               ("backward", "reduce_scatter", "root", False)]  # fmt: skip
+    assert sequence(model) == [
+        ("forward", "all_gather", "root", False),
+        ("backward", "all_gather", "root", False),
+        ("backward", "reduce_scatter", "root", False),
+    ]
     assert model.collectives_per_step["fsdp"] == 3 < 9  # fewer, larger collectives
     assert model.collectives_per_step["fsdp"] == fsdp_collectives_per_step(1)
     assert model.comm_ratio_vs_dp == pytest.approx(1.5)
@@ -117,10 +130,15 @@ def test_granularity_and_reshard_after_forward(cluster2) -> None:
     # None = torch's default: reshard after forward except the ROOT, which keeps its params
     # for backward: no second all-gather, DP's volume.
     kept = run_fsdp(cluster2, steps=1, granularity="model", reshard_after_forward=None)
-    assert [s[:2] for s in sequence(kept)] == [("forward", "all_gather"), ("backward", "reduce_scatter")]  # fmt: skip
+    assert [s[:2] for s in sequence(kept)] == [
+        ("forward", "all_gather"),
+        ("backward", "reduce_scatter"),
+    ]
     assert kept.comm_ratio_vs_dp == pytest.approx(1.0) and kept.matches_zero3
     keep_all = run_fsdp(cluster2, steps=1, reshard_after_forward=False)
-    assert [s[:2] for s in sequence(keep_all)] == [("forward", "all_gather")] * 3 + [("backward", "reduce_scatter")] * 3  # fmt: skip
+    assert [s[:2] for s in sequence(keep_all)] == [("forward", "all_gather")] * 3 + [
+        ("backward", "reduce_scatter")
+    ] * 3
     assert keep_all.per_rank_sent_bytes == [formula_sent_bytes(DIMS, 2, 1)] * 2
     assert keep_all.collectives_per_step["fsdp"] == fsdp_collectives_per_step(3, False) == 6
     assert keep_all.per_rank_peak_gathered_bytes == [2 * PSI] * 2  # all units kept until backward
@@ -130,8 +148,11 @@ def test_granularity_and_reshard_after_forward(cluster2) -> None:
 def test_forward_prefetch(cluster2) -> None:
     r = run_fsdp(cluster2, steps=1, forward_prefetch=True)
     fwd = [s for s in sequence(r) if s[0] == "forward"]
-    assert fwd == [("forward", "all_gather", "0", False), ("forward", "all_gather", "2", True),
-                   ("forward", "all_gather", "4", True)]  # fmt: skip
+    assert fwd == [
+        ("forward", "all_gather", "0", False),
+        ("forward", "all_gather", "2", True),
+        ("forward", "all_gather", "4", True),
+    ]
     assert r.matches_zero3
 
 
@@ -158,10 +179,13 @@ def test_uneven_dim0_is_padded(cluster2) -> None:
         ({"lr": -1}, ["lr=-1", "> 0"]),
         ({"granularity": "block"}, ["granularity='block'", "'layer', 'model'"]),
         ({"reshard_after_forward": "yes"}, ["reshard_after_forward='yes'", "True, False or None"]),
-        ({"granularity": "model", "forward_prefetch": True}, ["forward_prefetch=True", "granularity='layer'"]),
+        (
+            {"granularity": "model", "forward_prefetch": True},
+            ["forward_prefetch=True", "granularity='layer'"],
+        ),
         ({"dims": (16,)}, ["dims=(16,)", "at least 2"]),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_name_parameter_value_and_range(kwargs, words) -> None:
     with pytest.raises(ValueError) as info:
         run_fsdp(None, **kwargs)  # checked before any process runs
@@ -189,8 +213,12 @@ def test_sequence_picture_and_table_from_json(layer) -> None:
     assert [p.unit for p in pts["zero3"]] == ["whole model"] * 3
     fig = collective_sequence(data)
     drawn = {(t.xaxis, t.name): len(t.x) for t in fig.data}
-    assert drawn == {("x", "all_gather"): 2, ("x", "reduce_scatter"): 1,
-                     ("x2", "all_gather"): 6, ("x2", "reduce_scatter"): 3}  # fmt: skip
+    assert drawn == {
+        ("x", "all_gather"): 2,
+        ("x", "reduce_scatter"): 1,
+        ("x2", "all_gather"): 6,
+        ("x2", "reduce_scatter"): 3,
+    }
     gathers = next(t for t in fig.data if t.xaxis == "x2" and t.name == "all_gather")
     assert sum(w > 0 for w in gathers.marker.line.width) == 2  # the two backward prefetches
     assert {a.text for a in fig.layout.annotations} >= {"forward", "backward", "reduce_grads"}
@@ -209,9 +237,14 @@ def test_renderer_never_imports_torch() -> None:
 
 @needs_fsdp2
 def test_cli_json(capsys) -> None:
-    from edu_parallel.cli import main
+    from edu_parallel.app.cli import main
 
-    assert main(["run", "fsdp", "--world-size", "2", "--steps", "1", "--granularity", "model", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            ["run", "fsdp", "--world-size", "2", "--steps", "1", "--granularity", "model", "--json"]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["matches_zero3"] is True and data["collectives_per_step"] == {"fsdp": 3, "zero3": 3}
     assert data["per_rank_sent_bytes"] == [formula_sent_bytes(DIMS, 2, 2)] * 2

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.lab import lab_command, lessons_source, prepare_lessons
+from edu_parallel.app.lab import lab_command, lessons_source, prepare_lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,9 +73,23 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "cfg")
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "rt")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "edu_parallel", "lab", "--no-browser", "--port", str(port), "--dir", str(tmp_path / "course")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "edu_parallel",
+            "lab",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--dir",
+            str(tmp_path / "course"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         token, log, deadline = None, [], time.monotonic() + 90
         while token is None and time.monotonic() < deadline:
@@ -103,7 +117,7 @@ def test_sigterm_to_the_wrapper_stops_the_child():
     from conftest import child_pids
 
     code = (
-        "import sys; from edu_parallel.lab import run_child; "
+        "import sys; from edu_parallel.app.lab import run_child; "
         "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(60)']))"
     )
     wrapper = subprocess.Popen([sys.executable, "-c", code])

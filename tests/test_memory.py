@@ -8,17 +8,10 @@ import sys
 
 import pytest
 
-from edu_parallel.memory import (
-    PRESETS,
-    activation_bytes,
-    activation_estimate,
-    comm_bytes_per_step,
-    comm_estimate,
-    count_params,
-    get_preset,
-    largest_model_that_fits,
-    model_state_bytes,
-)
+from edu_parallel.memory.activations import activation_bytes, activation_estimate
+from edu_parallel.memory.communication import comm_bytes_per_step, comm_estimate
+from edu_parallel.memory.model_states import largest_model_that_fits, model_state_bytes
+from edu_parallel.memory.presets import PRESETS, count_params, get_preset
 
 PSI, N = 7.5e9, 64  # the ZeRO paper's Fig. 1 example
 
@@ -89,14 +82,25 @@ def test_offload_all_moves_params_too_with_zero3():
     assert off.bytes_per_gpu == pytest.approx(2 * PSI / N)  # only the gradient partition
     assert off.cpu_bytes_per_gpu == pytest.approx(14 * PSI / N)
     fp32 = model_state_bytes(PSI, N, zero=3, precision="fp32", offload="optimizer")
-    assert fp32.cpu_breakdown == {"param32": 0, "grad32": 0, "adam_m": 4 * PSI / N, "adam_v": 4 * PSI / N}  # fmt: skip
+    assert fp32.cpu_breakdown == {
+        "param32": 0,
+        "grad32": 0,
+        "adam_m": 4 * PSI / N,
+        "adam_v": 4 * PSI / N,
+    }
 
 
 @pytest.mark.parametrize(
     "zero, precision, offload, tp, pp",
-    [(0, "mixed", "none", 1, 1), (1, "mixed", "none", 1, 1), (2, "fp32", "optimizer", 2, 1),
-     (3, "mixed", "none", 1, 1), (3, "bf16-pure", "all", 2, 4), (1, "mixed", "optimizer", 1, 2)],
-)  # fmt: skip
+    [
+        (0, "mixed", "none", 1, 1),
+        (1, "mixed", "none", 1, 1),
+        (2, "fp32", "optimizer", 2, 1),
+        (3, "mixed", "none", 1, 1),
+        (3, "bf16-pure", "all", 2, 4),
+        (1, "mixed", "optimizer", 1, 2),
+    ],
+)
 def test_largest_model_that_fits_inverts_the_formula(zero, precision, offload, tp, pp):
     gpu_bytes = 80e9
     n = largest_model_that_fits(gpu_bytes, 64, zero, precision, offload, tp, pp)
@@ -162,8 +166,14 @@ def test_preset_shapes_exact_counts():
     assert get_preset("llama3-70b").params == 70_553_706_496  # Meta-Llama-3-70B
     l8 = get_preset("llama3-8b")
     assert (l8.layers, l8.hidden, l8.heads, l8.kv_heads, l8.ffn, l8.vocab, l8.seq) == (
-        32, 4096, 32, 8, 14336, 128256, 8192,
-    )  # fmt: skip
+        32,
+        4096,
+        32,
+        8,
+        14336,
+        128256,
+        8192,
+    )
 
 
 def test_unknown_preset_lists_names():
@@ -250,8 +260,21 @@ def test_cli_json():
 
 
 def test_cli_model_offload_tp_json():
-    out = cli("--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--zero", "3",
-              "--offload", "all", "--gpu-gb", "80", "--json")  # fmt: skip
+    out = cli(
+        "--model",
+        "llama3-70b",
+        "--gpus",
+        "64",
+        "--tp",
+        "8",
+        "--zero",
+        "3",
+        "--offload",
+        "all",
+        "--gpu-gb",
+        "80",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     psi = get_preset("llama3-70b").params / 8
@@ -279,12 +302,15 @@ def test_cli_text():
         (["--params", "7.5e9", "--gpus", "64", "--zero", "7"], ["zero=7"]),
         (["--params", "lots"], ["params='lots'"]),
         (["--model", "gpt5"], ["model='gpt5'", "llama3-8b"]),
-        (["--params", "1e9", "--offload", "optimizer"], ["offload='optimizer'", "does not support it"]),
+        (
+            ["--params", "1e9", "--offload", "optimizer"],
+            ["offload='optimizer'", "does not support it"],
+        ),
         (["--params", "1e9", "--gpus", "6", "--tp", "4"], ["gpus=6"]),
         (["--params", "1e9", "--precision", "fp8"], ["precision='fp8'"]),
         ([], ["params=None"]),
     ],
-)  # fmt: skip
+)
 def test_cli_one_line_errors(args, words):
     out = cli(*args)
     assert out.returncode == 2

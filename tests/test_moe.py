@@ -1,4 +1,5 @@
-"""Expert parallelism on gloo ranks: router, capacity, all-to-all layer vs one process, traffic, CLI, pictures.
+"""Expert parallelism on gloo ranks: router, capacity, all-to-all layer vs one process, traffic,
+CLI, pictures.
 
 Shazeer et al. 2017 (arXiv 1701.06538), GShard (arXiv 2006.16668), Switch (arXiv 2101.03961).
 """
@@ -15,19 +16,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from edu_parallel.cli import main
-from edu_parallel.moe import capacity_positions, init_moe, make_tokens, moe_reference, route
-from edu_parallel.moe_run import (
+from edu_parallel.app.cli import main
+from edu_parallel.expert_parallel.experts import init_moe, make_tokens
+from edu_parallel.expert_parallel.formulas import (
     all_to_one_dropped,
     balanced_dispatch_bytes,
     check_moe_args,
     expert_capacity,
-    format_moe,
-    moe_routing_stats,
-    moe_runner,
     padded_dispatch_bytes,
-    run_moe,
 )
+from edu_parallel.expert_parallel.layer import moe_reference
+from edu_parallel.expert_parallel.report import format_moe, moe_routing_stats, moe_runner, run_moe
+from edu_parallel.expert_parallel.router import capacity_positions, route
+from edu_parallel.quiz.banks_moe import HOT_SKEW, formula_runner, moe_quiz
 
 A2A = "all_to_all_single"
 
@@ -108,9 +109,11 @@ def test_dense_reference_equals_a_token_loop() -> None:
 
 
 # ----------------------------------------------------------------- the layer on real ranks
-def independent_matrix(world: int, experts: int, top_k: int, c: float, skew: float, tokens: int,
-                       hidden: int) -> list[list[int]]:  # fmt: skip
-    """Kept assignments from rank s to the rank owning each expert, x h x 4 bytes, on one process."""
+def independent_matrix(
+    world: int, experts: int, top_k: int, c: float, skew: float, tokens: int, hidden: int
+) -> list[list[int]]:
+    """Kept assignments from rank s to the rank owning each expert, x h x 4 bytes, on one
+    process."""
     params = init_moe(experts, hidden, skew=skew)
     x, _ = make_tokens(world, tokens, hidden)
     per = experts // world
@@ -198,6 +201,21 @@ def test_all_tokens_to_one_expert_drops_the_formula(cluster4) -> None:
     assert stats.dropped_tokens == 56 and stats.traffic_matrix_bytes == r.traffic_matrix_bytes
 
 
+def test_quiz_formula_runner_equals_routed_tokens() -> None:
+    """The quiz's default runner (a formula) gives what routing real tokens gives, for every
+    configuration its predict-then-run question draws (top-1, hot skew)."""
+    drawn = {
+        tuple(moe_quiz(seed=s).by_key("predict_hot_dropped").params[k] for k in "NETC")
+        for s in [None, *range(60)]
+    }
+    assert len(drawn) >= 12
+    for n, e, t, c in sorted(drawn):
+        want = moe_routing_stats(n, e, 1, c, HOT_SKEW, t)
+        got = formula_runner(n, e, 1, c, HOT_SKEW, t)
+        assert got.dropped_tokens == want.dropped_tokens, (n, e, t, c)
+    assert got.traffic_matrix_bytes == want.traffic_matrix_bytes
+
+
 def test_two_ranks_and_forward_only(cluster2) -> None:
     r = run_moe(
         cluster2, experts=2, top_k=2, capacity_factor=1.0, tokens=7, hidden=3, backward=False
@@ -212,21 +230,30 @@ def subgroup_job(ctx, dispatch: str = "variable") -> torch.Tensor:
     """Two expert-parallel groups {0, 1} and {2, 3}, each holding all 4 experts (2 per rank)."""
     import torch.distributed as dist
 
-    from edu_parallel.moe import moe_layer
+    from edu_parallel.expert_parallel.layer import moe_layer
 
     groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
     params = init_moe(4, 6, seed=1)
     local = params.experts.shard(ctx.rank % 2, 2)
     x_all, _ = make_tokens(4, 8, 6, seed=1)
     x = x_all[ctx.rank * 8 : (ctx.rank + 1) * 8]
-    y, _ = moe_layer(ctx, x, params.router, local, top_k=2, capacity_factor=1.0, step=0,
-                     group=groups[ctx.rank // 2], dispatch=dispatch)  # fmt: skip
+    y, _ = moe_layer(
+        ctx,
+        x,
+        params.router,
+        local,
+        top_k=2,
+        capacity_factor=1.0,
+        step=0,
+        group=groups[ctx.rank // 2],
+        dispatch=dispatch,
+    )
     return y
 
 
 @pytest.mark.parametrize("dispatch", ["variable", "padded"])
 def test_layer_in_a_subgroup(cluster4, dispatch: str) -> None:
-    from edu_parallel.moe_run import traffic_matrix
+    from edu_parallel.core.marks import traffic_matrix
 
     out = cluster4.run(subgroup_job, dispatch)
     params = init_moe(4, 6, seed=1)
@@ -263,10 +290,20 @@ def test_quiz_predict_then_run_against_real_ranks(cluster4) -> None:
 # ----------------------------------------------------------------- padded (GShard) dispatch
 def both_dispatches(cluster, kw: dict) -> dict:
     """moe_job's raw per-rank results for both dispatches (same weights, tokens, routing)."""
-    from edu_parallel.moe import moe_job
+    from edu_parallel.expert_parallel.layer import moe_job
 
-    args = [kw.get(a, d) for a, d in (("experts", 8), ("top_k", 2), ("capacity_factor", 1.25),
-            ("skew", 0.0), ("tokens", 16), ("hidden", 8), ("seed", 0))]  # fmt: skip
+    args = [
+        kw.get(a, d)
+        for a, d in (
+            ("experts", 8),
+            ("top_k", 2),
+            ("capacity_factor", 1.25),
+            ("skew", 0.0),
+            ("tokens", 16),
+            ("hidden", 8),
+            ("seed", 0),
+        )
+    ]
     return {d: cluster.run(moe_job, *args, True, d).results for d in ("variable", "padded")}
 
 
@@ -280,7 +317,13 @@ def test_padded_equals_variable_and_reference(cluster4, kw: dict) -> None:
     for v, p in zip(runs["variable"], runs["padded"], strict=True):
         assert torch.equal(v["experts"], p["experts"]) and torch.equal(v["kept"], p["kept"])
         pairs = [(v["y"], p["y"]), (v["dx"], p["dx"])]
-        pairs += list(zip(v["router_grads"] + v["expert_grads"], p["router_grads"] + p["expert_grads"], strict=True))  # fmt: skip
+        pairs += list(
+            zip(
+                v["router_grads"] + v["expert_grads"],
+                p["router_grads"] + p["expert_grads"],
+                strict=True,
+            )
+        )
         for a, b in pairs:
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
     assert r.dispatch == "padded" and r.traffic_matches_routing and r.matches_builtin
@@ -288,8 +331,9 @@ def test_padded_equals_variable_and_reference(cluster4, kw: dict) -> None:
 
 @pytest.mark.parametrize(("c", "cap"), [(1.25, 5), (2.0, 8)])
 @pytest.mark.parametrize("skew", [0.0, 4.0])
-def test_padded_bytes_equal_the_formula_whatever_the_routing(cluster4, c: float, cap: int,
-                                                              skew: float) -> None:  # fmt: skip
+def test_padded_bytes_equal_the_formula_whatever_the_routing(
+    cluster4, c: float, cap: int, skew: float
+) -> None:
     r = run_moe(cluster4, capacity_factor=c, skew=skew, dispatch="padded")
     assert r.capacity == cap
     want = padded_dispatch_bytes(8, cap, 8, 4)  # (N-1)/N E C h 4
@@ -310,8 +354,14 @@ def test_padded_bytes_equal_the_formula_whatever_the_routing(cluster4, c: float,
     assert r.padding_fraction > 0 and r.forward_collectives == [A2A] * 2
 
 
-@pytest.mark.parametrize("kw", [{}, dict(skew=4.0, top_k=1, capacity_factor=2.0),
-                                dict(experts=8, top_k=8, capacity_factor=0.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        dict(skew=4.0, top_k=1, capacity_factor=2.0),
+        dict(experts=8, top_k=8, capacity_factor=0.5),
+    ],
+)
 def test_variable_bytes_never_exceed_padded(cluster4, kw: dict) -> None:
     """Per rank: variable <= padded; equal exactly when every slot it sends to a peer is full."""
     var = run_moe(cluster4, **kw)
@@ -336,21 +386,42 @@ def test_variable_bytes_never_exceed_padded(cluster4, kw: dict) -> None:
 # ----------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"top_k": 9}, "top_k=9"), ({"top_k": 0}, "top_k"), ({"experts": 6}, "experts=6"),
-     ({"experts": 0}, "experts"), ({"capacity_factor": 0}, "capacity_factor"),
-     ({"capacity_factor": -1.5}, "capacity_factor"), ({"capacity_factor": float("inf")}, "capacity_factor"),
-     ({"skew": -1}, "skew"), ({"skew": 101}, "skew"), ({"skew": "hot"}, "skew"), ({"tokens": 0}, "tokens"),
-     ({"tokens": 5000}, "tokens"), ({"hidden": 0}, "hidden"), ({"seed": -1}, "seed")],
-)  # fmt: skip
+    [
+        ({"top_k": 9}, "top_k=9"),
+        ({"top_k": 0}, "top_k"),
+        ({"experts": 6}, "experts=6"),
+        ({"experts": 0}, "experts"),
+        ({"capacity_factor": 0}, "capacity_factor"),
+        ({"capacity_factor": -1.5}, "capacity_factor"),
+        ({"capacity_factor": float("inf")}, "capacity_factor"),
+        ({"skew": -1}, "skew"),
+        ({"skew": 101}, "skew"),
+        ({"skew": "hot"}, "skew"),
+        ({"tokens": 0}, "tokens"),
+        ({"tokens": 5000}, "tokens"),
+        ({"hidden": 0}, "hidden"),
+        ({"seed": -1}, "seed"),
+    ],
+)
 def test_bad_inputs_name_the_parameter(kwargs: dict, name: str) -> None:
-    args = {"world_size": 4, "experts": 8, "top_k": 2, "capacity_factor": 1.25, "skew": 0.0,
-            "tokens": 16, "hidden": 8, "seed": 0} | kwargs  # fmt: skip
+    args = {
+        "world_size": 4,
+        "experts": 8,
+        "top_k": 2,
+        "capacity_factor": 1.25,
+        "skew": 0.0,
+        "tokens": 16,
+        "hidden": 8,
+        "seed": 0,
+    } | kwargs
     with pytest.raises(ValueError, match=f"{name}.*is not valid: expected"):
         check_moe_args(**args)
 
 
 def test_bad_input_before_running(cluster2) -> None:
-    with pytest.raises(ValueError, match="dispatch='dense' is not valid: expected one of 'variable', 'padded'"):  # fmt: skip
+    with pytest.raises(
+        ValueError, match="dispatch='dense' is not valid: expected one of 'variable', 'padded'"
+    ):
         run_moe(cluster2, experts=2, dispatch="dense")
     with pytest.raises(
         ValueError, match="experts=3 is not valid: expected a multiple of the world size 2"
@@ -360,17 +431,39 @@ def test_bad_input_before_running(cluster2) -> None:
 
 
 def test_cli_json_and_errors(capsys) -> None:
-    argv = ["run", "moe", "--world-size", "2", "--experts", "4", "--top-k", "2", "--capacity-factor", "1.0",
-            "--skew", "2", "--tokens", "8", "--hidden", "4", "--json"]  # fmt: skip
+    argv = [
+        "run",
+        "moe",
+        "--world-size",
+        "2",
+        "--experts",
+        "4",
+        "--top-k",
+        "2",
+        "--capacity-factor",
+        "1.0",
+        "--skew",
+        "2",
+        "--tokens",
+        "8",
+        "--hidden",
+        "4",
+        "--json",
+    ]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["matches_reference"] is True and data["gradients_match"] is True
     assert data["traffic_matrix_bytes"] == independent_matrix(2, 4, 2, 1.0, 2.0, 8, 4)
     assert isinstance(data["dropped_tokens"], int) and data["dropped_tokens"] >= 0
-    for bad, text in ((["--experts", "4", "--top-k", "5"], "top_k=5"), (["--experts", "3"], "experts=3"),
-                      (["--capacity-factor", "0"], "capacity_factor=0.0"), (["--tokens", "0"], "tokens=0"),
-                      (["--skew", "-2"], "skew=-2.0"), (["--hidden", "0"], "hidden=0"),
-                      (["--dispatch", "dense"], "dispatch='dense'")):  # fmt: skip
+    for bad, text in (
+        (["--experts", "4", "--top-k", "5"], "top_k=5"),
+        (["--experts", "3"], "experts=3"),
+        (["--capacity-factor", "0"], "capacity_factor=0.0"),
+        (["--tokens", "0"], "tokens=0"),
+        (["--skew", "-2"], "skew=-2.0"),
+        (["--hidden", "0"], "hidden=0"),
+        (["--dispatch", "dense"], "dispatch='dense'"),
+    ):
         assert main(argv[:4] + bad) == 2
         err = capsys.readouterr().err
         assert text in err and err.count("\n") == 1
@@ -388,10 +481,14 @@ def fake_report() -> SimpleNamespace:
     experts = [[[0], [0], [3]], [[2], [0], [1]]]
     kept = [[[True], [False], [True]], [[True], [True], [False]]]
     return SimpleNamespace(
-        experts=4, capacity=1, routing_experts=experts, routing_kept=kept,
-        routed_matrix=[[2, 0, 0, 1], [1, 1, 1, 0]], kept_matrix=[[1, 0, 0, 1], [1, 0, 1, 0]],
+        experts=4,
+        capacity=1,
+        routing_experts=experts,
+        routing_kept=kept,
+        routed_matrix=[[2, 0, 0, 1], [1, 1, 1, 0]],
+        kept_matrix=[[1, 0, 0, 1], [1, 0, 1, 0]],
         traffic_by_exchange={"dispatch": [[16, 16], [16, 16]], "combine": [[16, 16], [16, 16]]},
-    )  # fmt: skip
+    )
 
 
 def test_heatmap_load_bars_and_animation() -> None:
@@ -422,7 +519,10 @@ def test_heatmap_load_bars_and_animation() -> None:
 
 
 def test_renderers_import_without_torch() -> None:
-    code = ("import sys\nimport edu_parallel.viz.moe as m\nimport edu_parallel.moe_run\n"
-            "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n")  # fmt: skip
+    code = (
+        "import sys\nimport edu_parallel.viz.moe as m\nimport"
+        " edu_parallel.expert_parallel.formulas\nassert 'torch' not in sys.modules, 'torch"
+        " imported'\nprint('ok')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -7,11 +7,16 @@ from collections import Counter
 import pytest
 import torch
 
-from edu_parallel.cli import main
-from edu_parallel.pipeline import run_pipeline
-from edu_parallel.pipeline_model import make_batch, microbatch_loss, reference_grads, stage_bounds
-from edu_parallel.schedule import Schedule
-from edu_parallel.schedule_time import gpipe_bubble, megatron_bubble
+from edu_parallel.app.cli import main
+from edu_parallel.pipeline_parallel.model import (
+    make_batch,
+    microbatch_loss,
+    reference_grads,
+    stage_bounds,
+)
+from edu_parallel.pipeline_parallel.report import run_pipeline
+from edu_parallel.pipeline_parallel.schedule import Schedule
+from edu_parallel.pipeline_parallel.timing import gpipe_bubble, megatron_bubble
 
 pytestmark = pytest.mark.multiprocess
 
@@ -101,8 +106,10 @@ def test_the_reference_is_the_full_batch_gradient():
     full = torch.nn.functional.mse_loss(x.reshape(12, 8), y.reshape(12, 8))
     assert sum(microbatch_loss(x[k], y[k], 4) for k in range(4)) == pytest.approx(float(full))
     a, b = reference_grads(2, 4, 8, 4, 3, seed=7), reference_grads(4, 4, 8, 4, 3, seed=7)
-    assert torch.equal(torch.cat([g.flatten() for s in (0, 1) for g in a[s]]),
-                       torch.cat([g.flatten() for s in range(4) for g in b[s]]))  # fmt: skip
+    assert torch.equal(
+        torch.cat([g.flatten() for s in (0, 1) for g in a[s]]),
+        torch.cat([g.flatten() for s in range(4) for g in b[s]]),
+    )
 
 
 class _NoRun:
@@ -123,17 +130,22 @@ class _NoRun:
         ({"microbatches": 0}, "microbatches=0 is not valid: expected an integer >= 1"),
         ({"chunks": 0}, "chunks=0 is not valid: expected an integer >= 1"),
         ({"chunks": 2}, "chunks=2 is not valid: expected 1 for schedule='1f1b'"),
-        ({"schedule": "interleaved", "microbatches": 6, "chunks": 2},
-         "microbatches=6 is not valid: expected a multiple of stages=4"),
+        (
+            {"schedule": "interleaved", "microbatches": 6, "chunks": 2},
+            "microbatches=6 is not valid: expected a multiple of stages=4",
+        ),
         ({"layers": 3}, "layers=3 is not valid: expected an integer >= 4"),
-        ({"schedule": "interleaved", "chunks": 2, "layers": 7}, "layers=7 is not valid: expected an integer >= 8"),
+        (
+            {"schedule": "interleaved", "chunks": 2, "layers": 7},
+            "layers=7 is not valid: expected an integer >= 8",
+        ),
         ({"t_f": 0}, "t_f=0 is not valid: expected a finite number > 0"),
         ({"t_b": -1.0}, "t_b=-1.0 is not valid"),
         ({"t_w": -0.5}, "t_w=-0.5 is not valid: expected a finite number >= 0"),
         ({"hidden": 0}, "hidden=0 is not valid"),
         ({"seed": -1}, "seed=-1 is not valid"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_raise_before_any_work(kwargs, message):
     with pytest.raises(ValueError) as err:
         run_pipeline(_NoRun(), **kwargs)
@@ -141,13 +153,33 @@ def test_bad_arguments_raise_before_any_work(kwargs, message):
 
 
 def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
-    code = main(["run", "pipeline", "--schedule", "1f1b", "--stages", "2", "--microbatches", "4",
-                 "--t-f", "1", "--t-b", "1", "--json"])  # fmt: skip
+    code = main(
+        [
+            "run",
+            "pipeline",
+            "--schedule",
+            "1f1b",
+            "--stages",
+            "2",
+            "--microbatches",
+            "4",
+            "--t-f",
+            "1",
+            "--t-b",
+            "1",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     data = json.loads(out)
-    for key in ("schedule", "bubble_fraction_measured", "bubble_fraction_formula",
-                "peak_activations_per_stage", "matches_reference"):  # fmt: skip
+    for key in (
+        "schedule",
+        "bubble_fraction_measured",
+        "bubble_fraction_formula",
+        "peak_activations_per_stage",
+        "matches_reference",
+    ):
         assert key in data
     assert data["schedule_name"] == "1f1b" and data["world_size"] == 2 and data["matches_reference"]
     assert Schedule.from_text(data["schedule"]).to_text() == data["schedule"]  # the plan as text
@@ -159,11 +191,17 @@ def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
     "args,message",
     [
         (["--schedule", "zb"], "error: schedule='zb' is not valid"),
-        (["--stages", "4", "--world-size", "2"], "error: stages=4 is not valid: expected an integer in [1, 2]"),
-        (["--stages", "2", "--layers", "1"], "error: layers=1 is not valid: expected an integer >= 2"),
+        (
+            ["--stages", "4", "--world-size", "2"],
+            "error: stages=4 is not valid: expected an integer in [1, 2]",
+        ),
+        (
+            ["--stages", "2", "--layers", "1"],
+            "error: layers=1 is not valid: expected an integer >= 2",
+        ),
         (["--stages", "2", "--t-b", "0"], "error: t_b=0.0 is not valid"),
     ],
-)  # fmt: skip
+)
 def test_cli_errors_are_one_line(capsys, args, message):
     assert main(["run", "pipeline", *args]) == 2
     err = capsys.readouterr().err

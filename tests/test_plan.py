@@ -3,19 +3,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edu_parallel.inputs import chunk_bounds, contributors, make_input
-from edu_parallel.naive import naive_allreduce_plan
-from edu_parallel.plan import (
-    Plan,
-    PlanError,
-    Step,
-    Transfer,
-    explain,
-    holdings_after_each_step,
-    validate,
-)
-from edu_parallel.ring import ring_allreduce_plan, ring_sent_bytes_formula
-from edu_parallel.simulate import simulate
+from edu_parallel.core.inputs import chunk_bounds, contributors, make_input
+from edu_parallel.models.simulation import simulate
+from edu_parallel.plans.checker import check_plan, explain, holdings_after_each_step, validate
+from edu_parallel.plans.naive import naive_allreduce_plan
+from edu_parallel.plans.plan import Plan, PlanError, Step, Transfer
+from edu_parallel.plans.ring import ring_allreduce_plan, ring_sent_bytes_formula
 
 GOLDEN_RING_3 = """plan ring_allreduce all_reduce n=3 chunks=3
 reduce-scatter | 0>1:c0+ 1>2:c1+ 2>0:c2+
@@ -57,7 +50,7 @@ def test_validator_marks_double_count_and_missing_chunks():
     assert len(grid_rows) == 1 + 3
     assert all("!!" in row for row in grid_rows[1:])  # the bad step is marked on every rank
     with pytest.raises(PlanError, match="counted twice"):
-        broken.check()
+        check_plan(broken)
 
 
 def test_validator_explains_other_mistakes():

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from edu_parallel.models.simulation import simulate
+from edu_parallel.plans.ring import ring_allreduce_plan
 from edu_parallel.quiz import (
     BANKS,
     MultipleChoice,
@@ -22,8 +24,6 @@ from edu_parallel.quiz import (
     simulation_runner,
     tour_quiz,
 )
-from edu_parallel.ring import ring_allreduce_plan
-from edu_parallel.simulate import simulate
 
 SEEDS = (None, 0, 1, 2)
 
@@ -56,7 +56,7 @@ FORMULAS = {
         1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
         2: 2 * p["psi"] + 14 * p["psi"] / p["N"],
         3: 16 * p["psi"] / p["N"],
-    }[p["stage"]],  # fmt: skip
+    }[p["stage"]],
     "zero3_comm": lambda p: 3 * (p["N"] - 1) / p["N"] * 2 * p["psi"],
     "zero3_largest": lambda p: p["N"] * p["gpu_gib"] * 2**30 // 16,
     "moe_capacity": lambda p: math.ceil(p["C"] * p["T"] * p["k"] / p["E"]),
@@ -82,16 +82,16 @@ FORMULAS = {
         * p["s"]
         * p["h"]
         * p["itemsize"]
-    ),  # fmt: skip
+    ),
     "fsdp_collectives": lambda p: p["units"] * (3 if p["reshard"] else 2),
     "predict_zero_rank_bytes": lambda p: {
         1: 4 * p["psi"] + 12 * p["psi"] / p["N"],
         2: 2 * p["psi"] + 14 * p["psi"] / p["N"],
         3: 16 * p["psi"] / p["N"],
-    }[p["stage"]],  # fmt: skip
+    }[p["stage"]],
 }
 FORMULAS.update(
-    {  # lesson 01 (issue 6): the strategy map
+    {  # lesson 01: the strategy map
         "map_dp_sent": lambda p: 2 * (p["N"] - 1) / p["N"] * p["psi"] * p["itemsize"],
         "map_tp_sent": lambda p: (
             4 * p["L"] * (p["N"] - 1) / p["N"] * p["T"] * p["h"] * p["itemsize"]

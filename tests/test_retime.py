@@ -1,4 +1,5 @@
-"""Retiming traces with an alpha-beta cost model (edu_parallel.retime): no processes, fast."""
+"""Retiming traces with an alpha-beta cost model (edu_parallel.models.retiming): no processes,
+fast."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ import math
 
 import pytest
 
-from edu_parallel.naive import naive_allreduce_plan
-from edu_parallel.retime import (
-    LINKS,
+from edu_parallel.core.trace import Event, Trace
+from edu_parallel.models.retiming import (
     CostModel,
-    Link,
     collective_time,
     cost_model,
     naive_allreduce_time,
@@ -19,9 +18,10 @@ from edu_parallel.retime import (
     retime,
     ring_allreduce_time,
 )
-from edu_parallel.ring import ring_allreduce_plan
-from edu_parallel.simulate import simulate
-from edu_parallel.trace import Event, Trace
+from edu_parallel.models.simulation import simulate
+from edu_parallel.models.topology import LINKS, Link
+from edu_parallel.plans.naive import naive_allreduce_plan
+from edu_parallel.plans.ring import ring_allreduce_plan
 
 LINK = Link("test", alpha_s=1e-6, bandwidth_Bps=1e9)  # round numbers: easy to reason about
 REDUCE_BPS = 4e9
@@ -143,7 +143,7 @@ def test_retime_is_deterministic_and_leaves_the_input_alone() -> None:
 
 # ------------------------------------------------------------------ hand-built traces
 def ev(kind: str, rank: int, op: str = "", **kw) -> Event:
-    return Event(kind, rank, op, **kw)
+    return Event(kind=kind, rank=rank, op=op, **kw)
 
 
 def test_collectives_start_together_at_the_latest_poster() -> None:
@@ -227,8 +227,10 @@ def test_waiting_messages_start_in_order_of_readiness() -> None:
     # Rank 0 receives a long message from rank 3; meanwhile rank 2's message becomes ready, then
     # rank 1's. When the port frees, rank 2's goes first although rank 1 has the smaller id.
     model = CostModel(LINK, compute_Bps=1e9)
-    events = [ev("recv", 0, "copy", peer=p, step=0, nbytes=nb, tag=0)
-              for p, nb in ((3, 10**6), (2, 1000), (1, 1000))]  # fmt: skip
+    events = [
+        ev("recv", 0, "copy", peer=p, step=0, nbytes=nb, tag=0)
+        for p, nb in ((3, 10**6), (2, 1000), (1, 1000))
+    ]
     events += [
         ev("send", 3, "isend", peer=0, step=0, nbytes=10**6, tag=0),
         ev("compute", 2, "pack", nbytes=1000, step=0),
@@ -306,17 +308,28 @@ def test_bad_cost_model_and_preset_names() -> None:
 
 
 def test_mismatched_collectives_and_deadlocks_are_errors() -> None:
-    uneven = Trace({}, [ev("collective", 0, "all_reduce"), ev("collective", 0, "all_reduce"),
-                        ev("collective", 1, "all_reduce")])  # fmt: skip
+    uneven = Trace(
+        {},
+        [
+            ev("collective", 0, "all_reduce"),
+            ev("collective", 0, "all_reduce"),
+            ev("collective", 1, "all_reduce"),
+        ],
+    )
     with pytest.raises(ValueError, match="different numbers of collective"):
         retime(uneven, CostModel(LINK))
     mixed = Trace({}, [ev("collective", 0, "all_reduce"), ev("collective", 1, "broadcast")])
     with pytest.raises(ValueError, match="different ops"):
         retime(mixed, CostModel(LINK))
     # Each rank receives first, in a step of its own: nobody ever sends.
-    stuck = Trace({}, [
-        ev("recv", 0, peer=1, tag=0, start=0.0), ev("send", 0, peer=1, tag=0, start=1.0),
-        ev("recv", 1, peer=0, tag=0, start=0.0), ev("send", 1, peer=0, tag=0, start=1.0),
-    ])  # fmt: skip
+    stuck = Trace(
+        {},
+        [
+            ev("recv", 0, peer=1, tag=0, start=0.0),
+            ev("send", 0, peer=1, tag=0, start=1.0),
+            ev("recv", 1, peer=0, tag=0, start=0.0),
+            ev("send", 1, peer=0, tag=0, start=1.0),
+        ],
+    )
     with pytest.raises(ValueError, match="deadlock"):
         retime(stuck, CostModel(LINK))

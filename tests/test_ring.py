@@ -5,10 +5,10 @@ from collections import Counter
 import pytest
 
 from edu_parallel import run_allreduce
-from edu_parallel.inputs import contributors
-from edu_parallel.metrics import bus_factor
-from edu_parallel.ring import ring_sent_bytes_formula
-from edu_parallel.simulate import plan_events
+from edu_parallel.core.inputs import contributors
+from edu_parallel.core.metrics import bus_factor
+from edu_parallel.models.simulation import plan_events
+from edu_parallel.plans.ring import ring_sent_bytes_formula
 
 pytestmark = pytest.mark.multiprocess
 

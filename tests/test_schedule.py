@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
-from edu_parallel.schedule import (
+from edu_parallel.core.trace import Trace
+from edu_parallel.pipeline_parallel.builders import SCHEDULES, build_schedule
+from edu_parallel.pipeline_parallel.schedule import (
     KINDS,
-    SCHEDULES,
     Action,
     Schedule,
-    build_schedule,
     dependencies,
     explain_schedule,
     validate_schedule,
 )
-from edu_parallel.schedule_time import (
+from edu_parallel.pipeline_parallel.timing import (
     Timeline,
     bubble_formula,
     gpipe_bubble,
@@ -25,31 +26,12 @@ from edu_parallel.schedule_time import (
     megatron_bubble,
     time_schedule,
 )
-from edu_parallel.trace import Trace
 
 # Checked by hand against GPipe Fig. 2c (all F, then all B) and Megatron 2021 Fig. 4 (top: 1F1B,
 # rank i warms up with P-1-i forwards; bottom: interleaved, forwards in groups of P microbatches
 # per chunk) and Zero Bubble Fig. 3 (top: ZB-H1, every rank idles P-1 slots, W's fill the tail).
-GOLDEN = {
-    ("gpipe", 4, 8, 1): """schedule gpipe ranks=4 microbatches=8 chunks=1
-r0: 0F0 0F1 0F2 0F3 0F4 0F5 0F6 0F7 . . . . . . 0B0 0B1 0B2 0B3 0B4 0B5 0B6 0B7
-r1: . 1F0 1F1 1F2 1F3 1F4 1F5 1F6 1F7 . . . . 1B0 1B1 1B2 1B3 1B4 1B5 1B6 1B7 .
-r2: . . 2F0 2F1 2F2 2F3 2F4 2F5 2F6 2F7 . . 2B0 2B1 2B2 2B3 2B4 2B5 2B6 2B7 . .
-r3: . . . 3F0 3F1 3F2 3F3 3F4 3F5 3F6 3F7 3B0 3B1 3B2 3B3 3B4 3B5 3B6 3B7 . . .""",
-    ("1f1b", 4, 8, 1): """schedule 1f1b ranks=4 microbatches=8 chunks=1
-r0: 0F0 0F1 0F2 0F3 . . . 0B0 0F4 0B1 0F5 0B2 0F6 0B3 0F7 0B4 . 0B5 . 0B6 . 0B7
-r1: . 1F0 1F1 1F2 . . 1B0 1F3 1B1 1F4 1B2 1F5 1B3 1F6 1B4 1F7 1B5 . 1B6 . 1B7 .
-r2: . . 2F0 2F1 . 2B0 2F2 2B1 2F3 2B2 2F4 2B3 2F5 2B4 2F6 2B5 2F7 2B6 . 2B7 . .
-r3: . . . 3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3F4 3B4 3F5 3B5 3F6 3B6 3F7 3B7 . . .""",
-    ("interleaved", 2, 4, 2): """schedule interleaved ranks=2 microbatches=4 chunks=2
-r0: 0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 . 2B2 . 2B3 0B2 0B3
-r1: . 1F0 1F1 3F0 3B0 3F1 3B1 1F2 1B0 1F3 1B1 3F2 3B2 3F3 3B3 1B2 1B3 .""",
-    ("zb-h1", 4, 8, 1): """schedule zb-h1 ranks=4 microbatches=8 chunks=1
-r0: 0F0 0F1 0F2 0F3 . . . 0B0 0W0 0F4 0B1 0W1 0F5 0B2 0W2 0F6 0B3 0W3 0F7 0B4 0W4 0B5 0W5 0B6 0W6 0B7 0W7
-r1: . 1F0 1F1 1F2 . . 1B0 1F3 1B1 1W0 1F4 1B2 1W1 1F5 1B3 1W2 1F6 1B4 1W3 1F7 1B5 1W4 1B6 1W5 1B7 1W6 1W7
-r2: . . 2F0 2F1 . 2B0 2F2 2B1 2F3 2B2 2W0 2F4 2B3 2W1 2F5 2B4 2W2 2F6 2B5 2W3 2F7 2B6 2W4 2B7 2W5 2W6 2W7
-r3: . . . 3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3W0 3F4 3B4 3W1 3F5 3B5 3W2 3F6 3B6 3W3 3F7 3B7 3W4 3W5 3W6 3W7""",
-}
+# The grids are data (tests/data/golden_schedules.txt), one schedule's text form per block.
+GOLDEN = (Path(__file__).parent / "data" / "golden_schedules.txt").read_text().strip().split("\n\n")
 
 
 def all_cases():
@@ -89,11 +71,12 @@ def test_every_built_schedule_is_valid_and_round_trips(name, p, m, v):
     assert "is valid" in explain_schedule(s)
 
 
-@pytest.mark.parametrize("key", sorted(GOLDEN))
-def test_golden_texts(key):
-    s = build_schedule(*key)
-    assert s.to_text() == GOLDEN[key]
-    assert Schedule.from_text(GOLDEN[key]) == s
+@pytest.mark.parametrize("text", GOLDEN, ids=lambda text: text.splitlines()[0])
+def test_golden_texts(text):
+    golden = Schedule.from_text(text)
+    s = build_schedule(golden.name, golden.num_ranks, golden.num_microbatches, golden.chunks)
+    assert s.to_text() == text and s == golden
+    assert len(GOLDEN) == 4 and {g.splitlines()[0].split()[1] for g in GOLDEN} == set(SCHEDULES)
 
 
 def test_golden_shapes_match_the_papers():
@@ -181,7 +164,7 @@ def test_wrong_rank_duplicate_missing_out_of_range_and_w_before_b():
             for row in s.actions
         ),
     )
-    assert [q.message for q in validate_schedule(no_w)] == ["1W1 never runs"]  # fmt: skip
+    assert [q.message for q in validate_schedule(no_w)] == ["1W1 never runs"]
     wrong_rows = dataclasses.replace(s, num_ranks=3)
     assert "one row per rank" in validate_schedule(wrong_rows)[0].message
 
@@ -325,8 +308,8 @@ def test_live_activations_step_function_by_hand():
 # ----------------------------------------------------------------------------- traces and orders
 def test_to_trace_and_retime_from_recovered_orders():
     tl = timed("zb-h1", 3, 5, t_f=1.0, t_b=1.5, t_w=0.5, t_comm=0.1)
-    trace = tl.to_trace({"run": "test"}, activation_bytes=64)
-    assert isinstance(trace, Trace) and trace.world_size == 3 and trace.meta["run"] == "test"
+    trace = tl.to_trace({"source": "test"}, activation_bytes=64)
+    assert isinstance(trace, Trace) and trace.world_size == 3 and trace.meta["source"] == "test"
     compute = trace.select("compute")
     memory = trace.select("memory")
     assert len(compute) == 3 * 5 * 3 and len(memory) == 2 * 3 * 5
@@ -372,12 +355,18 @@ def test_bad_orders_raise():
         (("1f1b", 0, 8), r"num_ranks=0 is not valid: expected an integer >= 1"),
         (("1f1b", 4, 0), r"num_microbatches=0 is not valid: expected an integer >= 1"),
         (("gpipe", 4, 2.5), r"num_microbatches=2.5 is not valid"),
-        (("interleaved", 4, 2, 2), r"num_microbatches=2 is not valid: expected a multiple of num_ranks=4"),
-        (("interleaved", 4, 6, 2), r"num_microbatches=6 is not valid: expected a multiple of num_ranks=4 .*v=2"),
+        (
+            ("interleaved", 4, 2, 2),
+            r"num_microbatches=2 is not valid: expected a multiple of num_ranks=4",
+        ),
+        (
+            ("interleaved", 4, 6, 2),
+            r"num_microbatches=6 is not valid: expected a multiple of num_ranks=4 .*v=2",
+        ),
         (("interleaved", 4, 8, 0), r"chunks=0 is not valid: expected an integer >= 1"),
         (("1f1b", 4, 8, 2), r"chunks=2 is not valid: expected 1 for schedule '1f1b'"),
     ],
-)  # fmt: skip
+)
 def test_build_errors(args, pattern):
     with pytest.raises(ValueError, match=pattern):
         build_schedule(*args)

@@ -12,14 +12,16 @@ import sys
 
 import pytest
 
-from edu_parallel.strategy_map_model import (
+from edu_parallel.core.trace import Event, Trace
+from edu_parallel.strategy_map.formulas import (
     STRATEGIES,
     MapConfig,
+    check_map_args,
     formula_param_bytes,
     formula_sent_bytes,
 )
-from edu_parallel.strategy_map_report import check_map_args, measure, run_strategy_map
-from edu_parallel.trace import Event, Trace
+from edu_parallel.strategy_map.report import run_strategy_map
+from edu_parallel.strategy_map.table import measure
 
 CFG = MapConfig()
 L, H, B, S, E = CFG.layers, CFG.hidden, CFG.batch, CFG.seq, CFG.experts
@@ -91,7 +93,7 @@ def test_tp_splits_the_matrices_and_all_reduces_activations_in_both_passes(repor
 
 
 def test_tp_sp_splits_the_residual_stream_along_the_sequence(report):
-    from edu_parallel.tp import ALL_GATHER, REDUCE_SCATTER
+    from edu_parallel.engine.context import ALL_GATHER, REDUCE_SCATTER
 
     n, sp, tp = report.world_size, report.runs["tp-sp"], report.runs["tp"]
     b2_sync = ring_all_reduce(n, L * H * F4)  # the L replicated b2 gradients, one bucket
@@ -140,8 +142,11 @@ def test_pp_sends_activations_to_neighbours_only(report):
         assert row["sent_bytes"] == hops * T * H * F4
         assert row["messages"] == hops * m
         assert row["param_bytes"] == L // n * BLOCK * F4
-        assert set(row["holds"]) == {f"block{i}.{k}" for i in range(r * L // n, (r + 1) * L // n)
-                                     for k in ("w1", "b1", "w2", "b2")}  # fmt: skip
+        assert set(row["holds"]) == {
+            f"block{i}.{k}"
+            for i in range(r * L // n, (r + 1) * L // n)
+            for k in ("w1", "b1", "w2", "b2")
+        }
         # 1F1B: stage r keeps min(n - r, m) microbatches of its blocks; the last also the loss
         per_mb = T // m * 9 * H * (L // n) * F4 + (T // m * H * F4 if r == n - 1 else 0)
         assert row["activation_bytes"] == min(n - r, m) * per_mb
@@ -192,23 +197,26 @@ def test_table_rows_and_json(report):
 
 
 def test_measure_needs_a_split_mark_per_all_to_all():
-    ev = [Event("collective", 0, "all_to_all_single", nbytes=64, phase="dispatch")]
+    ev = [Event(kind="collective", rank=0, op="all_to_all_single", nbytes=64, phase="dispatch")]
     with pytest.raises(ValueError, match="split marks"):
         measure(Trace({"world_size": 1}, ev), 1)
 
 
-@pytest.mark.parametrize(("n", "kw", "match"), [
-    (3, {"hidden": 16}, "hidden=16"),  # 4h = 64 is not a multiple of TP degree 3
-    (2, {"top_k": 5}, "top_k=5"),
-    (4, {"experts": 6}, "experts=6"),
-    (2, {"capacity_factor": 0}, "capacity_factor=0"),
-    (4, {"layers": 2}, "layers=2"),
-    (4, {"batch": 6}, "batch=6"),
-    (2, {"microbatches": 3}, "microbatches=3"),
-    (2, {"schedule": "zb"}, "schedule='zb'"),
-    (2, {"lr": -1}, "lr=-1"),
-    (4, {"seq": 6}, "seq=6"),  # TP+SP: 6 positions do not split into 4 sequence blocks
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("n", "kw", "match"),
+    [
+        (3, {"hidden": 16}, "hidden=16"),  # 4h = 64 is not a multiple of TP degree 3
+        (2, {"top_k": 5}, "top_k=5"),
+        (4, {"experts": 6}, "experts=6"),
+        (2, {"capacity_factor": 0}, "capacity_factor=0"),
+        (4, {"layers": 2}, "layers=2"),
+        (4, {"batch": 6}, "batch=6"),
+        (2, {"microbatches": 3}, "microbatches=3"),
+        (2, {"schedule": "zb"}, "schedule='zb'"),
+        (2, {"lr": -1}, "lr=-1"),
+        (4, {"seq": 6}, "seq=6"),  # TP+SP: 6 positions do not split into 4 sequence blocks
+    ],
+)
 def test_bad_arguments_name_the_parameter(n, kw, match):
     with pytest.raises(ValueError, match=match):
         check_map_args(n, **kw)
@@ -250,20 +258,41 @@ def test_renderers_read_report_data(report2):
 
 
 def test_renderer_module_imports_no_torch():
-    code = ("import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks_map\n"
-            "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n")  # fmt: skip
+    code = (
+        "import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks_map\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 
 def test_cli_map_json():
     done = subprocess.run(
-        [sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2", "--strategies",
-         "dp,tp-sp,pp", "--layers", "2", "--json"], capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "edu_parallel",
+            "run",
+            "map",
+            "--world-size",
+            "2",
+            "--strategies",
+            "dp,tp-sp,pp",
+            "--layers",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["matches_reference"] and set(data["runs"]) == {"dp", "tp-sp", "pp"}
-    bad = subprocess.run([sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2",
-                          "--top-k", "9"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2", "--top-k", "9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "top_k=9" in bad.stderr

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from edu_parallel.costmodel import predict
-from edu_parallel.hierarchical import hierarchical_allreduce_plan
-from edu_parallel.retime import CostModel, Link, cost_model, retime
-from edu_parallel.ring import ring_allreduce_plan
-from edu_parallel.simulate import simulate
-from edu_parallel.topology import Topology
+from edu_parallel.models.cost import predict
+from edu_parallel.models.retiming import CostModel, cost_model, retime
+from edu_parallel.models.simulation import simulate
+from edu_parallel.models.topology import Link, Topology
+from edu_parallel.plans.hierarchical import hierarchical_allreduce_plan
+from edu_parallel.plans.ring import ring_allreduce_plan
 
 LINK = Link("test", alpha_s=1e-6, bandwidth_Bps=1e9)
 INTRA, INTER = Link("intra", 1e-6, 100e9), Link("inter", 5e-6, 10e9)
@@ -32,14 +32,29 @@ def test_topology_validation_names_every_factor() -> None:
         (lambda: Topology(0, 2, INTRA, INTER), r"nodes=0 is not valid: expected an integer >= 1"),
         (lambda: Topology(2, 0, INTRA, INTER), r"gpus_per_node=0 is not valid"),
         (lambda: Topology(2, 2, "nvlink", INTER), r"intra='nvlink' is not valid: expected a Link"),
-        (lambda: Topology(2, 2, INTRA, INTER).node_of(4), r"rank=4 is not valid: expected an integer in \[0, 3\]"),
+        (
+            lambda: Topology(2, 2, INTRA, INTER).node_of(4),
+            r"rank=4 is not valid: expected an integer in \[0, 3\]",
+        ),
         (lambda: Topology(2, 2, INTRA, INTER).link(0, 9), r"dst=9 is not valid"),
-        (lambda: Topology.split(4, 8, INTRA), r"nodes=8 is not valid: expected at most world_size=4: more pretend nodes than ranks"),
-        (lambda: Topology.split(6, 4, INTRA), r"nodes=4 is not valid: expected a divisor of world_size=6 \(1, 2, 3, 6\): nodes \* gpus_per_node must equal world_size, and 4 \* 1 = 4 != 6"),
-        (lambda: Topology(2, 2, INTRA, INTER).check_world_size(6), r"world_size=6 is not valid: expected nodes \* gpus_per_node = 2 \* 2 = 4 ranks"),
+        (
+            lambda: Topology.split(4, 8, INTRA),
+            r"nodes=8 is not valid: expected at most world_size=4: more pretend nodes than ranks",
+        ),
+        (
+            lambda: Topology.split(6, 4, INTRA),
+            (
+                r"nodes=4 is not valid: expected a divisor of world_size=6 \(1, 2, 3, 6\): nodes \*"
+                r" gpus_per_node must equal world_size, and 4 \* 1 = 4 != 6"
+            ),
+        ),
+        (
+            lambda: Topology(2, 2, INTRA, INTER).check_world_size(6),
+            r"world_size=6 is not valid: expected nodes \* gpus_per_node = 2 \* 2 = 4 ranks",
+        ),
         (lambda: CostModel(LINK, topology="2x2"), r"topology='2x2' is not valid"),
         (lambda: hierarchical_allreduce_plan(0, 2), r"nodes=0 is not valid"),
-    ]  # fmt: skip
+    ]
     for make, message in cases:
         with pytest.raises(ValueError, match=message):
             make()
@@ -71,4 +86,7 @@ def test_a_flat_ring_across_nodes_runs_at_the_slow_links_pace() -> None:
         s = 4 * 1000 * n
         model = cost_model(topo)
         assert model.topology is topo and model.link == topo.bottleneck()
-        assert predict("ring", n, s, topo).time_s == pytest.approx(retime(simulate(ring_allreduce_plan(n), s, with_data=False)[0], model).duration, rel=1e-12)  # fmt: skip
+        assert predict("ring", n, s, topo).time_s == pytest.approx(
+            retime(simulate(ring_allreduce_plan(n), s, with_data=False)[0], model).duration,
+            rel=1e-12,
+        )

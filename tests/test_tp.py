@@ -1,5 +1,6 @@
-"""Tensor parallelism on gloo ranks: layers vs dense nn.Linear, collectives and bytes from the trace,
-the syllabus's reversed rule (errata E4), sequence parallelism, pictures, CLI (arXiv 1909.08053)."""
+"""Tensor parallelism on gloo ranks: layers vs dense nn.Linear, collectives and bytes from the
+trace, the syllabus's reversed rule (errata E4), sequence parallelism, pictures, CLI (arXiv
+1909.08053)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import sys
 import pytest
 import torch
 
-from edu_parallel.tp import (
+from edu_parallel.tensor_parallel.formulas import check_tp_args, tp_sent_bytes
+from edu_parallel.tensor_parallel.layers import (
     column_parallel_linear,
     f_then_linear,
     linear_then_g,
     row_parallel_linear,
     shard_linear,
 )
-from edu_parallel.tp_model import check_tp_args, tp_sent_bytes
-from edu_parallel.tp_run import format_tp, run_tp
+from edu_parallel.tensor_parallel.report import format_tp, run_tp
 
 # (batch, seq, hidden, ffn): ffn=None is 4h
 SHAPES = [(2, 4, 8, None), (3, 4, 4, 12)]
@@ -45,12 +46,19 @@ def test_shard_linear_splits_nn_linear_weights() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"mode": "diag"}, "mode='diag'"), ({"hidden": 6}, "hidden=6 is not valid: expected a multiple of the TP degree world_size=4"),
-     ({"ffn": 10}, "ffn=10 is not valid"), ({"mode": "mlp-sp", "seq": 6}, "seq=6"),
-     ({"rule": "syllabus", "mode": "mlp"}, "rule='syllabus'"), ({"dtype": "int8"}, "dtype='int8'"),
-     ({"gather_output": True, "mode": "row"}, "gather_output=True"), ({"world_size": 0}, "world_size=0"),
-     ({"batch": 0}, "batch=0"), ({"rule": "nope"}, "rule='nope'")],
-)  # fmt: skip
+    [
+        ({"mode": "diag"}, "mode='diag'"),
+        ({"hidden": 6}, "hidden=6 is not valid: expected a multiple of the TP degree world_size=4"),
+        ({"ffn": 10}, "ffn=10 is not valid"),
+        ({"mode": "mlp-sp", "seq": 6}, "seq=6"),
+        ({"rule": "syllabus", "mode": "mlp"}, "rule='syllabus'"),
+        ({"dtype": "int8"}, "dtype='int8'"),
+        ({"gather_output": True, "mode": "row"}, "gather_output=True"),
+        ({"world_size": 0}, "world_size=0"),
+        ({"batch": 0}, "batch=0"),
+        ({"rule": "nope"}, "rule='nope'"),
+    ],
+)
 def test_bad_inputs_are_named(kwargs: dict, match: str) -> None:
     args = {"mode": "mlp", "world_size": 4, "hidden": 8} | kwargs
     with pytest.raises(ValueError, match=match):
@@ -75,10 +83,15 @@ def test_layers_equal_dense_and_trace_the_expected_collectives(
     r = run_tp(cluster, mode, batch=b, seq=s, hidden=h, ffn=ffn)  # float64
     assert r.matches_dense, r.max_abs_diff
     assert set(r.max_abs_diff) >= {"y", "dx"} and max(r.max_abs_diff.values()) < 1e-12
-    fwd, bwd = {"column": ([], ["all_reduce"]), "row": (["all_reduce"], []),
-                "mlp": (["all_reduce"], ["all_reduce"]),
-                "mlp-sp": (["all_gather", "reduce_scatter"],
-                           ["all_gather", "all_gather", "reduce_scatter"])}[mode]  # fmt: skip
+    fwd, bwd = {
+        "column": ([], ["all_reduce"]),
+        "row": (["all_reduce"], []),
+        "mlp": (["all_reduce"], ["all_reduce"]),
+        "mlp-sp": (
+            ["all_gather", "reduce_scatter"],
+            ["all_gather", "all_gather", "reduce_scatter"],
+        ),
+    }[mode]
     assert (r.forward_collectives, r.backward_collectives) == (fwd, bwd)
     assert r.same_collectives_on_every_rank
     msg = b * s * h * 8  # the (b, s, h) activation in float64
@@ -112,7 +125,9 @@ def test_column_gather_output_and_float32(cluster2) -> None:
     assert r.output_shape == [2, 4, 32] and r.local_output_shape == [2, 4, 16]
     gathered = 2 * 4 * 32 * 4  # Y (b, s, ffn) in float32
     assert r.per_rank_sent_bytes[0] == pytest.approx(gathered / 2 + 2 * 4 * 8 * 4)
-    assert r.per_rank_sent_bytes[0] == pytest.approx(tp_sent_bytes("column", 2, 2, 4, 8, 4, 32, True))  # fmt: skip
+    assert r.per_rank_sent_bytes[0] == pytest.approx(
+        tp_sent_bytes("column", 2, 2, 4, 8, 4, 32, True)
+    )
 
 
 def test_syllabus_rule_is_wrong_and_shows_slices_vs_partial_sums(cluster4) -> None:
@@ -130,8 +145,14 @@ def test_syllabus_rule_is_wrong_and_shows_slices_vs_partial_sums(cluster4) -> No
 def paper_view_job(ctx, mode: str) -> dict:
     """f then linear (column) and linear then g (row) against the layer Functions, same inputs."""
     g = torch.Generator().manual_seed(3)
-    w, bias = torch.randn(8, 8, generator=g, dtype=torch.float64), torch.randn(8, generator=g, dtype=torch.float64)  # fmt: skip
-    x, dy = torch.randn(2, 3, 8, generator=g, dtype=torch.float64), torch.randn(2, 3, 8, generator=g, dtype=torch.float64)  # fmt: skip
+    w, bias = (
+        torch.randn(8, 8, generator=g, dtype=torch.float64),
+        torch.randn(8, generator=g, dtype=torch.float64),
+    )
+    x, dy = (
+        torch.randn(2, 3, 8, generator=g, dtype=torch.float64),
+        torch.randn(2, 3, 8, generator=g, dtype=torch.float64),
+    )
     ws, bs = shard_linear(w, bias, ctx.rank, ctx.world_size, mode)
     out = []
     for fn in ("layer", "paper", "gathered"):
@@ -164,7 +185,10 @@ def test_paper_operators_f_and_g_equal_the_layer_functions(cluster2, mode: str) 
             assert torch.allclose(gathered[1], layer[1], atol=1e-13)
     ops = [(e.op, e.phase) for e in res.trace.events if e.kind == "collective" and e.rank == 0]
     if mode == "column":  # layer, paper: f's backward all-reduce; gathered: + forward all-gather
-        assert ops == [("all_reduce", "backward")] * 2 + [(ops[2][0], "forward"), ("all_reduce", "backward")]  # fmt: skip
+        assert ops == [("all_reduce", "backward")] * 2 + [
+            (ops[2][0], "forward"),
+            ("all_reduce", "backward"),
+        ]
         assert ops[2][0].startswith("all_gather")
     else:
         assert ops == [("all_reduce", "forward")] * 3
@@ -172,15 +196,21 @@ def test_paper_operators_f_and_g_equal_the_layer_functions(cluster2, mode: str) 
 
 # ------------------------------------------------------------------ pictures, no processes
 def report(mode: str, t: int = 2, **kw) -> dict:
-    from edu_parallel.tp_model import expected_collectives
+    from edu_parallel.tensor_parallel.formulas import expected_collectives
 
     fwd, bwd = expected_collectives(
         mode, kw.get("gather_output", False), kw.get("rule", "megatron")
     )
     local = "slice" if mode == "column" else "partial_sum"
-    return {"mode": mode, "world_size": t, "rule": "megatron", "gather_output": False,
-            "forward_collectives": fwd, "backward_collectives": bwd,
-            "local_output_kind": [local] * t} | kw  # fmt: skip
+    return {
+        "mode": mode,
+        "world_size": t,
+        "rule": "megatron",
+        "gather_output": False,
+        "forward_collectives": fwd,
+        "backward_collectives": bwd,
+        "local_output_kind": [local] * t,
+    } | kw
 
 
 def test_story_of_the_mlp() -> None:
@@ -188,7 +218,14 @@ def test_story_of_the_mlp() -> None:
 
     frames = tp_story(report("mlp", t=2))
     # local matmul; all-reduce Y = reduce-scatter + 1 all-gather step; dX partial; all-reduce dX
-    assert [f.op for f in frames] == [None, "all_reduce", "all_reduce", None, "all_reduce", "all_reduce"]  # fmt: skip
+    assert [f.op for f in frames] == [
+        None,
+        "all_reduce",
+        "all_reduce",
+        None,
+        "all_reduce",
+        "all_reduce",
+    ]
     first, last = frames[0].holds, frames[-1].holds
     assert (
         first["Y"] == [[("partial", "all", 0)]] * 2
@@ -218,7 +255,9 @@ def test_story_follows_the_run_and_refuses_a_different_one() -> None:
     assert regather[-1].holds["X"][1] == [("full", "all", 0)]  # ... and gathers it again for dW
     syl = tp_story(report("row", t=t, rule="syllabus"))
     assert len(syl) == 2 and syl[1].holds["Y"][0] == [("wrong", "all", 0)]
-    assert tp_story(report("row", local_output_kind=["slice"] * 2))[0].holds["Y"][0] == [("slice", "col", 0)]  # fmt: skip
+    assert tp_story(report("row", local_output_kind=["slice"] * 2))[0].holds["Y"][0] == [
+        ("slice", "col", 0)
+    ]
     with pytest.raises(ValueError, match="report collectives"):
         tp_story(report("mlp", forward_collectives=[]))
     with pytest.raises(ValueError, match="local_output_kind"):
@@ -231,7 +270,10 @@ def test_animation_draws_every_frame_with_the_blocks() -> None:
     rep = report("column", t=2)
     fig = tp_animation(rep, title="column")
     assert len(fig.frames) == len(tp_story(rep)) == 4
-    assert len(fig.layout.sliders[0].steps) == 4 and fig.layout.updatemenus[0].buttons[0].method == "animate"  # fmt: skip
+    assert (
+        len(fig.layout.sliders[0].steps) == 4
+        and fig.layout.updatemenus[0].buttons[0].method == "animate"
+    )
     slices = fig.frames[0].data[KINDS.index("slice")]
     assert slices.fillcolor == KIND_COLORS["slice"]
     xs = [x for x in slices.x if x is not None]
@@ -247,13 +289,13 @@ def test_animation_draws_every_frame_with_the_blocks() -> None:
 
 def test_tp_renderers_import_no_torch(tmp_path) -> None:
     code = (
-        "import sys\n"
-        "import edu_parallel.viz.tp as v, edu_parallel.tp_model as m, edu_parallel.quiz.banks_tp\n"
-        "f, b = m.expected_collectives('mlp-sp')\n"
-        "rep = dict(mode='mlp-sp', world_size=2, rule='megatron', gather_output=False,\n"
-        "           forward_collectives=f, backward_collectives=b, local_output_kind=['partial_sum'] * 2)\n"
-        f"v.tp_animation(rep).write_html({str(tmp_path / 'tp.html')!r}, include_plotlyjs='cdn')\n"
-        "assert 'torch' not in sys.modules, sorted(k for k in sys.modules if 'torch' in k)[:3]\n"
+        "import sys\nimport edu_parallel.viz.tp as v, edu_parallel.tensor_parallel.formulas as m,"
+        " edu_parallel.quiz.banks_tp\nf, b = m.expected_collectives('mlp-sp')\nrep ="
+        " dict(mode='mlp-sp', world_size=2, rule='megatron', gather_output=False,\n          "
+        " forward_collectives=f, backward_collectives=b, local_output_kind=['partial_sum'] *"
+        f" 2)\nv.tp_animation(rep).write_html({str(tmp_path / 'tp.html')!r},"
+        " include_plotlyjs='cdn')\nassert 'torch' not in sys.modules, sorted(k for k in"
+        " sys.modules if 'torch' in k)[:3]\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

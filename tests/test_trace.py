@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from edu_parallel.ring import ring_allreduce_plan
-from edu_parallel.simulate import simulate
-from edu_parallel.trace import Event, Trace
+from edu_parallel.core.trace import Event, Trace
+from edu_parallel.models.simulation import simulate
+from edu_parallel.plans.ring import ring_allreduce_plan
 
 
 @pytest.fixture
@@ -61,7 +61,19 @@ def test_matching_detects_a_lost_message(trace):
 
 
 def test_event_line_and_dict():
-    e = Event("recv", 1, "reduce", 0, 2, "reduce-scatter", 3, 256, 0.5, 0.75, 11)
+    e = Event(
+        kind="recv",
+        rank=1,
+        op="reduce",
+        peer=0,
+        step=2,
+        phase="reduce-scatter",
+        chunk=3,
+        nbytes=256,
+        start=0.5,
+        end=0.75,
+        tag=11,
+    )
     assert e.line() == "r1 s2 reduce-scatter  recv <-r0 (reduce) c3 256 B  [0.500000, 0.750000]"
     assert Event.from_dict(e.to_dict()) == e
     assert e.duration == 0.25

@@ -1,8 +1,8 @@
 import pytest
 
-from edu_parallel.errors import check_choice, check_int, check_positive
-from edu_parallel.metrics import algbw_gbps, bus_factor, busbw_gbps
-from edu_parallel.units import format_bytes, parse_size
+from edu_parallel.core.errors import check_choice, check_int, check_positive
+from edu_parallel.core.metrics import algbw_gbps, bus_factor, busbw_gbps
+from edu_parallel.core.units import format_bytes, parse_size
 
 
 @pytest.mark.parametrize(

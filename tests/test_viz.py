@@ -8,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from edu_parallel.inputs import chunk_bounds
-from edu_parallel.naive import naive_allreduce_plan, naive_sent_bytes_formula
-from edu_parallel.plan import Plan, holdings_after_each_step
-from edu_parallel.ring import ring_allreduce_plan, ring_sent_bytes_formula
-from edu_parallel.simulate import simulate
+from edu_parallel.core.inputs import chunk_bounds
+from edu_parallel.models.simulation import simulate
+from edu_parallel.plans.checker import holdings_after_each_step
+from edu_parallel.plans.naive import naive_allreduce_plan, naive_sent_bytes_formula
+from edu_parallel.plans.plan import Plan
+from edu_parallel.plans.ring import ring_allreduce_plan, ring_sent_bytes_formula
 from edu_parallel.viz import (
     PlayerState,
     RingPlayer,
@@ -325,8 +326,8 @@ def test_viz_imports_no_torch_and_no_plotting_library_at_import():
         "import edu_parallel.viz as v\n"
         "assert not {'torch', 'plotly', 'matplotlib', 'ipywidgets'} & set(sys.modules), "
         "sorted(m for m in sys.modules if m.split('.')[0] in ('torch','plotly','matplotlib'))\n"
-        "from edu_parallel.simulate import simulate\n"
-        "from edu_parallel.ring import ring_allreduce_plan\n"
+        "from edu_parallel.models.simulation import simulate\n"
+        "from edu_parallel.plans.ring import ring_allreduce_plan\n"
         "t, _ = simulate(ring_allreduce_plan(3), 24)\n"
         "v.ring_animation(t); v.step_grid(t); v.bytes_bars(t); v.timeline(t)\n"
         "v.RingPlayer(lambda n, b: simulate(ring_allreduce_plan(n), b)[0], 3, 24)\n"

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from edu_parallel.schedule import build_schedule
-from edu_parallel.schedule_time import time_schedule
-from edu_parallel.trace import Trace
+from edu_parallel.core.trace import Trace
+from edu_parallel.pipeline_parallel.builders import build_schedule
+from edu_parallel.pipeline_parallel.timing import time_schedule
 from edu_parallel.viz import (
     PipelineState,
     PipelineWidget,
@@ -76,8 +76,10 @@ def test_gantt_boxes_are_the_timeline_spans(case):
     name, p, m, v, *times = case
     tl = timed(name, p, m, v, *times)
     fig = pipeline_gantt(tl)
-    want = sorted((s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start,
-                   s.end - s.start) for s in tl.spans)  # fmt: skip
+    want = sorted(
+        (s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start, s.end - s.start)
+        for s in tl.spans
+    )
     got = boxes(fig)
     assert len(got) == len(tl.spans) == p * v * m * (3 if name == "zb-h1" else 2)
     for g, w in zip(got, want, strict=True):
@@ -86,8 +88,9 @@ def test_gantt_boxes_are_the_timeline_spans(case):
     assert set(kinds) == ({"F", "B", "W"} if name == "zb-h1" else {"F", "B"})
     assert list(fig.layout.yaxis.ticktext) == [f"rank {r}" for r in range(p)]
     assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # reversed: rank 0 on top
-    assert fig.layout.xaxis.title.text == ("time (t_f = 1)" if times[0] == 1 else
-                                           f"modelled time (t_f = {times[0]:g})")  # fmt: skip
+    assert fig.layout.xaxis.title.text == (
+        "time (t_f = 1)" if times[0] == 1 else f"modelled time (t_f = {times[0]:g})"
+    )
     assert f"bubble {tl.bubble_fraction():.1%}" in fig.layout.title.text
 
 
@@ -159,13 +162,16 @@ def test_gantt_html_export_contains_the_cursor_frames(tmp_path):
 def test_gantt_of_a_measured_trace_says_measured_and_starts_at_zero():
     tl = timed("1f1b", 2, 4, t_b=2.0)
     trace = tl.to_trace({"source": "engine"})
-    shifted = Trace(trace.meta, [replace(e, start=e.start + 7.5, end=e.end + 7.5)
-                                 for e in trace.events])  # fmt: skip
+    shifted = Trace(
+        trace.meta, [replace(e, start=e.start + 7.5, end=e.end + 7.5) for e in trace.events]
+    )
     fig = pipeline_gantt(shifted)
     assert fig.layout.xaxis.title.text == "wall-clock seconds (measured), 0 = first compute"
     assert "(measured)" in fig.layout.title.text
-    want = sorted((s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start,
-                   s.end - s.start) for s in tl.spans)  # fmt: skip
+    want = sorted(
+        (s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start, s.end - s.start)
+        for s in tl.spans
+    )
     for g, w in zip(boxes(fig), want, strict=True):
         assert g[:4] == w[:4] and g[4:] == pytest.approx(w[4:])
     # Timeline.to_trace with no meta is modelled, and says so.
@@ -195,8 +201,11 @@ def peak_points(fig) -> dict[int, tuple[float, float]]:
     return out
 
 
-@pytest.mark.parametrize("case", CASES + [("interleaved", 4, 8, 3, 1.0, 1.0, 0.0, 0.0)],
-                         ids=lambda c: "-".join(map(str, c[:4])))  # fmt: skip
+@pytest.mark.parametrize(
+    "case",
+    CASES + [("interleaved", 4, 8, 3, 1.0, 1.0, 0.0, 0.0)],
+    ids=lambda c: "-".join(map(str, c[:4])),
+)
 def test_memory_peaks_are_the_timelines_peaks(case):
     name, p, m, v, *times = case
     tl = timed(name, p, m, v, *times)
@@ -289,9 +298,11 @@ def fake_runner(calls):
     def run_small(schedule, p, m, v, t_f, t_b, t_w):
         calls.append((schedule, p, m, v, t_f, t_b, t_w))
         tl = time_schedule(build_schedule(schedule, p, m, v), t_f, t_b, t_w, t_comm=0.001)
-        return SimpleNamespace(timeline=tl.to_trace({"source": "engine"}),
-                               bubble_fraction_measured=tl.bubble_fraction(),
-                               peak_activations_per_stage=tl.peak_activations_per_stage())  # fmt: skip
+        return SimpleNamespace(
+            timeline=tl.to_trace({"source": "engine"}),
+            bubble_fraction_measured=tl.bubble_fraction(),
+            peak_activations_per_stage=tl.peak_activations_per_stage(),
+        )
 
     return run_small
 
@@ -312,8 +323,9 @@ def test_widget_without_a_runner_simulates_and_says_so():
 
 def test_widget_runs_small_configurations_for_real_and_large_ones_in_simulation():
     calls = []
-    w = PipelineWidget(fake_runner(calls), "1f1b", P=2, M=4, tb_over_tf=2.0, tw_over_tf=0.0,
-                       real_t_f=0.01)  # fmt: skip
+    w = PipelineWidget(
+        fake_runner(calls), "1f1b", P=2, M=4, tb_over_tf=2.0, tw_over_tf=0.0, real_t_f=0.01
+    )
     assert calls == [("1f1b", 2, 4, 1, 0.01, 0.02, 0.0)]
     assert w.source == "real" and "REAL run" in w.source_html.value
     assert "the run's trace (wall-clock seconds (measured))" in w.source_html.value
@@ -360,8 +372,11 @@ def test_widget_controls_change_the_state_and_errors_keep_the_last_figure():
 def test_widget_real_run_with_a_retimed_timeline_is_labelled_in_units_of_t_f():
     def run_small(schedule, p, m, v, t_f, t_b, t_w):  # like run_pipeline's report
         tl = time_schedule(build_schedule(schedule, p, m, v), t_f, t_b, t_w)
-        return SimpleNamespace(timeline=tl, bubble_fraction_measured=tl.bubble_fraction(),
-                               peak_activations_per_stage=tl.peak_activations_per_stage)  # fmt: skip
+        return SimpleNamespace(
+            timeline=tl,
+            bubble_fraction_measured=tl.bubble_fraction(),
+            peak_activations_per_stage=tl.peak_activations_per_stage,
+        )
 
     w = PipelineWidget(run_small, "zb-h1", P=3, M=6)
     assert w.source == "real" and "a Timeline: times in units of t_f" in w.source_html.value
@@ -392,8 +407,8 @@ def test_pipeline_renderers_import_no_torch():
     code = (
         "import sys\n"
         "import edu_parallel.viz as v\n"
-        "from edu_parallel.schedule import build_schedule\n"
-        "from edu_parallel.schedule_time import time_schedule\n"
+        "from edu_parallel.pipeline_parallel.builders import build_schedule\n"
+        "from edu_parallel.pipeline_parallel.timing import time_schedule\n"
         "tl = time_schedule(build_schedule('zb-h1', 3, 4), 1, 1, 1)\n"
         "v.pipeline_gantt(tl); v.pipeline_gantt(tl.to_trace()); v.activation_memory_figure(tl)\n"
         "v.bubble_vs_microbatches_figure(3, [3, 6])\n"

@@ -1,7 +1,7 @@
 """ZeRO memory renderers: the ledger, the animated bars, the static bars and the explorer widget.
 
-Traces are built by hand (the event format of :mod:`edu_parallel.zero`), so every expected byte
-count below is written out, not recomputed by the code under test.
+Traces are built by hand (the event format of :mod:`edu_parallel.data_parallel.zero`), so every
+expected byte count below is written out, not recomputed by the code under test.
 """
 
 from __future__ import annotations
@@ -12,24 +12,27 @@ from types import SimpleNamespace
 
 import pytest
 
-from edu_parallel.trace import Event, Trace
-from edu_parallel.viz.zero import (
-    CATEGORIES,
-    CATEGORY_COLORS,
-    Ledger,
-    ledger,
-    memory_bars,
-    memory_bars_animation,
-)
+from edu_parallel.core.trace import Event, Trace
+from edu_parallel.viz.memory_ledger import CATEGORIES, CATEGORY_COLORS, Ledger, ledger
+from edu_parallel.viz.zero import memory_bars, memory_bars_animation
 
 MiB = 1024**2
 
 
 def mem(rank: int, op: str, nbytes: int, t: float, cat: str, step=None, phase=None) -> Event:
-    """A memory event as edu_parallel.zero writes it (signed nbytes)."""
+    """A memory event as edu_parallel.data_parallel.zero writes it (signed nbytes)."""
     signed = nbytes if op == "alloc" else -nbytes
-    return Event(kind="memory", rank=rank, op=op, nbytes=signed, start=t, end=t, step=step,
-                 phase=phase, attrs={"category": cat})  # fmt: skip
+    return Event(
+        kind="memory",
+        rank=rank,
+        op=op,
+        nbytes=signed,
+        start=t,
+        end=t,
+        step=step,
+        phase=phase,
+        attrs={"category": cat},
+    )
 
 
 def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
@@ -38,8 +41,12 @@ def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
     ev: list[Event] = []
     t = 0.0
     for r in range(world):
-        for cat, size in (("param16", shard), ("master32", 2 * shard), ("adam_m", 2 * shard),
-                          ("adam_v", 2 * shard)):  # fmt: skip
+        for cat, size in (
+            ("param16", shard),
+            ("master32", 2 * shard),
+            ("adam_m", 2 * shard),
+            ("adam_v", 2 * shard),
+        ):
             t += 1
             ev.append(mem(r, "alloc", size, t, cat))
     for s in range(steps):
@@ -55,9 +62,18 @@ def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
             ev.append(mem(r, "alloc", shard, t, "grad16", s, "backward"))
             t += 1
             ev.append(mem(r, "free", world * shard, t, "gathered_params", s, "backward"))
-            ev.append(Event(kind="collective", rank=r, op="reduce_scatter_tensor",
-                            nbytes=world * shard, start=t, end=t + 0.5, step=s,
-                            phase="backward"))  # fmt: skip
+            ev.append(
+                Event(
+                    kind="collective",
+                    rank=r,
+                    op="reduce_scatter_tensor",
+                    nbytes=world * shard,
+                    start=t,
+                    end=t + 0.5,
+                    step=s,
+                    phase="backward",
+                )
+            )
         for r in range(world):
             t += 1
             ev.append(mem(r, "free", shard, t, "grad16", s, "optimizer"))
@@ -69,8 +85,12 @@ def dp_trace(world: int = 2, full: int = 8 * MiB) -> Trace:
     ev: list[Event] = []
     t = 0.0
     for r in range(world):
-        for cat, size in (("param16", full), ("master32", 2 * full), ("adam_m", 2 * full),
-                          ("adam_v", 2 * full)):  # fmt: skip
+        for cat, size in (
+            ("param16", full),
+            ("master32", 2 * full),
+            ("adam_m", 2 * full),
+            ("adam_v", 2 * full),
+        ):
             t += 1
             ev.append(mem(r, "alloc", size, t, cat))
     for r in range(world):
@@ -94,9 +114,13 @@ def test_ledger_running_sums_after_every_event():
     after_setup = frames[8]
     for r in (0, 1):
         assert after_setup.per_rank[r] == {
-            "param16": s, "grad16": 0, "master32": 2 * s, "adam_m": 2 * s, "adam_v": 2 * s,
+            "param16": s,
+            "grad16": 0,
+            "master32": 2 * s,
+            "adam_m": 2 * s,
+            "adam_v": 2 * s,
             "gathered_params": 0,
-        }  # fmt: skip
+        }
     # Rank 0 gathers 2 shards in forward: they appear ...
     assert frames[9].per_rank[0]["gathered_params"] == 2 * s
     assert frames[9].per_rank[1]["gathered_params"] == 0
@@ -119,10 +143,34 @@ def test_ledger_running_sums_after_every_event():
 
 def test_ledger_orders_events_by_time_and_accepts_unsigned_frees():
     ev = [
-        Event("memory", 0, "free", nbytes=100, start=3.0, end=3.0, attrs={"category": "comm_buffer"}),
-        Event("memory", 0, "alloc", nbytes=100, start=1.0, end=1.0, attrs={"category": "comm_buffer"}),
-        Event("memory", 0, "alloc", nbytes=40, start=2.0, end=2.0, attrs={"category": "adam_m"}),
-    ]  # fmt: skip
+        Event(
+            kind="memory",
+            rank=0,
+            op="free",
+            nbytes=100,
+            start=3.0,
+            end=3.0,
+            attrs={"category": "comm_buffer"},
+        ),
+        Event(
+            kind="memory",
+            rank=0,
+            op="alloc",
+            nbytes=100,
+            start=1.0,
+            end=1.0,
+            attrs={"category": "comm_buffer"},
+        ),
+        Event(
+            kind="memory",
+            rank=0,
+            op="alloc",
+            nbytes=40,
+            start=2.0,
+            end=2.0,
+            attrs={"category": "adam_m"},
+        ),
+    ]
     lg = ledger(Trace(events=ev))
     assert [f.per_rank[0]["comm_buffer"] for f in lg.frames()] == [0, 100, 100, 0]
     assert lg.peaks_by_category(0) == {"adam_m": 40, "comm_buffer": 100}
@@ -133,8 +181,14 @@ def test_peaks_by_category_and_peak_model_state():
     s = 1000
     lg = ledger(zero3_trace(world=4, shard=s))
     peaks = lg.peaks_by_category(2)
-    assert peaks == {"param16": s, "grad16": s, "master32": 2 * s, "adam_m": 2 * s,
-                     "adam_v": 2 * s, "gathered_params": 4 * s}  # fmt: skip
+    assert peaks == {
+        "param16": s,
+        "grad16": s,
+        "master32": 2 * s,
+        "adam_m": 2 * s,
+        "adam_v": 2 * s,
+        "gathered_params": 4 * s,
+    }
     # Model states peak while the gradient shard is alive: 1 + 1 + 2 + 2 + 2 shards.
     assert lg.peak_model_state(2) == 8 * s
     assert lg.peak_total(2) == 8 * s + 4 * s
@@ -145,16 +199,20 @@ def test_peaks_by_category_and_peak_model_state():
 
 def test_peak_model_state_is_the_peak_of_the_sum_not_the_sum_of_peaks():
     ev = [
-        mem(0, "alloc", 10, 1, "grad16"), mem(0, "free", 10, 2, "grad16"),
-        mem(0, "alloc", 7, 3, "adam_m"), mem(0, "alloc", 50, 4, "gathered_params"),
-    ]  # fmt: skip
+        mem(0, "alloc", 10, 1, "grad16"),
+        mem(0, "free", 10, 2, "grad16"),
+        mem(0, "alloc", 7, 3, "adam_m"),
+        mem(0, "alloc", 50, 4, "gathered_params"),
+    ]
     lg = ledger(Trace(events=ev))
     assert lg.peak_model_state(0) == 10
     assert sum(lg.peaks_by_category(0)[c] for c in ("grad16", "adam_m")) == 17
 
 
 def test_ledger_of_a_trace_without_memory_events_has_one_frame():
-    lg = Ledger(Trace(meta={"world_size": 2}, events=[Event("collective", 0, "all_reduce")]))
+    lg = Ledger(
+        Trace(meta={"world_size": 2}, events=[Event(kind="collective", rank=0, op="all_reduce")])
+    )
     assert len(lg.frames()) == 1 and lg.ranks == [0, 1] and lg.peak_total(1) == 0
 
 
@@ -222,8 +280,7 @@ def test_side_by_side_traces_share_the_y_axis_and_hold_their_last_state():
     lg_dp, lg_z3 = ledger(t_dp), ledger(t_z3)
     r_dp, r_z3 = lg_dp.step_range(0), lg_z3.step_range(0)
     assert len(fig.frames) == max(r_dp[1] - r_dp[0], r_z3[1] - r_z3[0]) + 1 == 13
-    cats = ["param16", "grad16", "master32", "adam_m", "adam_v", "gathered_params",
-            "comm_buffer"]  # fmt: skip
+    cats = ["param16", "grad16", "master32", "adam_m", "adam_v", "gathered_params", "comm_buffer"]
     per_panel = len(cats)
     assert len(fig.data) == 2 * per_panel
     assert {b.xaxis for b in fig.data[:per_panel]} == {"x"}
@@ -251,7 +308,7 @@ def test_animation_rejects_bad_input():
     with pytest.raises(ValueError, match="trace_or_traces"):
         memory_bars_animation({})
     with pytest.raises(ValueError, match="a trace with memory events"):
-        memory_bars_animation(Trace(events=[Event("collective", 0, "all_reduce")]))
+        memory_bars_animation(Trace(events=[Event(kind="collective", rank=0, op="all_reduce")]))
 
 
 def test_animation_exports_playable_html(tmp_path):
@@ -268,14 +325,33 @@ def test_animation_exports_playable_html(tmp_path):
 def test_static_bars_equal_the_breakdown():
     gib = 1024**3
     estimates = {
-        "DP": SimpleNamespace(breakdown={"param16": 2 * gib, "grad16": 2 * gib,
-                                          "master32": 4 * gib, "adam_m": 4 * gib,
-                                          "adam_v": 4 * gib}),
-        "ZeRO-1": SimpleNamespace(breakdown={"param16": 2 * gib, "grad16": 2 * gib,
-                                              "master32": gib, "adam_m": gib, "adam_v": gib}),
-        "ZeRO-3": {"param16": gib // 2, "grad16": gib // 2, "master32": gib, "adam_m": gib,
-                   "adam_v": gib, "activations": gib},
-    }  # fmt: skip
+        "DP": SimpleNamespace(
+            breakdown={
+                "param16": 2 * gib,
+                "grad16": 2 * gib,
+                "master32": 4 * gib,
+                "adam_m": 4 * gib,
+                "adam_v": 4 * gib,
+            }
+        ),
+        "ZeRO-1": SimpleNamespace(
+            breakdown={
+                "param16": 2 * gib,
+                "grad16": 2 * gib,
+                "master32": gib,
+                "adam_m": gib,
+                "adam_v": gib,
+            }
+        ),
+        "ZeRO-3": {
+            "param16": gib // 2,
+            "grad16": gib // 2,
+            "master32": gib,
+            "adam_m": gib,
+            "adam_v": gib,
+            "activations": gib,
+        },
+    }
     fig = memory_bars(estimates)
     ax = fig.axes[0]
     assert ax.get_ylabel() == "GiB per GPU"
@@ -300,15 +376,16 @@ def test_static_bars_equal_the_breakdown():
 def test_zero_renderers_import_no_torch():
     code = (
         "import sys\n"
+        "from edu_parallel.viz.memory_ledger import ledger\n"
         "import edu_parallel.viz.zero as z\n"
         "assert not {'torch', 'plotly', 'matplotlib', 'ipywidgets'} & set(sys.modules)\n"
-        "from edu_parallel.trace import Event, Trace\n"
-        "ev = [Event('memory', 0, 'alloc', nbytes=8, start=1, end=1, step=0,\n"
+        "from edu_parallel.core.trace import Event, Trace\n"
+        "ev = [Event(kind='memory', rank=0, op='alloc', nbytes=8, start=1, end=1, step=0,\n"
         "            attrs={'category': 'gathered_params'}),\n"
-        "      Event('memory', 0, 'free', nbytes=-8, start=2, end=2, step=0,\n"
+        "      Event(kind='memory', rank=0, op='free', nbytes=-8, start=2, end=2, step=0,\n"
         "            attrs={'category': 'gathered_params'})]\n"
         "t = Trace(events=ev)\n"
-        "z.ledger(t); z.memory_bars_animation({'a': t, 'b': t})\n"
+        "ledger(t); z.memory_bars_animation({'a': t, 'b': t})\n"
         "z.memory_bars({'a': {'param16': 4}})\n"
         "assert 'torch' not in sys.modules and 'torch.distributed' not in sys.modules\n"
         "print('ok')\n"
@@ -319,7 +396,7 @@ def test_zero_renderers_import_no_torch():
 
 # ----------------------------------------------------------------- widget
 def test_zero_state_validates_every_field():
-    from edu_parallel.viz.zero import ZeroState
+    from edu_parallel.viz.zero_widget import ZeroState
 
     s = ZeroState("gpt2-1.5b", 8, 2, "mixed", "none", 40)
     assert s.params > 1e9 and s.gpu_bytes == 40 * 1024**3
@@ -328,18 +405,23 @@ def test_zero_state_validates_every_field():
         ("stage", 4, r"stage=4 is not valid: expected an integer in \[0, 3\]"),
         ("precision", "fp8", r"precision='fp8' is not valid: expected one of 'mixed'"),
         ("offload", "disk", r"offload='disk' is not valid: expected one of 'none'"),
-        ("offload", "all", r"offload='all' is not valid: expected one of 'none', 'optimizer' "
-                           r"with stage=2"),
+        (
+            "offload",
+            "all",
+            r"offload='all' is not valid: expected one of 'none', 'optimizer' " r"with stage=2",
+        ),
         ("gpu_gib", 0, r"gpu_gib=0 is not valid: expected a number in \[1, 1024\]"),
         ("model", "gpt5", r"model='gpt5' is not valid: expected one of 'gpt2-1.5b'"),
         ("model", -3, r"model=-3 is not valid: expected a number in \[1, 1e\+15\]"),
-    ]:  # fmt: skip
+    ]:
         with pytest.raises(ValueError, match=match):
             setattr(s, field_, value)
     assert (s.gpus, s.stage, s.offload, s.gpu_gib) == (8, 2, "none", 40)  # unchanged
     s.offload = "optimizer"
-    with pytest.raises(ValueError, match=r"stage=0 is not valid: expected one of 1, 2, 3 with "
-                                         r"offload='optimizer'"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"stage=0 is not valid: expected one of 1, 2, 3 with " r"offload='optimizer'",
+    ):
         s.stage = 0
     with pytest.raises(ValueError, match="gpus=2.5"):
         ZeroState(gpus=2.5)
@@ -347,8 +429,12 @@ def test_zero_state_validates_every_field():
 
 
 def test_zero_widget_outputs_come_from_the_calculator():
-    from edu_parallel.memory import comm_bytes_per_step, largest_model_that_fits, model_state_bytes
-    from edu_parallel.viz.zero import ZeroWidget
+    from edu_parallel.memory.communication import comm_bytes_per_step
+    from edu_parallel.memory.model_states import (
+        largest_model_that_fits,
+        model_state_bytes,
+    )
+    from edu_parallel.viz.zero_widget import ZeroWidget
 
     w = ZeroWidget(model=7.5e9, gpus=64, stage=1, precision="mixed", offload="none", gpu_gib=32)
     want = model_state_bytes(7.5e9, 64, 1, "mixed", "none")

@@ -1,4 +1,5 @@
-"""ZeRO stages 0-3 executed on gloo ranks: reference, memory ledger, bytes, CLI (ZeRO arXiv 1910.02054)."""
+"""ZeRO stages 0-3 executed on gloo ranks: reference, memory ledger, bytes, CLI (ZeRO arXiv
+1910.02054)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import sys
 import pytest
 import torch
 
-from edu_parallel.zero import STAGES, format_zero, run_zero
-from edu_parallel.zero_model import (
+from edu_parallel.core.metrics import ring_sent_bytes
+from edu_parallel.data_parallel.training import (
     adam_update,
     formula_model_state_bytes,
     num_params,
     reference_training,
 )
-from edu_parallel.zero_report import check_zero_args, ring_sent_bytes
+from edu_parallel.data_parallel.zero_report import check_zero_args, format_zero, run_zero
+from edu_parallel.memory.model_states import ZERO_STAGES
 
 PSI = num_params((16, 16, 16, 16))
 
@@ -35,7 +37,7 @@ def test_adam_matches_torch_optim() -> None:
     assert torch.allclose(mine, ref.detach(), atol=1e-7, rtol=0)
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", ZERO_STAGES)
 def test_two_ranks_match_reference_dp_and_formula(cluster2, stage: int) -> None:
     r = run_zero(cluster2, stage, steps=2)
     assert r.matches_reference and r.matches_dp, (r.max_abs_diff_reference, r.max_abs_diff_dp)
@@ -47,7 +49,7 @@ def test_two_ranks_match_reference_dp_and_formula(cluster2, stage: int) -> None:
     assert "formula" in format_zero(r)
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", ZERO_STAGES)
 def test_four_ranks(cluster4, stage: int) -> None:
     r = run_zero(cluster4, stage, steps=3)
     # the reference replays the ring's summation order: equal bit for bit after several steps
@@ -82,7 +84,7 @@ def test_stage3_gathers_twice_and_releases(cluster4) -> None:
 def test_padding_reported(cluster4) -> None:
     dims = (16, 16, 16, 15)  # Psi = 799: flat length padded to 800
     psi = num_params(dims)
-    for stage in STAGES:
+    for stage in ZERO_STAGES:
         r = run_zero(cluster4, stage, steps=2, dims=dims)
         assert r.bitwise_equal_reference and r.max_abs_diff_dp == 0.0
         if stage == 0:  # DP keeps Psi-long model states; only its gradient bucket is padded
@@ -100,8 +102,8 @@ def test_padding_reported(cluster4) -> None:
 def test_replay_sums_each_chunk_in_ring_order() -> None:
     """The reference's reduce-scatter adds chunk k as ((g[k+1] + g[k+2]) + ...) + g[k], like the
     ring on the ranks; a plain rank-order sum rounds some bf16 elements differently."""
-    from edu_parallel.collectives import ring_reduce_scatter_plan
-    from edu_parallel.execute import replay_plan
+    from edu_parallel.engine.execute import replay_plan
+    from edu_parallel.plans.collectives import ring_reduce_scatter_plan
 
     n, size = 4, 4000
     g = torch.Generator().manual_seed(3)
@@ -134,13 +136,26 @@ def test_ring_volume() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"stage": 4}, "stage"), ({"stage": "1"}, "stage"), ({"steps": 0}, "steps"),
-     ({"lr": 0.0}, "lr"), ({"lr": -1}, "lr"), ({"dims": (1, 1), "world_size": 4}, "world_size"),
-     ({"dims": (3,)}, "dims")],
-)  # fmt: skip
+    [
+        ({"stage": 4}, "stage"),
+        ({"stage": "1"}, "stage"),
+        ({"steps": 0}, "steps"),
+        ({"lr": 0.0}, "lr"),
+        ({"lr": -1}, "lr"),
+        ({"dims": (1, 1), "world_size": 4}, "world_size"),
+        ({"dims": (3,)}, "dims"),
+    ],
+)
 def test_bad_inputs(kwargs: dict, name: str) -> None:
-    args = {"stage": 1, "steps": 2, "lr": 1e-2, "seed": 0, "dims": (16, 16), "microbatch": 4,
-            "world_size": 2} | kwargs  # fmt: skip
+    args = {
+        "stage": 1,
+        "steps": 2,
+        "lr": 1e-2,
+        "seed": 0,
+        "dims": (16, 16),
+        "microbatch": 4,
+        "world_size": 2,
+    } | kwargs
     with pytest.raises(ValueError, match=f"{name}="):
         check_zero_args(**args)
 
@@ -151,13 +166,30 @@ def test_bad_input_before_running(cluster2) -> None:
 
 
 def test_cli_json() -> None:
-    cmd = [sys.executable, "-m", "edu_parallel", "run", "zero", "--stage", "2", "--world-size", "2",
-           "--steps", "1", "--json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "edu_parallel",
+        "run",
+        "zero",
+        "--stage",
+        "2",
+        "--world-size",
+        "2",
+        "--steps",
+        "1",
+        "--json",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    for key in ("matches_reference", "per_rank_peak_model_state_bytes", "formula_model_state_bytes",
-                "per_rank_sent_bytes", "comm_ratio_vs_dp"):  # fmt: skip
+    for key in (
+        "matches_reference",
+        "per_rank_peak_model_state_bytes",
+        "formula_model_state_bytes",
+        "per_rank_sent_bytes",
+        "comm_ratio_vs_dp",
+    ):
         assert key in data
     assert data["matches_reference"] is True and data["comm_ratio_vs_dp"] == 1.0
     assert isinstance(data["per_rank_sent_bytes"], list) and len(data["per_rank_sent_bytes"]) == 2
@@ -165,10 +197,11 @@ def test_cli_json() -> None:
     assert bad.returncode == 2 and "stage=7" in bad.stderr + bad.stdout
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", ZERO_STAGES)
 def test_calculator_agrees_with_the_ledger_of_a_real_run(cluster4, stage: int) -> None:
     """The memory calculator, scaled to the small model's Psi, equals the bytes the ranks held."""
-    from edu_parallel.memory import comm_bytes_per_step, model_state_bytes
+    from edu_parallel.memory.communication import comm_bytes_per_step
+    from edu_parallel.memory.model_states import model_state_bytes
 
     r = run_zero(cluster4, stage, steps=1)
     estimate = model_state_bytes(r.psi, 4, zero=stage)

@@ -4,23 +4,30 @@
 >>> quiz = BANKS["03_ring_allreduce"](seed=1)
 >>> quiz.answer(0, "672 KiB").correct  # doctest: +SKIP
 
-``show_quiz`` (the widget) imports ipywidgets only when called.
+* ``core.py``: :class:`MultipleChoice`, :class:`Numeric` (units, tolerance),
+  :class:`PredictThenRun`; ``container.py``: :class:`Quiz`; ``widget.py`` (ipywidgets, imported when
+  a widget is built) and ``terminal.py``: the two ways to take one.
+* ``banks*.py``: one bank per lesson; every answer is computed by package code. A question that
+  runs something calls the runner it is given; without one it uses a formula that a test checks
+  against the engine.
+
+Imports ``core/``, ``plans/``, ``models/``, ``memory/`` and the pure modules of the parallelism
+folders, never the engine.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
-from .banks_map import map_quiz as map_quiz  # lesson 01 (issue 6)
-from .banks_moe import moe_quiz as moe_quiz  # lesson 08 (issue 6)
+from .banks_map import map_quiz
+from .banks_moe import moe_quiz
 from .banks_pipeline import pipeline_quiz
-from .banks_tp import tp_quiz as tp_quiz  # lesson 07 (issue 6)
+from .banks_tp import tp_quiz
 from .banks_zero import zero_quiz
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question
 from .terminal import run_in_terminal
+from .widget import QuizWidget, show_quiz
 
 __all__ = [
     "BANKS",
@@ -31,32 +38,20 @@ __all__ = [
     "Question",
     "Quiz",
     "QuizWidget",
-    "question_text",
     "Runner",
     "algorithms_quiz",
     "collectives_quiz",
-    "pipeline_quiz",
     "get_quiz",
+    "map_quiz",
+    "moe_quiz",
+    "pipeline_quiz",
+    "question_text",
     "register_bank",
     "ring_quiz",
     "run_in_terminal",
     "show_quiz",
     "simulation_runner",
     "tour_quiz",
+    "tp_quiz",
     "zero_quiz",
 ]
-
-
-def show_quiz(quiz: Quiz) -> Any:
-    """The JupyterLab widget for ``quiz`` (see :class:`edu_parallel.quiz.widget.QuizWidget`)."""
-    from .widget import show_quiz as _show
-
-    return _show(quiz)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "QuizWidget":
-        from .widget import QuizWidget
-
-        return QuizWidget
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

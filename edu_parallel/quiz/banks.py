@@ -17,13 +17,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import bad_value
-from ..metrics import bus_factor
-from ..naive import naive_sent_bytes_formula
-from ..ring import ring_allreduce_plan, ring_sent_bytes_formula
-from ..simulate import simulate
-from ..trace import Trace
-from ..units import DTYPES, format_bytes
+from ..core.errors import bad_value
+from ..core.metrics import bus_factor
+from ..core.trace import Trace
+from ..core.units import DTYPES, format_bytes
+from ..models.simulation import simulate
+from ..plans.naive import naive_sent_bytes_formula
+from ..plans.ring import ring_allreduce_plan, ring_sent_bytes_formula
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
 
@@ -76,8 +76,10 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             MultipleChoice(
                 "What is one event in a trace?",
                 [
-                    "One thing one rank did (a send, a recv, a compute...), with its step, phase, "
-                    "chunk, bytes and start/end times",
+                    (
+                        "One thing one rank did (a send, a recv, a compute...), with its step,"
+                        " phase, chunk, bytes and start/end times"
+                    ),
                     "A whole collective call, summed over all ranks",
                     "A snapshot of every rank's buffer",
                     "A line of Python the worker executed",
@@ -106,8 +108,10 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
                 d / item,
                 tolerance=0.0,
                 units="elements",
-                explanation=f"A float32 takes {item} bytes, so D bytes hold D/{item} numbers; "
-                "the engine sizes buffers in bytes, as nccl-tests does.",
+                explanation=(
+                    f"A float32 takes {item} bytes, so D bytes hold D/{item} numbers; "
+                    "the engine sizes buffers in bytes, as nccl-tests does."
+                ),
                 params={"D": d, "itemsize": item},
                 key="elements",
             ),
@@ -123,8 +127,10 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
                 ),
                 run=lambda: run_ring(n, d_run),
                 reveal=reveal,
-                explanation="In the ring every rank sends one chunk to its right neighbour at "
-                "every step, and there are N-1 steps per phase, so 2(N-1) sends in all.",
+                explanation=(
+                    "In the ring every rank sends one chunk to its right neighbour at "
+                    "every step, and there are N-1 steps per phase, so 2(N-1) sends in all."
+                ),
                 truth=lambda trace: len(trace.select("send", rank=0)),
                 params={"N": n, "D": d_run},
                 key="sends_rank0",
@@ -165,8 +171,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             "SEND in the reduce-scatter phase?",
             ring["reduce-scatter"],
             units="bytes",
-            explanation="The buffer is cut into N chunks and each of the N-1 steps sends one "
-            "chunk of D/N bytes, so (N-1)/N * D per phase (Patarasuk & Yuan 2009).",
+            explanation=(
+                "The buffer is cut into N chunks and each of the N-1 steps sends one "
+                "chunk of D/N bytes, so (N-1)/N * D per phase (Patarasuk & Yuan 2009)."
+            ),
             params=dict(nd),
             key="rs_sent",
         ),
@@ -175,16 +183,20 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             "both phases together?",
             ring["total"],
             units="bytes",
-            explanation="Reduce-scatter and all-gather each send (N-1)/N * D, so 2(N-1)/N * D "
-            "in all: less than 2D however many ranks there are.",
+            explanation=(
+                "Reduce-scatter and all-gather each send (N-1)/N * D, so 2(N-1)/N * D "
+                "in all: less than 2D however many ranks there are."
+            ),
             params=dict(nd),
             key="total_sent",
         ),
         MultipleChoice(
             "The course outline says 'each phase moves 2(N-1)/N * D per node'. What is right?",
             [
-                "In each phase every rank SENDS (N-1)/N * D and RECEIVES (N-1)/N * D; "
-                "2(N-1)/N * D is what it sends over both phases",
+                (
+                    "In each phase every rank SENDS (N-1)/N * D and RECEIVES (N-1)/N * D; "
+                    "2(N-1)/N * D is what it sends over both phases"
+                ),
                 "Every rank sends 2(N-1)/N * D in each phase, 4(N-1)/N * D in all",
                 "Every rank sends D/N in each phase",
                 "Every rank sends (N-1) * D in each phase",
@@ -200,8 +212,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             "What busbw does it report?",
             algbw * factor,
             units="GB/s",
-            explanation=f"busbw = algbw * 2(N-1)/N for all-reduce ({BUSBW_REF}): the rate each "
-            "rank's link really sustains, comparable with the hardware's peak bandwidth.",
+            explanation=(
+                f"busbw = algbw * 2(N-1)/N for all-reduce ({BUSBW_REF}): the rate each "
+                "rank's link really sustains, comparable with the hardware's peak bandwidth."
+            ),
             params={"N": n, "algbw_gbps": algbw},
             key="busbw",
         ),
@@ -210,8 +224,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             len(ring_allreduce_plan(n).steps),
             tolerance=0.0,
             units="steps",
-            explanation="N-1 steps of reduce-scatter then N-1 of all-gather: 2(N-1) steps, "
-            "each paying one message latency, which is why rings are slow for tiny buffers.",
+            explanation=(
+                "N-1 steps of reduce-scatter then N-1 of all-gather: 2(N-1) steps, "
+                "each paying one message latency, which is why rings are slow for tiny buffers."
+            ),
             params={"N": n},
             key="steps",
         ),
@@ -220,9 +236,11 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             f"N = {n}: how many bytes does the root send?",
             naive[0],
             units="bytes",
-            explanation="The root sends the sum to each of the N-1 others, (N-1) * D bytes, and "
-            "receives as much; every other rank sends and receives only D. The root's link is "
-            "the bottleneck and its load grows with N.",
+            explanation=(
+                "The root sends the sum to each of the N-1 others, (N-1) * D bytes, and "
+                "receives as much; every other rank sends and receives only D. The root's link is "
+                "the bottleneck and its load grows with N."
+            ),
             params=dict(nd),
             key="naive_root_sent",
         ),
@@ -231,8 +249,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             "of the ring all-reduce sends?",
             naive[0] / ring["total"],
             units="times",
-            explanation="(N-1) * D over 2(N-1)/N * D is N/2: the naive root's load grows with N "
-            "while every ring rank stays below 2D.",
+            explanation=(
+                "(N-1) * D over 2(N-1)/N * D is N/2: the naive root's load grows with N "
+                "while every ring rank stays below 2D."
+            ),
             params=dict(nd),
             key="naive_vs_ring",
         ),
@@ -252,7 +272,7 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             key="ring_facts",
         ),
         PredictThenRun(
-            f"Predict how many bytes rank 0 sends in the all-gather phase of a ring all-reduce "
+            "Predict how many bytes rank 0 sends in the all-gather phase of a ring all-reduce "
             f"of {format_bytes(d_run)} on {n_run} ranks, then run it.",
             Numeric(
                 "Bytes rank 0 sends in the all-gather phase",
@@ -262,8 +282,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             ),
             run=lambda: run_ring(n_run, d_run),
             reveal=reveal,
-            explanation="Rank 0 forwards N-1 chunks of D/N bytes around the ring in the "
-            "all-gather phase, exactly as many as in reduce-scatter: (N-1)/N * D.",
+            explanation=(
+                "Rank 0 forwards N-1 chunks of D/N bytes around the ring in the "
+                "all-gather phase, exactly as many as in reduce-scatter: (N-1)/N * D."
+            ),
             truth=lambda trace: trace.sent_bytes(per_phase=True)["all-gather"][0],
             params={"N": n_run, "D": d_run},
             key="predict_allgather_rank0",

@@ -3,7 +3,7 @@
 Same contract as :mod:`edu_parallel.quiz.banks`: ``bank(seed=None, runner=None) -> Quiz``; every
 numeric answer is computed by package functions from the drawn ``params``. For lesson 02 a runner
 is ``runner(collective, world_size, nbytes) -> Trace``; the default simulates the collective's plan,
-and the lesson passes :func:`edu_parallel.collective_run.collective_runner` to run real ranks.
+and the lesson passes :func:`edu_parallel.comm.collective.collective_runner` to run real ranks.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from ..collectives import COLLECTIVE_PLANS, volume_formula
-from ..errors import bad_value
-from ..metrics import bus_factor
-from ..simulate import simulate
-from ..trace import Trace
-from ..units import format_bytes
+from ..core.errors import bad_value
+from ..core.metrics import bus_factor
+from ..core.trace import Trace
+from ..core.units import format_bytes
+from ..models.choose import choose_allreduce
+from ..models.cost import link_preset, predict
+from ..models.simulation import simulate
+from ..models.traffic import simulated_runner
+from ..plans.algorithms import build_plan
+from ..plans.collectives import COLLECTIVE_PLANS, volume_formula
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -58,11 +62,13 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
 
     questions = [
         MultipleChoice(
-            f"On {n} ranks, which collective leaves rank r holding chunk r of the sum, and nothing else?",
+            f"On {n} ranks, which collective leaves rank r holding chunk r of the sum, and nothing"
+            " else?",
             ["all-reduce", "reduce-scatter", "all-gather", "reduce"],
             1,
-            "Reduce-scatter sums the ranks' buffers and scatters the result: rank r keeps the r-th "
-            "1/N of the sum. All-reduce leaves the whole sum everywhere, reduce leaves it on the root.",
+            "Reduce-scatter sums the ranks' buffers and scatters the result: rank r keeps the r-th"
+            " 1/N of the sum. All-reduce leaves the whole sum everywhere, reduce leaves it on the"
+            " root.",
             key="which_reduce_scatter",
         ),
         MultipleChoice(
@@ -72,38 +78,45 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
                 "gather then scatter",
                 "all-to-all then all-gather",
                 "broadcast then reduce",
-            ],  # fmt: skip
+            ],
             0,
-            "The ring all-reduce is a reduce-scatter (each rank finishes 1/N of the sum) followed by "
-            "an all-gather (everyone collects the finished parts); lesson 03 counts its bytes.",
+            "The ring all-reduce is a reduce-scatter (each rank finishes 1/N of the sum) followed"
+            " by an all-gather (everyone collects the finished parts); lesson 03 counts its bytes.",
             key="allreduce_parts",
         ),
         Numeric(
-            f"All-gather of S = {size} (the output size, as nccl-tests counts it) on {n} ranks in a "
-            "ring: how many bytes does each rank send?",
+            f"All-gather of S = {size} (the output size, as nccl-tests counts it) on {n} ranks in a"
+            " ring: how many bytes does each rank send?",
             ag["sent"][0],
             units="bytes",
-            explanation="Each rank holds S/N and must receive the other N-1 pieces; in the ring it "
-            "forwards N-1 pieces of S/N, so (N-1)/N * S (nccl-tests doc/PERFORMANCE.md).",
+            explanation=(
+                "Each rank holds S/N and must receive the other N-1 pieces; in the ring it "
+                "forwards N-1 pieces of S/N, so (N-1)/N * S (nccl-tests doc/PERFORMANCE.md)."
+            ),
             params={"N": n, "S": s},
             key="allgather_sent",
         ),
         Numeric(
-            f"All-to-all of S = {size} per rank on {n} ranks: how many bytes does each rank receive?",
+            f"All-to-all of S = {size} per rank on {n} ranks: how many bytes does each rank"
+            " receive?",
             a2a["recv"][0],
             units="bytes",
-            explanation="Each rank keeps 1/N of its buffer (the part addressed to itself) and receives "
-            "one piece of S/N from each of the N-1 others: (N-1)/N * S.",
+            explanation=(
+                "Each rank keeps 1/N of its buffer (the part addressed to itself) and receives "
+                "one piece of S/N from each of the N-1 others: (N-1)/N * S."
+            ),
             params={"N": n, "S": s},
             key="alltoall_recv",
         ),
         Numeric(
-            f"nccl-tests measures algbw = {algbw:g} GB/s for an all-gather on {n} ranks. What busbw "
-            "does it report?",
+            f"nccl-tests measures algbw = {algbw:g} GB/s for an all-gather on {n} ranks. What busbw"
+            " does it report?",
             algbw * bus_factor("all_gather", n),
             units="GB/s",
-            explanation="busbw = algbw * (N-1)/N for all-gather, reduce-scatter and all-to-all; "
-            "2(N-1)/N for all-reduce; 1 for broadcast and reduce (nccl-tests doc/PERFORMANCE.md).",
+            explanation=(
+                "busbw = algbw * (N-1)/N for all-gather, reduce-scatter and all-to-all; 2(N-1)/N"
+                " for all-reduce; 1 for broadcast and reduce (nccl-tests doc/PERFORMANCE.md)."
+            ),
             params={"N": n, "algbw_gbps": algbw},
             key="allgather_busbw",
         ),
@@ -115,15 +128,15 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
                 "every rank the same",
                 "the rank after the root",
                 "the last rank",
-            ],  # fmt: skip
+            ],
             0,
-            "Gather and scatter are direct: every piece crosses the root's link, so the root's load "
-            "grows with N while the others send or receive one piece.",
+            "Gather and scatter are direct: every piece crosses the root's link, so the root's load"
+            " grows with N while the others send or receive one piece.",
             key="gather_root",
         ),
         PredictThenRun(
-            f"Predict how many bytes the root (rank 0) receives in a gather of {format_bytes(s_run)} "
-            f"on {n_run} ranks, then run it.",
+            "Predict how many bytes the root (rank 0) receives in a gather of"
+            f" {format_bytes(s_run)} on {n_run} ranks, then run it.",
             Numeric(
                 "Bytes the root receives",
                 volume_formula("gather", n_run, s_run)["recv"][0],
@@ -132,8 +145,10 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
             ),
             run=lambda: run("gather", n_run, s_run),
             reveal=reveal,
-            explanation="The root keeps its own piece and receives S/N from each of the N-1 others; "
-            "the trace counts every byte it received.",
+            explanation=(
+                "The root keeps its own piece and receives S/N from each of the N-1 others; "
+                "the trace counts every byte it received."
+            ),
             truth=lambda trace: trace.recv_bytes()[0],
             params={"N": n_run, "S": s_run},
             key="predict_gather_root",
@@ -152,12 +167,7 @@ def algorithms_quiz(
     """Lesson 04: bottlenecks (errata E5), latency terms, the model and NCCL-style choice (E9).
 
     ``runner(algo, world_size, nbytes) -> Trace`` runs an all-reduce algorithm; the default
-    simulates it, the lesson passes :func:`edu_parallel.compare.cluster_traffic_runner`."""
-    from ..allreduce import build_plan
-    from ..choose import choose_allreduce
-    from ..compare import simulated_runner
-    from ..costmodel import link_preset, predict
-
+    simulates it, the lesson passes :func:`edu_parallel.comm.compare.cluster_traffic_runner`."""
     rng, run = _rng_runner(seed, runner, simulated_runner())
     n = 8 if rng is None else rng.choice((8, 16, 32))
     d = 1 * MIB if rng is None else rng.choice((256 * KIB, 1 * MIB, 4 * MIB))
@@ -177,19 +187,23 @@ def algorithms_quiz(
 
     questions = [
         MultipleChoice(
-            "The outline says a tree all-reduce is limited because its root carries most of the traffic. "
-            "What do the counted bytes show?",
+            "The outline says a tree all-reduce is limited because its root carries most of the"
+            " traffic. What do the counted bytes show?",
             [
-                "True of a flat tree (everyone sends to the root) or a single parameter server: the root "
-                "moves (N-1)·D. NCCL's double binary tree keeps every rank near 2D, like the ring",
+                (
+                    "True of a flat tree (everyone sends to the root) or a single parameter server:"
+                    " the root moves (N-1)·D. NCCL's double binary tree keeps every rank near 2D,"
+                    " like the ring"
+                ),
                 "True of every tree, including NCCL's: the root always moves (N-1)·D",
                 "False: trees move fewer bytes per rank than the ring",
                 "Trees and rings move exactly the same bytes",
-            ],  # fmt: skip
+            ],
             0,
-            "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two "
-            "complementary binary trees, each carrying half the data, so no rank moves much more than 2D; "
-            "the tree's real advantage is latency, O(log N) steps against the ring's O(N).",
+            "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two"
+            " complementary binary trees, each carrying half the data, so no rank moves much more"
+            " than 2D; the tree's real advantage is latency, O(log N) steps against the ring's"
+            " O(N).",
             key="errata_e5",
         ),
         Numeric(
@@ -198,37 +212,45 @@ def algorithms_quiz(
             len(build_plan("tree", n).steps),
             tolerance=0.0,
             units="steps",
-            explanation="Up the tree level by level, then down again: 2·floor(log2 N) steps, against the "
-            "ring's 2(N-1). That is why trees win for small, latency-bound messages.",
+            explanation=(
+                "Up the tree level by level, then down again: 2·floor(log2 N) steps, against the "
+                "ring's 2(N-1). That is why trees win for small, latency-bound messages."
+            ),
             params={"N": n},
             key="tree_steps",
         ),
         Numeric(
-            f"A single parameter server (co-located on rank 0) all-reduces D = {format_bytes(d)} from {n} "
-            "ranks: how many bytes does the server receive?",
+            f"A single parameter server (co-located on rank 0) all-reduces D = {format_bytes(d)}"
+            f" from {n} ranks: how many bytes does the server receive?",
             (n - 1) * d,
             units="bytes",
-            explanation="Every one of the other N-1 ranks pushes its whole buffer to the server: (N-1)·D, "
-            "and it sends as much back. Sharding over k servers divides that by about k.",
+            explanation=(
+                "Every one of the other N-1 ranks pushes its whole buffer to the server: (N-1)·D, "
+                "and it sends as much back. Sharding over k servers divides that by about k."
+            ),
             params={"N": n, "D": d},
             key="ps_server_recv",
         ),
         Numeric(
-            f"Alpha-beta model, link {link} (α = {alpha_us:g} µs per message): what is the latency part "
-            f"2(n-1)·α of a ring all-reduce on {big_n} ranks, in microseconds?",
+            f"Alpha-beta model, link {link} (α = {alpha_us:g} µs per message): what is the latency"
+            f" part 2(n-1)·α of a ring all-reduce on {big_n} ranks, in microseconds?",
             predict("ring", big_n, d, link).latency_s * 1e6,
             units="µs",
-            explanation="The ring takes 2(n-1) steps and every step pays α once (Thakur, Rabenseifner & "
-            "Gropp 2005); the bandwidth part 2(n-1)/n·S/B does not depend on n much.",
+            explanation=(
+                "The ring takes 2(n-1) steps and every step pays α once (Thakur, Rabenseifner & "
+                "Gropp 2005); the bandwidth part 2(n-1)/n·S/B does not depend on n much."
+            ),
             params={"N": big_n, "alpha_us": alpha_us},
             key="ring_latency_us",
         ),
         MultipleChoice(
-            f"By the model, which algorithm should an all-reduce of 1 KiB on {big_n} ranks over {link} use?",
+            f"By the model, which algorithm should an all-reduce of 1 KiB on {big_n} ranks over"
+            f" {link} use?",
             options,
             options.index(small_pick),
-            "Tiny messages are latency-bound: the α terms dominate, and a tree pays 2·log2 n of them "
-            "against the ring's 2(n-1). NCCL's tuning model makes the same choice per size (errata E9).",
+            "Tiny messages are latency-bound: the α terms dominate, and a tree pays 2·log2 n of"
+            " them against the ring's 2(n-1). NCCL's tuning model makes the same choice per size"
+            " (errata E9).",
             params={"N": big_n, "S": tiny, "link": link},
             key="pick_small",
         ),
@@ -236,23 +258,25 @@ def algorithms_quiz(
             f"And for 1 GiB on {big_n} ranks over {link}?",
             options,
             options.index(large_pick),
-            "Large messages are bandwidth-bound: the ring moves 2(n-1)/n·S per rank and keeps every link "
-            "busy, so it wins once the S/B terms dominate.",
+            "Large messages are bandwidth-bound: the ring moves 2(n-1)/n·S per rank and keeps every"
+            " link busy, so it wins once the S/B terms dominate.",
             params={"N": big_n, "S": huge, "link": link},
             key="pick_large",
         ),
         PredictThenRun(
-            f"Predict how many bytes the busiest rank moves (max of sent and received) in a NAIVE "
+            "Predict how many bytes the busiest rank moves (max of sent and received) in a NAIVE "
             f"all-reduce of {format_bytes(d_run)} on {n_run} ranks, then run it.",
             Numeric(
                 "Busiest rank's bytes",
                 (n_run - 1) * d_run,
                 units="bytes",
                 explanation="The root receives (N-1)·D and sends as much.",
-            ),  # fmt: skip
+            ),
             run=lambda: run("naive", n_run, d_run),
             reveal=reveal,
-            explanation="Everyone sends D to the root and gets D back; the root handles (N-1)·D each way.",
+            explanation=(
+                "Everyone sends D to the root and gets D back; the root handles (N-1)·D each way."
+            ),
             truth=lambda trace: max(max(trace.sent_bytes()), max(trace.recv_bytes())),
             params={"N": n_run, "D": d_run},
             key="predict_naive_busiest",

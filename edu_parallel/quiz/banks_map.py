@@ -1,8 +1,8 @@
 """Question bank of lesson 01 (the parallelism map): what each strategy splits and what it sends.
 
-Every number comes from :mod:`edu_parallel.strategy_map_model`'s formulas, which the tests check
+Every number comes from :mod:`edu_parallel.strategy_map.model`'s formulas, which the tests check
 against real runs. ``runner(world_size) -> report`` runs the lesson's model under the four
-strategies (:func:`edu_parallel.strategy_map_report.map_runner`); the default evaluates the
+strategies (:func:`edu_parallel.strategy_map.report.map_runner`); the default evaluates the
 formula for the lesson's model (no processes), shaped like a report.
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import bad_value
-from ..strategy_map_model import MapConfig, block_params, formula_param_bytes, formula_sent_bytes
+from ..core.errors import bad_value
+from ..strategy_map.formulas import MapConfig, block_params, formula_param_bytes, formula_sent_bytes
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
 
 MapRunner = Callable[[int], Any]
-LESSON = MapConfig()  # the lesson's model: edu_parallel.strategy_map's defaults
+LESSON = MapConfig()  # the lesson's model: edu_parallel.strategy_map.strategies's defaults
 
 
 def _lesson_sizes() -> dict[str, int]:
@@ -35,7 +35,8 @@ def formula_runner(world_size: int) -> Any:
 
 
 def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
-    """Lesson 01: what DP, TP, PP, EP split; bytes they send; the syllabus's table checked (U1, U7)."""
+    """Lesson 01: what DP, TP, PP, EP split; bytes they send; the syllabus's table checked (U1,
+    U7)."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
     if runner is not None and not callable(runner):
@@ -60,80 +61,103 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
         MultipleChoice(
             "What does each strategy split across the ranks (U1)?",
             [
-                "DP the batch, TP the weight matrices inside a layer, PP the layers, EP the experts of a MoE layer",
+                (
+                    "DP the batch, TP the weight matrices inside a layer, PP the layers, EP the"
+                    " experts of a MoE layer"
+                ),
                 "DP the weights, TP the batch, PP the experts, EP the layers",
-                "DP the layers, TP the optimizer state, PP the batch, EP the tokens' hidden dimension",
+                (
+                    "DP the layers, TP the optimizer state, PP the batch, EP the tokens' hidden"
+                    " dimension"
+                ),
                 "All four split the batch; they differ only in which collective they use",
-            ],  # fmt: skip
+            ],
             0,
-            "The lesson's split picture, read from what each rank held: DP full copies with 1/N of the batch, TP "
-            "1/t of W1, b1 and W2 (b2 replicated), PP whole blocks on one rank each, EP E/N experts per block with "
-            "the router replicated.",
+            "The lesson's split picture, read from what each rank held: DP full copies with 1/N of"
+            " the batch, TP 1/t of W1, b1 and W2 (b2 replicated), PP whole blocks on one rank each,"
+            " EP E/N experts per block with the router replicated.",
             key="what_splits",
         ),
         Numeric(
-            f"Data parallelism on {n} GPUs for a model of {layers} MLP blocks with h = {h} ({psi:,} parameters, "
-            "bf16 gradients, one bucket, ring all-reduce): how many bytes does each GPU send per step?",
+            f"Data parallelism on {n} GPUs for a model of {layers} MLP blocks with h = {h} ({psi:,}"
+            " parameters, bf16 gradients, one bucket, ring all-reduce): how many bytes does each"
+            " GPU send per step?",
             formula_sent_bytes("dp", n, 0, **big),
             units="bytes",
-            explanation="The gradient all-reduce: 2(N-1)/N of the gradient bytes (Psi x 2 B), whatever the batch "
-            "size: DP's traffic grows with the MODEL. Measured in the lesson: 2(N-1)/N x Psi x 4 B.",
+            explanation=(
+                "The gradient all-reduce: 2(N-1)/N of the gradient bytes (Psi x 2 B), whatever the"
+                " batch size: DP's traffic grows with the MODEL. Measured in the lesson: 2(N-1)/N x"
+                " Psi x 4 B."
+            ),
             params={"N": n, "psi": psi, "itemsize": item},
             key="map_dp_sent",
         ),
         Numeric(
-            f"Tensor parallelism (Megatron MLP) over {n} GPUs, same {layers} blocks with h = {h}, {tokens:,} tokens "
-            "per step, bf16 activations: bytes each GPU sends per step (forward and backward)?",
+            f"Tensor parallelism (Megatron MLP) over {n} GPUs, same {layers} blocks with h = {h},"
+            f" {tokens:,} tokens per step, bf16 activations: bytes each GPU sends per step (forward"
+            " and backward)?",
             formula_sent_bytes("tp", n, 0, **big),
             units="bytes",
-            explanation="Each block all-reduces its (tokens, h) output forward (g) and the gradient of its input "
-            "backward (f): 2L all-reduces of T h x 2 B, each 2(N-1)/N of that per rank. TP's traffic grows with "
-            "the TOKENS, not the parameters: with a small batch TP sends less than DP.",
+            explanation=(
+                "Each block all-reduces its (tokens, h) output forward (g) and the gradient of its"
+                " input backward (f): 2L all-reduces of T h x 2 B, each 2(N-1)/N of that per rank."
+                " TP's traffic grows with the TOKENS, not the parameters: with a small batch TP"
+                " sends less than DP."
+            ),
             params={"N": n, "L": layers, "h": h, "T": tokens, "itemsize": item},
             key="map_tp_sent",
         ),
         Numeric(
-            f"Pipeline parallelism with {max(n, 4)} stages, {tokens:,} tokens per step, h = {h}, bf16: how many "
-            "bytes does stage 1 (a middle stage) send per step?",
+            f"Pipeline parallelism with {max(n, 4)} stages, {tokens:,} tokens per step, h = {h},"
+            " bf16: how many bytes does stage 1 (a middle stage) send per step?",
             formula_sent_bytes("pp", max(n, 4), 1, **big),
             units="bytes",
-            explanation="Its output activations to the next stage (T h x 2 B over all microbatches) and the "
-            "gradient of its input to the previous one (the same size): 2 T h x 2 B, independent of the number "
-            "of stages and of the parameters; only neighbours talk.",
+            explanation=(
+                "Its output activations to the next stage (T h x 2 B over all microbatches) and the"
+                " gradient of its input to the previous one (the same size): 2 T h x 2 B,"
+                " independent of the number of stages and of the parameters; only neighbours talk."
+            ),
             params={"T": tokens, "h": h, "itemsize": item},
             key="map_pp_sent",
         ),
         Numeric(
-            f"TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in bf16 "
-            "(W1, b1 and W2 split, b2 replicated)?",
+            f"TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in"
+            " bf16 (W1, b1 and W2 split, b2 replicated)?",
             formula_param_bytes("tp", n, layers=layers, hidden=h, itemsize=item),
             units="bytes",
-            explanation="(8h^2 + 4h)/t of the split tensors plus the replicated h-element bias b2, per block: "
-            "almost exactly 1/t of the model. Activations are another story: without sequence parallelism "
-            "every TP rank keeps the full (b, s, h) tensors.",
+            explanation=(
+                "(8h^2 + 4h)/t of the split tensors plus the replicated h-element bias b2, per"
+                " block: almost exactly 1/t of the model. Activations are another story: without"
+                " sequence parallelism every TP rank keeps the full (b, s, h) tensors."
+            ),
             params={"N": n, "L": layers, "h": h, "itemsize": item},
             key="map_tp_param_bytes",
         ),
         MultipleChoice(
-            "The outline says DP 'does not save memory' while TP, PP and EP 'split it'. What did the measured "
-            "table show for the lesson's model?",
+            "The outline says DP 'does not save memory' while TP, PP and EP 'split it'. What did"
+            " the measured table show for the lesson's model?",
             [
-                "Parameters: yes. Activations: DP holds 1/N of one process's (it splits the batch), while TP "
-                "without sequence parallelism holds MORE per rank than DP (the (b, s, h) tensors are replicated)",
+                (
+                    "Parameters: yes. Activations: DP holds 1/N of one process's (it splits the"
+                    " batch), while TP without sequence parallelism holds MORE per rank than DP"
+                    " (the (b, s, h) tensors are replicated)"
+                ),
                 "It is exactly right for parameters and activations alike",
                 "DP holds N times the activations of one process",
                 "PP holds no activations",
-            ],  # fmt: skip
+            ],
             0,
-            "Per-rank activation bytes come from the tensors autograd saved on each rank: DP 1/N, TP 1/t of the "
-            "4h-wide ones but all of the h-wide ones (TP+SP splits those along the sequence too and gathers W1's "
-            "input again in backward: DP's level, for one more all-gather per block), PP its own blocks (times the microbatches in flight), "
-            "EP its tokens plus routing bookkeeping. Memory saving depends on WHAT you count.",
+            "Per-rank activation bytes come from the tensors autograd saved on each rank: DP 1/N,"
+            " TP 1/t of the 4h-wide ones but all of the h-wide ones (TP+SP splits those along the"
+            " sequence too and gathers W1's input again in backward: DP's level, for one more"
+            " all-gather per block), PP its own blocks (times the microbatches in flight), EP its"
+            " tokens plus routing bookkeeping. Memory saving depends on WHAT you count.",
             key="memory_errata",
         ),
         PredictThenRun(
-            f"Predict the bytes rank 0 sends in one TP step of the lesson's model ({lesson['layers']} blocks, "
-            f"h = {lesson['hidden']}, {lesson['tokens']} tokens, fp32) on {n_run} ranks, then run it.",
+            "Predict the bytes rank 0 sends in one TP step of the lesson's model"
+            f" ({lesson['layers']} blocks, h = {lesson['hidden']}, {lesson['tokens']} tokens, fp32)"
+            f" on {n_run} ranks, then run it.",
             Numeric(
                 "Bytes sent by rank 0",
                 formula_sent_bytes("tp", n_run, 0, **lesson),
@@ -143,8 +167,10 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
             ),
             run=lambda: run(n_run),
             reveal=reveal,
-            explanation="The trace holds 2L all_reduce events per rank (L forward, L backward); the ring volume of "
-            "each is 2(N-1)/N of its (T, h) buffer.",
+            explanation=(
+                "The trace holds 2L all_reduce events per rank (L forward, L backward); the ring"
+                " volume of each is 2(N-1)/N of its (T, h) buffer."
+            ),
             truth=lambda report: report.runs["tp"].per_rank[0]["sent_bytes"],
             params={"N": n_run, **lesson},
             key="predict_map_tp_sent",

@@ -2,8 +2,8 @@
 
 ``runner(schedule, P, M) -> result`` runs a schedule; ``result`` has ``peak_activations_per_stage``
 and ``bubble_fraction_measured``. The default times the plan in-process
-(:func:`edu_parallel.schedule_time.time_schedule`); the lesson passes one that runs real ranks
-(:func:`edu_parallel.pipeline.run_pipeline`).
+(:func:`edu_parallel.pipeline_parallel.timing.time_schedule`); the lesson passes one that runs real
+ranks (:func:`edu_parallel.pipeline_parallel.report.run_pipeline`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,14 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import bad_value
-from ..schedule import build_schedule
-from ..schedule_time import gpipe_bubble, interleaved_bubble, megatron_bubble, time_schedule
+from ..core.errors import bad_value
+from ..pipeline_parallel.builders import build_schedule
+from ..pipeline_parallel.timing import (
+    gpipe_bubble,
+    interleaved_bubble,
+    megatron_bubble,
+    time_schedule,
+)
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -26,8 +31,10 @@ PipelineRunner = Callable[[str, int, int], Any]
 def simulated_pipeline(schedule: str, num_ranks: int, microbatches: int) -> Any:
     """The schedule timed in-process with t_b = 2 t_f: peaks and bubble, no processes."""
     timeline = time_schedule(build_schedule(schedule, num_ranks, microbatches), 1.0, 2.0)
-    return SimpleNamespace(peak_activations_per_stage=timeline.peak_activations_per_stage(),
-                           bubble_fraction_measured=timeline.bubble_fraction())  # fmt: skip
+    return SimpleNamespace(
+        peak_activations_per_stage=timeline.peak_activations_per_stage(),
+        bubble_fraction_measured=timeline.bubble_fraction(),
+    )
 
 
 def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None) -> Quiz:
@@ -47,74 +54,90 @@ def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None)
     p_run, m_run = 4, 8 if rng is None else rng.choice((4, 8))
 
     def reveal(result: Any) -> str:
-        return (f"peak stashed activations per stage: {list(result.peak_activations_per_stage)}\n"
-                f"bubble (share of total time): {result.bubble_fraction_measured:.4f}")  # fmt: skip
+        return (
+            f"peak stashed activations per stage: {list(result.peak_activations_per_stage)}\n"
+            f"bubble (share of total time): {result.bubble_fraction_measured:.4f}"
+        )
 
     questions = [
         Numeric(
-            f"GPipe with P = {p} stages and M = {m} microbatches, equal stage times: what share of the "
-            "total time is bubble?",
+            f"GPipe with P = {p} stages and M = {m} microbatches, equal stage times: what share of"
+            " the total time is bubble?",
             gpipe_bubble(p, m),
             units="",
-            explanation="Each rank idles (P-1) stage-times while the pipeline fills and drains, out of "
-            "(M+P-1) in all: (P-1)/(M+P-1), GPipe's convention (Huang et al. 2019 §2.3).",
+            explanation=(
+                "Each rank idles (P-1) stage-times while the pipeline fills and drains, out of "
+                "(M+P-1) in all: (P-1)/(M+P-1), GPipe's convention (Huang et al. 2019 §2.3)."
+            ),
             params={"P": p, "M": m},
             key="gpipe_share",
         ),
         Numeric(
-            f"Same pipeline (P = {p}, M = {m}): Megatron-LM writes the bubble relative to the ideal time "
-            "M stage-times. What is that ratio?",
+            f"Same pipeline (P = {p}, M = {m}): Megatron-LM writes the bubble relative to the ideal"
+            " time M stage-times. What is that ratio?",
             megatron_bubble(p, m),
             units="",
-            explanation="(P-1)/M is the same idle time divided by the ideal time instead of the total "
-            "time (Narayanan et al. 2021 §2.2.1); both conventions describe one bubble (errata E3).",
+            explanation=(
+                "(P-1)/M is the same idle time divided by the ideal time instead of the total time"
+                " (Narayanan et al. 2021 §2.2.1); both conventions describe one bubble (errata E3)."
+            ),
             params={"P": p, "M": m},
             key="megatron_ratio",
         ),
         MultipleChoice(
             "What does 1F1B (PipeDream-Flush) change compared with GPipe, for the same P and M?",
             [
-                "It keeps the bubble the same and cuts stashed activations from M to at most P per stage",
+                (
+                    "It keeps the bubble the same and cuts stashed activations from M to at most P"
+                    " per stage"
+                ),
                 "It removes the bubble",
                 "It halves the bubble and keeps memory the same",
                 "It cuts stashed activations from O(P) to O(1)",
-            ],  # fmt: skip
+            ],
             0,
-            "Errata E2: 1F1B starts each microbatch's backward early, so a stage holds at most P-i "
-            "microbatches (GPipe: all M). The fill and drain are unchanged, so the bubble is the same; "
-            "interleaving or zero-bubble schedules are what shrink it.",
+            "Errata E2: 1F1B starts each microbatch's backward early, so a stage holds at most P-i"
+            " microbatches (GPipe: all M). The fill and drain are unchanged, so the bubble is the"
+            " same; interleaving or zero-bubble schedules are what shrink it.",
             key="errata_e2",
         ),
         Numeric(
-            f"GPipe, P = {p}, M = {m}: how many microbatches' activations does stage 0 hold at its peak?",
+            f"GPipe, P = {p}, M = {m}: how many microbatches' activations does stage 0 hold at its"
+            " peak?",
             m,
             tolerance=0.0,
             units="microbatches",
-            explanation="GPipe runs every forward before any backward, so every stage stashes all M.",
+            explanation=(
+                "GPipe runs every forward before any backward, so every stage stashes all M."
+            ),
             params={"P": p, "M": m},
             key="gpipe_peak",
         ),
         Numeric(
-            f"Interleaved 1F1B with v = {v} model chunks per rank, P = {p}, M = {m_v}: what is the bubble "
-            "relative to the ideal time?",
+            f"Interleaved 1F1B with v = {v} model chunks per rank, P = {p}, M = {m_v}: what is the"
+            " bubble relative to the ideal time?",
             interleaved_bubble(p, m_v, v),
             units="",
-            explanation="Each rank's stage is cut into v chunks, so fill and drain take 1/v as long: "
-            "(1/v)(P-1)/M (Narayanan et al. 2021 §2.2), paid for with v times more messages.",
+            explanation=(
+                "Each rank's stage is cut into v chunks, so fill and drain take 1/v as long: "
+                "(1/v)(P-1)/M (Narayanan et al. 2021 §2.2), paid for with v times more messages."
+            ),
             params={"P": p, "M": m_v, "v": v},
             key="interleaved_ratio",
         ),
         MultipleChoice(
-            f"The outline gives the bubble share for M = 2P as (P-1)/(3P-1). For P = {p}, is that right?",
+            f"The outline gives the bubble share for M = 2P as (P-1)/(3P-1). For P = {p}, is that"
+            " right?",
             [
                 f"Yes: (P-1)/(M+P-1) with M = 2P is (P-1)/(3P-1) = {gpipe_bubble(p, 2 * p):.4f}",
                 "No: it should be (P-1)/(2P)",
                 "No: with M = 2P there is no bubble",
                 "No: it should be 1/(3P)",
-            ],  # fmt: skip
+            ],
             0,
-            "With equal stage times the GPipe formula holds exactly, and substituting M = 2P gives "
-            "(P-1)/(3P-1); the engine's measured idle share equals it (errata E3 names both conventions).",
+            "With equal stage times the GPipe formula holds exactly, and substituting M = 2P gives"
+            " (P-1)/(3P-1); the engine's measured idle share equals it (errata E3 names both"
+            " conventions).",
             params={"P": p},
             key="outline_2p",
         ),
@@ -127,11 +150,13 @@ def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None)
                 tolerance=0.0,
                 units="microbatches",
                 explanation="1F1B: min(P - i, M) on stage i.",
-            ),  # fmt: skip
+            ),
             run=lambda: run("1f1b", p_run, m_run),
             reveal=reveal,
-            explanation="Stage 0 runs P forwards before its first backward frees one, then alternates, "
-            "so it never holds more than min(P, M); GPipe would hold all M.",
+            explanation=(
+                "Stage 0 runs P forwards before its first backward frees one, then alternates, "
+                "so it never holds more than min(P, M); GPipe would hold all M."
+            ),
             truth=lambda result: result.peak_activations_per_stage[0],
             params={"P": p_run, "M": m_run},
             key="predict_1f1b_peak",

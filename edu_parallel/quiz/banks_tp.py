@@ -1,9 +1,10 @@
-"""Question bank of lesson 07 (tensor parallelism): numbers from :mod:`edu_parallel.tp_run`'s formulas.
+"""Question bank of lesson 07 (tensor parallelism): numbers from the TP formulas.
 
 ``runner(mode, world_size) -> report`` runs tensor-parallel ``mode`` (a report with
-``per_rank_sent_bytes``). The default evaluates :func:`~edu_parallel.tp_run.tp_sent_bytes` (no
-processes); the lesson passes :func:`~edu_parallel.tp_run.tp_runner`, which runs real ranks with
-the lesson's sizes (b=2, s=4, h=8, float64).
+``per_rank_sent_bytes``). The default evaluates
+:func:`~edu_parallel.tensor_parallel.report.tp_sent_bytes` (no processes); the lesson passes
+:func:`~edu_parallel.tensor_parallel.report.tp_runner`, which runs real ranks with the lesson's
+sizes (b=2, s=4, h=8, float64).
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import bad_value
-from ..tp_model import allreduce_message_bytes, sp_sent_bytes_per_pass, tp_sent_bytes
+from ..core.errors import bad_value
+from ..tensor_parallel.formulas import (
+    allreduce_message_bytes,
+    sp_sent_bytes_per_pass,
+    tp_sent_bytes,
+)
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -25,7 +30,9 @@ LESSON = {"batch": 2, "seq": 4, "hidden": 8, "itemsize": 8}  # tp_run's defaults
 
 def formula_runner(mode: str, world_size: int) -> Any:
     """The formula for the lesson's sizes, shaped like a run's report."""
-    sent = tp_sent_bytes(mode, world_size, LESSON["batch"], LESSON["seq"], LESSON["hidden"], LESSON["itemsize"])  # fmt: skip
+    sent = tp_sent_bytes(
+        mode, world_size, LESSON["batch"], LESSON["seq"], LESSON["hidden"], LESSON["itemsize"]
+    )
     return SimpleNamespace(per_rank_sent_bytes=[sent] * world_size)
 
 
@@ -34,7 +41,9 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
     if runner is not None and not callable(runner):
-        raise bad_value("runner", runner, "a callable runner(mode, world_size), or None for the formula")  # fmt: skip
+        raise bad_value(
+            "runner", runner, "a callable runner(mode, world_size), or None for the formula"
+        )
     run = runner or formula_runner
     rng = random.Random(seed) if seed is not None else None
     b = 8 if rng is None else rng.choice((1, 4, 8, 16))
@@ -47,96 +56,123 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
 
     questions = [
         MultipleChoice(
-            "Column-parallel linear layer (A split along its output columns, X replicated): what does each rank "
-            "hold after its local matmul, and which collective does the FORWARD pass need?",
+            "Column-parallel linear layer (A split along its output columns, X replicated): what"
+            " does each rank hold after its local matmul, and which collective does the FORWARD"
+            " pass need?",
             [
-                "A slice of Y; no collective (all-gather only if the full Y is needed); backward all-reduces dX",
+                (
+                    "A slice of Y; no collective (all-gather only if the full Y is needed);"
+                    " backward all-reduces dX"
+                ),
                 "A partial sum of Y; an all-reduce",
                 "A partial sum of Y; an all-gather",
                 "The full Y; no collective in either pass",
-            ],  # fmt: skip
+            ],
             0,
-            "Y_r = X A_r is block r of Y's columns. The sum appears in BACKWARD: dX = sum_r dY_r A_r^T, so dX is "
-            "all-reduced (Megatron's f). The syllabus has this reversed (errata E4); the lesson ran both rules.",
+            "Y_r = X A_r is block r of Y's columns. The sum appears in BACKWARD: dX = sum_r dY_r"
+            " A_r^T, so dX is all-reduced (Megatron's f). The syllabus has this reversed (errata"
+            " E4); the lesson ran both rules.",
             key="errata_e4_column",
         ),
         MultipleChoice(
-            "Row-parallel linear layer (A split along its input rows, X split along its last dim): what does each rank "
-            "hold after its local matmul, and what does the forward pass need?",
+            "Row-parallel linear layer (A split along its input rows, X split along its last dim):"
+            " what does each rank hold after its local matmul, and what does the forward pass"
+            " need?",
             [
-                "A partial sum of the full Y; an all-reduce (Megatron's g); the bias is added once, after it",
+                (
+                    "A partial sum of the full Y; an all-reduce (Megatron's g); the bias is added"
+                    " once, after it"
+                ),
                 "A slice of Y; an all-gather",
                 "A slice of Y; nothing",
                 "A partial sum of Y; an all-gather",
-            ],  # fmt: skip
+            ],
             0,
-            "X_r A_r has Y's full shape but only rank r's share of the inner sum over the input dimension, so the "
-            "ranks' outputs must be summed: all-reduce. Concatenating them (the syllabus's all-gather) gives a "
-            "(s, t*h) tensor of partial sums, not Y.",
+            "X_r A_r has Y's full shape but only rank r's share of the inner sum over the input"
+            " dimension, so the ranks' outputs must be summed: all-reduce. Concatenating them (the"
+            " syllabus's all-gather) gives a (s, t*h) tensor of partial sums, not Y.",
             key="errata_e4_row",
         ),
         Numeric(
-            f"Megatron's MLP block with b={b}, s={s}, h={h} in bf16 (2 bytes) on t={t} GPUs: how many bytes is the "
-            "tensor that ONE all-reduce reduces?",
+            f"Megatron's MLP block with b={b}, s={s}, h={h} in bf16 (2 bytes) on t={t} GPUs: how"
+            " many bytes is the tensor that ONE all-reduce reduces?",
             allreduce_message_bytes(b, s, h, 2),
             units="bytes",
-            explanation="Both all-reduces (g after B in forward, f before A in backward) act on the block's "
-            "input/output activation of shape (b, s, h): b*s*h*itemsize bytes, whatever t is.",
+            explanation=(
+                "Both all-reduces (g after B in forward, f before A in backward) act on the block's"
+                " input/output activation of shape (b, s, h): b*s*h*itemsize bytes, whatever t is."
+            ),
             params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
             key="tp_allreduce_bytes",
         ),
         Numeric(
-            f"The same MLP block (b={b}, s={s}, h={h}, bf16, t={t}): how many bytes does each GPU SEND for one "
-            "forward and backward pass with ring all-reduces?",
+            f"The same MLP block (b={b}, s={s}, h={h}, bf16, t={t}): how many bytes does each GPU"
+            " SEND for one forward and backward pass with ring all-reduces?",
             tp_sent_bytes("mlp", t, b, s, h, 2),
             units="bytes",
-            explanation="Two all-reduces of b*s*h*2 bytes, each 2(t-1)/t of it sent per rank: 4(t-1)/t*b*s*h*2. "
-            "This is per layer and per micro-batch, on the critical path: why TP stays inside a node (NVLink).",
+            explanation=(
+                "Two all-reduces of b*s*h*2 bytes, each 2(t-1)/t of it sent per rank:"
+                " 4(t-1)/t*b*s*h*2. This is per layer and per micro-batch, on the critical path:"
+                " why TP stays inside a node (NVLink)."
+            ),
             params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
             key="tp_mlp_sent",
         ),
         Numeric(
-            f"With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of the MLP block runs an "
-            "all-gather and a reduce-scatter instead of one all-reduce. How many bytes does each GPU send in that "
-            "FORWARD pass?",
+            f"With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of the"
+            " MLP block runs an all-gather and a reduce-scatter instead of one all-reduce. How"
+            " many bytes does each GPU send in that FORWARD pass?",
             sp_sent_bytes_per_pass(t, b, s, h, 2)["forward"],
             units="bytes",
-            explanation="All-gather and reduce-scatter of the (b, s, h) tensor each send (t-1)/t*b*s*h*2 per rank, "
-            "together 2(t-1)/t*b*s*h*2: exactly one ring all-reduce (which IS a reduce-scatter plus an all-gather). "
-            "No extra bytes in forward; backward gathers X once more, because the column layer kept only its "
-            "sequence block: that is how SP divides the activations by t (Korthikanti et al. 2022).",
+            explanation=(
+                "All-gather and reduce-scatter of the (b, s, h) tensor each send (t-1)/t*b*s*h*2"
+                " per rank, together 2(t-1)/t*b*s*h*2: exactly one ring all-reduce (which IS a"
+                " reduce-scatter plus an all-gather). No extra bytes in forward; backward gathers X"
+                " once more, because the column layer kept only its sequence block: that is how SP"
+                " divides the activations by t (Korthikanti et al. 2022)."
+            ),
             params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
             key="sp_forward_sent",
         ),
         MultipleChoice(
             "Why does Megatron split the FIRST MLP matrix A by columns rather than by rows?",
             [
-                "GeLU is nonlinear: with columns each rank holds whole columns of XA and applies GeLU locally; with "
-                "rows it would need the summed XA first, an extra all-reduce before GeLU",
+                (
+                    "GeLU is nonlinear: with columns each rank holds whole columns of XA and"
+                    " applies GeLU locally; with rows it would need the summed XA first, an extra"
+                    " all-reduce before GeLU"
+                ),
                 "Column splits need less memory for the weights",
                 "Row splits cannot be computed on GPUs",
                 "It makes no difference: GeLU(a + b) = GeLU(a) + GeLU(b)",
-            ],  # fmt: skip
+            ],
             0,
-            "GeLU(X1 A1 + X2 A2) != GeLU(X1 A1) + GeLU(X2 A2). Splitting A by columns makes GeLU local, and then B "
-            "split by rows takes those column slices as its split input: one all-reduce per pass (Megatron §3).",
+            "GeLU(X1 A1 + X2 A2) != GeLU(X1 A1) + GeLU(X2 A2). Splitting A by columns makes GeLU"
+            " local, and then B split by rows takes those column slices as its split input: one"
+            " all-reduce per pass (Megatron §3).",
             key="why_columns",
         ),
         PredictThenRun(
-            f"Predict how many bytes rank 0 sends for one forward and backward of the '{mode_run}' layer on "
-            f"{n_run} ranks with the lesson's sizes (b={lb}, s={ls}, h={lh}, ffn=4h, float64), then run it.",
+            f"Predict how many bytes rank 0 sends for one forward and backward of the '{mode_run}'"
+            f" layer on {n_run} ranks with the lesson's sizes (b={lb}, s={ls}, h={lh}, ffn=4h,"
+            " float64), then run it.",
             Numeric(
                 "Bytes rank 0 sends (ring volume)",
                 tp_sent_bytes(mode_run, n_run, lb, ls, lh, li),
                 units="bytes",
-                explanation="Each all-reduce of the (b, s, h) activation sends 2(N-1)/N * b*s*h*8 bytes per rank.",
-            ),  # fmt: skip
+                explanation=(
+                    "Each all-reduce of the (b, s, h) activation sends 2(N-1)/N * b*s*h*8 bytes per"
+                    " rank."
+                ),
+            ),
             run=lambda: run(mode_run, n_run),
             reveal=lambda report: (
                 f"bytes sent per rank, from the trace: {list(report.per_rank_sent_bytes)}"
             ),
-            explanation="column: one all-reduce (dX, backward); row: one (Y, forward); mlp: both. The trace's "
-            "collective events, converted to ring volume, equal the formula.",
+            explanation=(
+                "column: one all-reduce (dX, backward); row: one (Y, forward); mlp: both. The"
+                " trace's collective events, converted to ring volume, equal the formula."
+            ),
             truth=lambda report: report.per_rank_sent_bytes[0],
             params={"mode": mode_run, "N": n_run, "b": lb, "s": ls, "h": lh, "itemsize": li},
             key="predict_tp_sent",

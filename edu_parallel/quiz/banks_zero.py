@@ -2,7 +2,8 @@
 
 ``runner(stage, world_size) -> report`` trains the lesson's small model under ZeRO ``stage``; the
 report has ``per_rank_peak_model_state_bytes``. The default evaluates the ZeRO formula for that
-model (no processes); the lesson passes one that runs real ranks (:func:`edu_parallel.zero.run_zero`).
+model (no processes); the lesson passes one that runs real ranks
+(:func:`edu_parallel.data_parallel.zero_report.run_zero`).
 """
 
 from __future__ import annotations
@@ -12,19 +13,17 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import bad_value
-from ..memory import (
-    comm_bytes_per_step,
-    fsdp_collectives_per_step,
-    largest_model_that_fits,
-    model_state_bytes,
-)
+from ..core.errors import bad_value
+from ..memory.communication import comm_bytes_per_step, fsdp_collectives_per_step
+from ..memory.model_states import largest_model_that_fits, model_state_bytes
 from .banks import register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
 
 ZeroRunner = Callable[[int, int], Any]
-SMALL_MODEL_PARAMS = 3 * (16 * 16 + 16)  # edu_parallel.zero's default MLP: 3 Linear(16, 16) layers
+SMALL_MODEL_PARAMS = 3 * (
+    16 * 16 + 16
+)  # edu_parallel.data_parallel.zero's default MLP: 3 Linear(16, 16) layers
 GB = 1e9
 
 
@@ -54,16 +53,21 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
     units = 32 if rng is None else rng.choice((12, 24, 32, 80))
 
     def reveal(report: Any) -> str:
-        return f"model-state bytes per rank, counted from the ledger: {list(report.per_rank_peak_model_state_bytes)}"
+        return (
+            "model-state bytes per rank, counted from the ledger:"
+            f" {list(report.per_rank_peak_model_state_bytes)}"
+        )
 
     questions = [
         Numeric(
-            f"A {size}-parameter model trained with mixed-precision Adam and plain data parallelism: how "
-            "many bytes of model state does each GPU hold?",
+            f"A {size}-parameter model trained with mixed-precision Adam and plain data"
+            " parallelism: how many bytes of model state does each GPU hold?",
             model_state_bytes(psi, n, zero=0).bytes_per_gpu,
             units="bytes",
-            explanation="16 bytes per parameter: 2 for fp16/bf16 params, 2 for grads, 4 + 4 + 4 for the fp32 "
-            "master copy and Adam's m and v (ZeRO §3.1, K = 12), replicated on every GPU.",
+            explanation=(
+                "16 bytes per parameter: 2 for fp16/bf16 params, 2 for grads, 4 + 4 + 4 for the"
+                " fp32 master copy and Adam's m and v (ZeRO §3.1, K = 12), replicated on every GPU."
+            ),
             params={"psi": psi, "N": n},
             key="dp_bytes",
         ),
@@ -71,23 +75,29 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             f"The same {size} model on {n} GPUs with ZeRO-{stage}: bytes of model state per GPU?",
             model_state_bytes(psi, n, zero=stage).bytes_per_gpu,
             units="bytes",
-            explanation="ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N (ZeRO Figure 1; errata E8): each "
-            "stage shards one more kind of state over the N data-parallel ranks.",
+            explanation=(
+                "ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N (ZeRO Figure 1; errata E8):"
+                " each stage shards one more kind of state over the N data-parallel ranks."
+            ),
             params={"psi": psi, "N": n, "stage": stage},
             key="zero_bytes",
         ),
         MultipleChoice(
-            "How much does each GPU send per training step under ZeRO-1 and ZeRO-2, compared with plain DP?",
+            "How much does each GPU send per training step under ZeRO-1 and ZeRO-2, compared with"
+            " plain DP?",
             [
-                "The same: a reduce-scatter plus an all-gather of 2Ψ bytes, like DP's all-reduce; only ZeRO-3 "
-                "adds a second parameter all-gather (1.5x)",
+                (
+                    "The same: a reduce-scatter plus an all-gather of 2Ψ bytes, like DP's"
+                    " all-reduce; only ZeRO-3 adds a second parameter all-gather (1.5x)"
+                ),
                 "Less: sharding the optimizer cuts the communication",
                 "Twice as much",
                 "Nothing: ZeRO needs no all-reduce",
-            ],  # fmt: skip
+            ],
             0,
-            "Errata E7 (ZeRO §7): ZeRO-1/2 move 2Ψ per rank like DP; ZeRO-3 gathers the parameters in forward and "
-            "again in backward, 3Ψ, 1.5x DP. The lesson counts these bytes from the traces.",
+            "Errata E7 (ZeRO §7): ZeRO-1/2 move 2Ψ per rank like DP; ZeRO-3 gathers the parameters"
+            " in forward and again in backward, 3Ψ, 1.5x DP. The lesson counts these bytes from the"
+            " traces.",
             key="errata_e7",
         ),
         Numeric(
@@ -95,60 +105,76 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             "(16-bit gradients and parameters, ring collectives)?",
             comm_bytes_per_step(psi, n, zero=3),
             units="bytes",
-            explanation="Reduce-scatter of gradients plus two all-gathers of parameters, each (N-1)/N of 2Ψ "
-            "bytes: 3·(N-1)/N·2Ψ, 1.5x the DP all-reduce.",
+            explanation=(
+                "Reduce-scatter of gradients plus two all-gathers of parameters, each (N-1)/N of 2Ψ"
+                " bytes: 3·(N-1)/N·2Ψ, 1.5x the DP all-reduce."
+            ),
             params={"psi": psi, "N": n},
             key="zero3_comm",
         ),
         Numeric(
-            f"With ZeRO-3 on {n} GPUs of {gpu_gib} GiB each, what is the largest model (parameters) whose "
-            "model states fit (activations not counted)?",
+            f"With ZeRO-3 on {n} GPUs of {gpu_gib} GiB each, what is the largest model (parameters)"
+            " whose model states fit (activations not counted)?",
             largest_model_that_fits(gpu_gib * 2**30, n, zero=3),
             units="params",
-            explanation="16Ψ/N <= memory, so Ψ <= N·memory/16: memory grows with the number of GPUs, which is "
-            "what lets ZeRO-3 train models no single GPU could hold.",
+            explanation=(
+                "16Ψ/N <= memory, so Ψ <= N·memory/16: memory grows with the number of GPUs, which"
+                " is what lets ZeRO-3 train models no single GPU could hold."
+            ),
             params={"N": n, "gpu_gib": gpu_gib},
             key="zero3_largest",
         ),
         Numeric(
-            f"FSDP2 wraps each of {units} transformer layers with fully_shard (the root holds no parameters of "
-            "its own) and reshards after forward. How many collectives does one training step issue?",
+            f"FSDP2 wraps each of {units} transformer layers with fully_shard (the root holds no"
+            " parameters of its own) and reshards after forward. How many collectives does one"
+            " training step issue?",
             fsdp_collectives_per_step(units, True),
             units="collectives",
-            explanation="Per unit: an all-gather before forward, another before backward (it was resharded), a "
-            "reduce-scatter of its gradients. The bytes are ZeRO-3's whatever the cut; the count (latency) and "
-            "the peak of gathered parameters (one unit plus the prefetched next) depend on it.",
+            explanation=(
+                "Per unit: an all-gather before forward, another before backward (it was"
+                " resharded), a reduce-scatter of its gradients. The bytes are ZeRO-3's whatever"
+                " the cut; the count (latency) and the peak of gathered parameters (one unit plus"
+                " the prefetched next) depend on it."
+            ),
             params={"units": units, "reshard": True},
             key="fsdp_collectives",
         ),
         MultipleChoice(
-            "ZeRO and tensor/pipeline parallelism both cut memory per GPU. What is the difference (U15)?",
+            "ZeRO and tensor/pipeline parallelism both cut memory per GPU. What is the difference"
+            " (U15)?",
             [
-                "ZeRO shards the training STATE and gathers it when needed, every GPU computes the whole model; "
-                "TP/PP partition the COMPUTATION, each GPU computes only its part with its own weights",
+                (
+                    "ZeRO shards the training STATE and gathers it when needed, every GPU computes"
+                    " the whole model; TP/PP partition the COMPUTATION, each GPU computes only its"
+                    " part with its own weights"
+                ),
                 "They are the same thing under different names",
                 "ZeRO partitions layers, TP/PP shard optimizer states",
                 "ZeRO only works without data parallelism",
-            ],  # fmt: skip
+            ],
             0,
-            "ZeRO is data parallelism without replication: state is sharded and gathered on demand (communication "
-            "for memory). TP splits a layer's math, PP splits the layers; they combine (ZeRO-1 with TP/PP in 3D).",
+            "ZeRO is data parallelism without replication: state is sharded and gathered on demand"
+            " (communication for memory). TP splits a layer's math, PP splits the layers; they"
+            " combine (ZeRO-1 with TP/PP in 3D).",
             key="zero_vs_tp",
         ),
         PredictThenRun(
-            f"Predict the model-state bytes per rank when the lesson's small model ({SMALL_MODEL_PARAMS} "
-            f"parameters) trains with ZeRO-{stage_run} on {n_run} ranks, then run it.",
+            "Predict the model-state bytes per rank when the lesson's small model"
+            f" ({SMALL_MODEL_PARAMS} parameters) trains with ZeRO-{stage_run} on {n_run} ranks,"
+            " then run it.",
             Numeric(
                 "Model-state bytes per rank",
                 model_state_bytes(SMALL_MODEL_PARAMS, n_run, zero=stage_run).bytes_per_gpu,
                 tolerance=0.02,
                 units="bytes",
                 explanation="The ZeRO formula with Ψ = the small model's parameters.",
-            ),  # fmt: skip
+            ),
             run=lambda: run(stage_run, n_run),
             reveal=reveal,
-            explanation="The ledger counts the real tensors on each rank (bf16 params and grads, fp32 master, m, v); "
-            "they match the formula up to the padding of uneven shards.",
+            explanation=(
+                "The ledger counts the real tensors on each rank (bf16 params and grads, fp32"
+                " master, m, v); they match the formula up to the padding of uneven shards."
+            ),
             truth=lambda report: report.per_rank_peak_model_state_bytes[0],
             params={"psi": SMALL_MODEL_PARAMS, "N": n_run, "stage": stage_run},
             key="predict_zero_rank_bytes",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import bad_value, check_int
+from ..core.errors import bad_value, check_int
 from .core import QUESTION_TYPES, Feedback, MultipleChoice, PredictThenRun, Question, check_text
 
 

@@ -1,4 +1,4 @@
-"""Question kinds: pure Python, no ipywidgets (the :class:`Quiz` container is in ``container``).
+"""Question kinds: pure Python, no ipywidgets (a quiz of them is in ``container.py``).
 
 Three kinds of question, each with a ``prompt``, a teaching ``explanation`` and
 ``check(answer) -> Feedback``:
@@ -22,16 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import bad_value, check_int, check_non_negative
-from ..units import format_bytes
+from ..core.errors import bad_value, check_int, check_non_negative
+from ..core.units import BYTE_SUFFIXES, format_bytes
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 BYTE_UNITS = ("bytes", "B")  # Numeric.units that switch on byte-size parsing
-# Binary (IEC) and decimal (SI) suffixes, as edu_parallel.units reads them, but fractions allowed.
-_BYTE_SUFFIX = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
-    "g": 1024**3, "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-}  # fmt: skip
 _ALIASES = {"times": ("x", "×")}  # other suffixes accepted for some units
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*")
 
@@ -215,11 +210,11 @@ class Numeric:
                 raise bad_value("answer", answer, valid)
             value, suffix = float(match.group(1)), match.group(2)
             if self.is_bytes:
-                if suffix.lower() not in _BYTE_SUFFIX:
+                if suffix.lower() not in BYTE_SUFFIXES:
                     raise bad_value(
                         "answer", answer, valid + " (units: B, KiB, MiB, GiB, KB, MB, GB)"
                     )
-                value *= _BYTE_SUFFIX[suffix.lower()]
+                value *= BYTE_SUFFIXES[suffix.lower()]
             elif suffix and suffix.lower() not in (
                 self.units.lower(),
                 *_ALIASES.get(self.units, ()),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from ..errors import bad_value
+from ..core.errors import bad_value
 from .container import Quiz, question_text
 from .core import PredictThenRun
 

@@ -1,8 +1,8 @@
 """The quiz in JupyterLab: one input, a Submit button and a feedback area per question.
 
-:class:`QuizWidget` keeps the state in its :class:`~edu_parallel.quiz.core.Quiz` and only renders
-it, so everything works without a browser: ``w.submit(i, value)``, or set ``w.inputs[i]`` and
-call ``w.buttons[i].click()``. ipywidgets is imported lazily, when a widget is built.
+:class:`QuizWidget` keeps the state in its :class:`~edu_parallel.quiz.container.Quiz` and only
+renders it, so everything works without a browser: ``w.submit(i, value)``, or set ``w.inputs[i]``
+and call ``w.buttons[i].click()``. ipywidgets is imported lazily, when a widget is built.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..errors import bad_value, check_int
+from ..core.errors import bad_value, check_int
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice, PredictThenRun
 

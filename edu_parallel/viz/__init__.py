@@ -1,108 +1,84 @@
-"""Renderers: they read traces (never run anything) and draw them.
+"""Renderers: they read traces and reports (never run anything) and draw them.
 
-* :func:`ring_animation` - plotly frames of the ranks' chunks step by step (plays in HTML).
-* :func:`ring_step_figure` - one frame of it.
-* :func:`step_grid` - every step at once as a matplotlib figure, for print.
-* :func:`bytes_bars` / :func:`bytes_bars_plotly` - bytes each rank sent against the formula.
-* :func:`timeline` - a Gantt of each rank's events (plotly), honestly labelled.
-* :class:`RingPlayer`, :class:`PlayerState` - an ipywidgets player that re-runs the engine.
-* Later lessons add theirs below: collectives, pipeline, ZeRO, FSDP, TP, MoE, the strategy map.
+* Rings and collectives: :func:`ring_animation` (plotly frames, plays in exported HTML),
+  :func:`ring_step_figure`, :func:`step_grid` (matplotlib, for print), :func:`before_after`;
+  :class:`RingPlayer` re-runs the engine from a widget.
+* Bytes and time: :func:`bytes_bars` / :func:`bytes_bars_plotly` against the formula,
+  :func:`timeline` (a Gantt of each rank's events), ``cost.py``'s crossover plot.
+* Pipelines: :func:`pipeline_gantt` with a time cursor, :func:`activation_memory_figure`,
+  :func:`bubble_vs_microbatches_figure`, and the :class:`PipelineWidget` explorer.
+* Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
+  (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
+* Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
+  :func:`dispatch_animation`, :func:`map_table_figure`.
+* ``controls.py``: the play/pause/slider block and the widget display every renderer shares.
 
-Plotting libraries are imported inside the functions; nothing here imports torch.
+Imports ``core/``, ``plans/``, ``models/``, ``memory/`` and the pure modules of the parallelism
+folders, never the engine; plotting libraries are imported inside the functions, never torch.
 """
 
 from __future__ import annotations
 
 from .bars import bytes_bars, bytes_bars_plotly, default_formula
+from .collective import before_after
+from .cost import crossover_figure
+from .fsdp import collective_sequence, gathered_memory_figure
 from .grid import step_grid
+from .memory_ledger import Ledger, LedgerFrame, ledger
 from .model import Arrow, RingFrames, StepView, build_frames
+from .moe import dispatch_animation, expert_load_bars, traffic_heatmap
+from .pipeline import PipelineView, pipeline_gantt, pipeline_view
+from .pipeline_bubble import bubble_curves, bubble_vs_microbatches_figure
+from .pipeline_memory import activation_memory_figure
+from .pipeline_widget import PipelineState, PipelineWidget
 from .player import PlayerState, RingPlayer
+from .rank_timeline import time_axis_label, timeline
 from .ring import RingDrawing, ring_animation, ring_step_figure
-from .timeline import time_axis_label, timeline
+from .strategy_map import map_table_figure, sent_bars_figure, split_figure
+from .tp import tp_animation, tp_blocks
+from .zero import memory_bars, memory_bars_animation
+from .zero_widget import ZeroState, ZeroWidget
 
 __all__ = [
     "Arrow",
+    "Ledger",
+    "LedgerFrame",
+    "PipelineState",
+    "PipelineView",
+    "PipelineWidget",
     "PlayerState",
     "RingDrawing",
     "RingFrames",
     "RingPlayer",
     "StepView",
+    "ZeroState",
+    "ZeroWidget",
+    "activation_memory_figure",
+    "before_after",
+    "bubble_curves",
+    "bubble_vs_microbatches_figure",
     "build_frames",
     "bytes_bars",
     "bytes_bars_plotly",
+    "collective_sequence",
+    "crossover_figure",
     "default_formula",
+    "dispatch_animation",
+    "expert_load_bars",
+    "gathered_memory_figure",
+    "ledger",
+    "map_table_figure",
+    "memory_bars",
+    "memory_bars_animation",
+    "pipeline_gantt",
+    "pipeline_view",
     "ring_animation",
     "ring_step_figure",
+    "sent_bars_figure",
+    "split_figure",
     "step_grid",
     "time_axis_label",
     "timeline",
-]
-
-# Collectives (issue 3): each rank's buffer before and after a run.
-from .collective import before_after  # noqa: E402
-
-__all__ += ["before_after"]
-
-# Pipeline parallelism (issue 4): Gantt with a time cursor, stashed activations, bubble vs M,
-# and the schedule explorer widget (real run when small, else the simulation of the same plan).
-from .pipeline import (  # noqa: E402
-    PipelineView,
-    activation_memory_figure,
-    bubble_curves,
-    bubble_vs_microbatches_figure,
-    pipeline_gantt,
-    pipeline_view,
-)
-from .pipeline_widget import PipelineState, PipelineWidget  # noqa: E402
-
-__all__ += [
-    "PipelineState",
-    "PipelineView",
-    "PipelineWidget",
-    "activation_memory_figure",
-    "bubble_curves",
-    "bubble_vs_microbatches_figure",
-    "pipeline_gantt",
-    "pipeline_view",
-]
-
-# ZeRO (issue 5): the memory ledger of a run, animated stacked bars per rank (several runs side by
-# side), static bars of calculator estimates, and the calculator explorer widget.
-from .zero import (  # noqa: E402
-    Ledger,
-    LedgerFrame,
-    ZeroState,
-    ZeroWidget,
-    ledger,
-    memory_bars,
-    memory_bars_animation,
-)
-
-__all__ += [
-    "Ledger",
-    "LedgerFrame",
-    "ZeroState",
-    "ZeroWidget",
-    "ledger",
-    "memory_bars",
-    "memory_bars_animation",
-]
-
-# FSDP2 beside ZeRO-3 (issue 5): the collectives each issued, by unit and pass.
-from .fsdp import collective_sequence  # noqa: E402
-
-# Tensor and expert parallelism, and the strategy map (issue 6).
-from .moe import dispatch_animation, expert_load_bars, traffic_heatmap  # noqa: E402
-from .strategy_map import map_table_figure, sent_bars_figure, split_figure  # noqa: E402
-from .tp import tp_animation, tp_blocks  # noqa: E402
-
-__all__ += [
-    "collective_sequence",
-    "dispatch_animation",
-    "expert_load_bars",
-    "map_table_figure",
-    "sent_bars_figure",
-    "split_figure",
     "tp_animation",
     "tp_blocks",
     "traffic_heatmap",

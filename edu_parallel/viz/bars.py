@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..naive import naive_sent_bytes_formula
-from ..plan import Plan
-from ..ring import ring_sent_bytes_formula
-from ..trace import Trace
-from ..units import format_bytes
+from ..core.trace import Trace
+from ..core.units import format_bytes
+from ..plans.naive import naive_sent_bytes_formula
+from ..plans.plan import Plan
+from ..plans.ring import ring_sent_bytes_formula
+from .figure import new_figure
 
 Formula = float | list[float] | None
 PHASE_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d"]
@@ -75,8 +76,6 @@ def bytes_bars(
     """Matplotlib Figure: bytes each rank sent (stacked by phase) with the formula line(s)."""
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-    from .figure import new_figure
-
     n = trace.world_size
     series = _series(trace, per_phase)
     predicted, name = _formula(trace, formula)
@@ -86,8 +85,15 @@ def bytes_bars(
     fig = ax.figure
     bottom = [0] * n
     for i, (phase, values) in enumerate(series.items()):
-        ax.bar(range(n), values, bottom=bottom, color=PHASE_COLORS[i % len(PHASE_COLORS)],
-               label=phase, gid="bar", width=0.7)  # fmt: skip
+        ax.bar(
+            range(n),
+            values,
+            bottom=bottom,
+            color=PHASE_COLORS[i % len(PHASE_COLORS)],
+            label=phase,
+            gid="bar",
+            width=0.7,
+        )
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     if predicted is not None:
         uniform = len(set(predicted)) == 1
@@ -96,8 +102,16 @@ def bytes_bars(
             ax.axhline(predicted[0], color="black", ls="--", lw=1.4, label=label, gid="formula")
         else:
             for r, v in enumerate(predicted):
-                ax.hlines(v, r - 0.45, r + 0.45, colors="black", linestyles="--", lw=1.4,
-                          label=label if r == 0 else None, gid="formula")  # fmt: skip
+                ax.hlines(
+                    v,
+                    r - 0.45,
+                    r + 0.45,
+                    colors="black",
+                    linestyles="--",
+                    lw=1.4,
+                    label=label if r == 0 else None,
+                    gid="formula",
+                )
     top = max(bottom + (predicted or []) + [1])
     unit, unit_name = _unit(top)
     ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top, unit)))
@@ -124,22 +138,36 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
     fig = go.Figure()
     ranks = [f"r{r}" for r in range(n)]
     for i, (phase, values) in enumerate(series.items()):
-        fig.add_bar(x=ranks, y=values, name=phase, marker_color=PHASE_COLORS[i % 7],
-                    hovertext=[f"{phase}: {v} B ({format_bytes(v)})" for v in values],
-                    hoverinfo="text")  # fmt: skip
+        fig.add_bar(
+            x=ranks,
+            y=values,
+            name=phase,
+            marker_color=PHASE_COLORS[i % 7],
+            hovertext=[f"{phase}: {v} B ({format_bytes(v)})" for v in values],
+            hoverinfo="text",
+        )
     if predicted is not None:
-        fig.add_scatter(x=ranks, y=predicted, mode="markers", name=f"formula {name}",
-                        marker=dict(symbol="line-ew-open", size=40, color="black",
-                                    line=dict(width=2)),
-                        hovertext=[f"formula: {format_bytes(v)}" for v in predicted],
-                        hoverinfo="text")  # fmt: skip
+        fig.add_scatter(
+            x=ranks,
+            y=predicted,
+            mode="markers",
+            name=f"formula {name}",
+            marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=2)),
+            hovertext=[f"formula: {format_bytes(v)}" for v in predicted],
+            hoverinfo="text",
+        )
     top = max([sum(v) for v in zip(*series.values(), strict=True)] + (predicted or []) + [1])
     unit, unit_name = _unit(top)
     step = _nice_step(top, unit)
     ticks = [i * step for i in range(int(top * 1.15 / step) + 1)]
     fig.update_layout(
-        barmode="stack", title=f"{trace.meta.get('concept', 'run')}: bytes sent per rank",
-        xaxis_title="rank", yaxis=dict(title=f"bytes sent ({unit_name})", tickvals=ticks,
-                                       ticktext=[f"{t / unit:g} {unit_name}" for t in ticks]),
-    )  # fmt: skip
+        barmode="stack",
+        title=f"{trace.meta.get('concept', 'run')}: bytes sent per rank",
+        xaxis_title="rank",
+        yaxis=dict(
+            title=f"bytes sent ({unit_name})",
+            tickvals=ticks,
+            ticktext=[f"{t / unit:g} {unit_name}" for t in ticks],
+        ),
+    )
     return fig

@@ -1,7 +1,7 @@
 """A collective's meaning, from a real run: every rank's buffer before and after.
 
 :func:`before_after` draws two panels (before | after) of rows = ranks and cells = chunks, from
-the buffers a run recorded (a :class:`~edu_parallel.collective_run.CollectiveReport`'s ``before``
+the buffers a run recorded (a :class:`~edu_parallel.comm.collective.CollectiveReport`'s ``before``
 and ``after``, or a trace's snapshots: the input and each rank's last step). Each cell shows its
 first values and where its data came from, found by comparing values with the inputs:
 ``r2:c0`` is rank 2's input chunk 0, ``Σ`` the sum over all ranks of that chunk. Cells are
@@ -14,12 +14,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..plan import Plan
-from ..trace import Trace
+from ..core.trace import Trace
+from ..plans.collectives import defined_chunks
+from ..plans.plan import Plan
+from .figure import new_figure
 from .model import EMPTY_COLOR, text_color
 
-RANK_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6",
-               "#9d755d", "#bab0ac", "#eeca3b"]  # fmt: skip
+RANK_COLORS = [
+    "#4c78a8",
+    "#f58518",
+    "#54a24b",
+    "#e45756",
+    "#72b7b2",
+    "#b279a2",
+    "#ff9da6",
+    "#9d755d",
+    "#bab0ac",
+    "#eeca3b",
+]
 SUM_COLOR = "#238b45"
 MIXED_COLOR = "#999999"
 
@@ -39,8 +51,10 @@ def _buffers(source: Any) -> tuple[list[list[float]], list[list[float]], dict[st
                 last[s.rank] = (s.step, s.values)
         n = trace.world_size
         if not n or set(first) != set(range(n)):
-            raise ValueError("source has no buffers: run with size <= 4096 bytes per rank "
-                             "(larger runs record no snapshots)")  # fmt: skip
+            raise ValueError(
+                "source has no buffers: run with size <= 4096 bytes per rank "
+                "(larger runs record no snapshots)"
+            )
         before = [first[r] for r in range(n)]
         after = [last[r][1] for r in range(n)]
     if "chunk_bounds" not in meta:
@@ -56,18 +70,19 @@ def _root(meta: dict[str, Any]) -> int:
 
 
 def _defined(meta: dict[str, Any], n: int, c: int) -> list[list[int]]:
-    from ..collective_run import defined_chunks
-
     name = meta.get("collective", "all_reduce")
     return [defined_chunks(name, r, _root(meta), c) for r in range(n)]
 
 
 def _close(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-4, abs_tol=1e-4) for x, y in zip(a, b, strict=True))  # fmt: skip
+    return len(a) == len(b) and all(
+        math.isclose(x, y, rel_tol=1e-4, abs_tol=1e-4) for x, y in zip(a, b, strict=True)
+    )
 
 
-def provenance(before: list[list[float]], values: list[float], r: int, k: int,
-               bounds: list[int]) -> tuple[str, int | None]:  # fmt: skip
+def provenance(
+    before: list[list[float]], values: list[float], r: int, k: int, bounds: list[int]
+) -> tuple[str, int | None]:
     """Where chunk ``values`` (rank r, chunk k) came from: ``("r2:c0", 2)``, ``("Σ", None)``,
     ``("0", None)`` for zeros, or ``("mixed", None)`` (a partial sum, or anything else)."""
     parts = [[b[bounds[j] : bounds[j + 1]] for j in range(len(bounds) - 1)] for b in before]
@@ -92,11 +107,9 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
     """Matplotlib Figure: each rank's chunks before and after the run of ``source``.
 
     ``source`` is a CollectiveReport (or anything with ``before``, ``after`` and ``trace``) or a
-    Trace with snapshots (a small run, or :func:`edu_parallel.simulate.simulate`).
+    Trace with snapshots (a small run, or :func:`edu_parallel.models.simulation.simulate`).
     """
     from matplotlib.patches import Patch, Rectangle
-
-    from .figure import new_figure
 
     if max_values < 1:
         raise ValueError(f"max_values={max_values!r} is not valid: expected an integer >= 1")
@@ -105,8 +118,9 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
     n, c = len(before), len(bounds) - 1
     defined = _defined(meta, n, c)
     cell_w = 1.25 + 0.12 * max_values
-    fig = new_figure(figsize=(min(22.0, 2 * c * cell_w + 2.2), min(16.0, 0.62 * n + 1.9)),
-                     layout="constrained")  # fmt: skip
+    fig = new_figure(
+        figsize=(min(22.0, 2 * c * cell_w + 2.2), min(16.0, 0.62 * n + 1.9)), layout="constrained"
+    )
     axes = fig.subplots(1, 2, sharey=True)
     for ax, label, buffers in ((axes[0], "before", before), (axes[1], "after", after)):
         for r in range(n):
@@ -117,15 +131,41 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                 else:
                     name, owner = provenance(before, values, r, k, bounds)
                 undefined = label == "after" and k not in defined[r]
-                color = (EMPTY_COLOR if name == "0" or undefined else SUM_COLOR if name == "\u03a3"
-                         else MIXED_COLOR if owner is None else RANK_COLORS[owner % len(RANK_COLORS)])  # fmt: skip
-                ax.add_patch(Rectangle((k, -r - 1), 1, 1, facecolor=color, edgecolor="white",
-                                       linewidth=1.5, hatch="//" if undefined else None,
-                                       gid="cell"))  # fmt: skip
+                color = (
+                    EMPTY_COLOR
+                    if name == "0" or undefined
+                    else (
+                        SUM_COLOR
+                        if name == "\u03a3"
+                        else MIXED_COLOR
+                        if owner is None
+                        else RANK_COLORS[owner % len(RANK_COLORS)]
+                    )
+                )
+                ax.add_patch(
+                    Rectangle(
+                        (k, -r - 1),
+                        1,
+                        1,
+                        facecolor=color,
+                        edgecolor="white",
+                        linewidth=1.5,
+                        hatch="//" if undefined else None,
+                        gid="cell",
+                    )
+                )
                 head = "undefined" if undefined else "zeros" if name == "0" else name
                 text = f"{head}\n{_preview(values, max_values)}"
-                ax.text(k + 0.5, -r - 0.5, text, ha="center", va="center", fontsize=7,
-                        color="#555555" if undefined else text_color(color), gid="label")  # fmt: skip
+                ax.text(
+                    k + 0.5,
+                    -r - 0.5,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="#555555" if undefined else text_color(color),
+                    gid="label",
+                )
         ax.set_xlim(0, c)
         ax.set_ylim(-n, 0)
         ax.set_xticks([k + 0.5 for k in range(c)], [f"c{k}" for k in range(c)])
@@ -136,10 +176,14 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
             side.set_visible(False)
     name = meta.get("collective", "run")
     root = f", root {_root(meta)}" if name in ("broadcast", "reduce", "gather", "scatter") else ""
-    fig.suptitle(title or f"{name} on {n} ranks{root}: buffers before and after ({meta.get('dtype', '')})",
-                 fontsize=11)  # fmt: skip
-    handles = [Patch(facecolor=RANK_COLORS[0], label="rq:cj = rank q's input chunk j"),
-               Patch(facecolor=SUM_COLOR, label="\u03a3 = summed over all ranks"),
-               Patch(facecolor=EMPTY_COLOR, hatch="//", label="not defined by the collective")]  # fmt: skip
+    fig.suptitle(
+        title or f"{name} on {n} ranks{root}: buffers before and after ({meta.get('dtype', '')})",
+        fontsize=11,
+    )
+    handles = [
+        Patch(facecolor=RANK_COLORS[0], label="rq:cj = rank q's input chunk j"),
+        Patch(facecolor=SUM_COLOR, label="\u03a3 = summed over all ranks"),
+        Patch(facecolor=EMPTY_COLOR, hatch="//", label="not defined by the collective"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     return fig

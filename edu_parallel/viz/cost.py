@@ -1,10 +1,11 @@
 """Time vs message size for all-reduce algorithms, with the crossover marked (errata E5, E9).
 
-:func:`crossover_figure` draws the alpha-beta predictions of :func:`edu_parallel.costmodel.predict`
-on log-log axes: every curve is flat while latency dominates (``α`` terms) and rises with slope 1
-once bandwidth does (``S/B`` terms). The ring's flat part is ``2(n-1)·α``, a tree's ``2⌈log2 n⌉·α``:
-on many ranks the tree starts lower, the ring ends lower, and they cross once (Thakur,
-Rabenseifner & Gropp 2005; NCCL ``src/graph/tuning.cc`` makes its choice from the same model).
+:func:`crossover_figure` draws the alpha-beta predictions of
+:func:`edu_parallel.models.cost.predict` on log-log axes: every curve is flat while latency
+dominates (``α`` terms) and rises with slope 1 once bandwidth does (``S/B`` terms). The ring's flat
+part is ``2(n-1)·α``, a tree's ``2⌈log2 n⌉·α``: on many ranks the tree starts lower, the ring ends
+lower, and they cross once (Thakur, Rabenseifner & Gropp 2005; NCCL ``src/graph/tuning.cc`` makes
+its choice from the same model).
 """
 
 from __future__ import annotations
@@ -13,17 +14,30 @@ from typing import Any
 
 import numpy as np
 
-from ..choose import crossover_size
-from ..costmodel import predict
-from ..units import format_bytes
+from ..core.units import format_bytes
+from ..models.choose import crossover_size
+from ..models.cost import predict
 from .figure import new_figure
 
-COLORS = {"ring": "#1f77b4", "tree": "#d62728", "double-tree": "#2ca02c", "naive": "#7f7f7f",
-          "ps": "#9467bd", "rabenseifner": "#8c564b", "hierarchical": "#ff7f0e"}  # fmt: skip
+COLORS = {
+    "ring": "#1f77b4",
+    "tree": "#d62728",
+    "double-tree": "#2ca02c",
+    "naive": "#7f7f7f",
+    "ps": "#9467bd",
+    "rabenseifner": "#8c564b",
+    "hierarchical": "#ff7f0e",
+}
 
 
-def crossover_figure(world_size: int, link: Any, a: str = "ring", b: str = "tree",
-                     others: tuple[str, ...] = ("double-tree",), sizes: Any = None) -> Any:  # fmt: skip
+def crossover_figure(
+    world_size: int,
+    link: Any,
+    a: str = "ring",
+    b: str = "tree",
+    others: tuple[str, ...] = ("double-tree",),
+    sizes: Any = None,
+) -> Any:
     """Predicted all-reduce time vs bytes per rank for ``a``, ``b`` (and ``others``, dashed) on
     ``world_size`` ranks over ``link`` (a Link, preset name or Topology), with the size where
     ``a`` and ``b`` cross marked. ``sizes``: the x values (default 1 B .. 16 GiB)."""
@@ -36,19 +50,37 @@ def crossover_figure(world_size: int, link: Any, a: str = "ring", b: str = "tree
         label = preds[0].link
         ys = [p.time_s for p in preds]
         style = "-" if name in (a, b) else "--"
-        ax.loglog(xs, ys, style, color=COLORS.get(name), label=f"{name}: {preds[0].formula}", lw=2 if style == "-" else 1.2)  # fmt: skip
+        ax.loglog(
+            xs,
+            ys,
+            style,
+            color=COLORS.get(name),
+            label=f"{name}: {preds[0].formula}",
+            lw=2 if style == "-" else 1.2,
+        )
     try:
         x = crossover_size(world_size, link, a, b)
         t = predict(a, world_size, x, link).time_s
         ax.axvline(x, color="black", lw=0.8, ls=":")
         ax.plot([x], [t], "ko")
         half = x / 2  # which one wins below the crossing
-        low, high = (b, a) if predict(b, world_size, half, link).time_s < predict(a, world_size, half, link).time_s else (a, b)  # fmt: skip
+        low, high = (
+            (b, a)
+            if predict(b, world_size, half, link).time_s < predict(a, world_size, half, link).time_s
+            else (a, b)
+        )
         text = f"{a} = {b} at {format_bytes(x)}\n{low} faster below, {high} above"
         ax.annotate(text, (x, t), xytext=(10, -30), textcoords="offset points", fontsize=9)
     except ValueError as exc:  # no crossover in range: say which one always wins
-        ax.text(0.98, 0.02, str(exc).split(" (here ")[-1].rstrip(")"), transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=9)  # fmt: skip
+        ax.text(
+            0.98,
+            0.02,
+            str(exc).split(" (here ")[-1].rstrip(")"),
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=9,
+        )
     ax.set_xlabel("bytes per rank S")
     ax.set_ylabel("predicted time (s)")
     ax.set_title(f"all-reduce on {world_size} ranks, {label}: alpha-beta model", fontsize=10)

@@ -1,13 +1,14 @@
 """FSDP2 against ZeRO-3: which collective, for which unit, in which pass, in issue order.
 
-:func:`collective_sequence` draws the ``collectives`` of a :class:`~edu_parallel.fsdp.FsdpReport`
-(or of its ``to_json_dict()``) as two panels side by side: x = the position of the collective in
-the rank's issue order within one step, y = the unit whose parameters it moves (ZeRO-3: the
-whole flat model; FSDP2: one ``fully_shard``-ed module), colour = the op, shaded bands = the pass,
-a thick outline = issued early as a prefetch (Zhao et al. 2023, arXiv 2304.11277, §3.4).
-:func:`gathered_memory_figure` replays the gathered-parameter memory events of each run.
-:func:`comparison_rows` is the table next to it: collectives per step (the latency term), bytes
-sent per rank per step, ratio to DP, peak all-gathered bytes.
+:func:`collective_sequence` draws the ``collectives`` of a
+:class:`~edu_parallel.data_parallel.fsdp_report.FsdpReport` (or of its ``to_json_dict()``) as two
+panels side by side: x = the position of the collective in the rank's issue order within one step, y
+= the unit whose parameters it moves (ZeRO-3: the whole flat model; FSDP2: one ``fully_shard``-ed
+module), colour = the op, shaded bands = the pass, a thick outline = issued early as a prefetch
+(Zhao et al. 2023, arXiv 2304.11277, §3.4). :func:`gathered_memory_figure` replays the
+gathered-parameter memory events of each run. :func:`comparison_rows` is the table next to it:
+collectives per step (the latency term), bytes sent per rank per step, ratio to DP, peak
+all-gathered bytes.
 
 Nothing here imports torch; plotly is imported inside :func:`collective_sequence`.
 """
@@ -18,12 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import bad_value
+from ..core.errors import bad_value
 
 OP_COLORS = {"all_gather": "#1f77b4", "reduce_scatter": "#d62728", "all_reduce": "#9467bd"}
-PASS_COLORS = {"forward": "#e8f1fb", "backward": "#fdeeee", "reduce_grads": "#f6ecfa",
-               "optimizer": "#eef7ee"}  # fmt: skip
-PANELS = (("zero3", "ZeRO-3 (edu_parallel.zero)"), ("fsdp", "FSDP2 (fully_shard)"))
+PASS_COLORS = {
+    "forward": "#e8f1fb",
+    "backward": "#fdeeee",
+    "reduce_grads": "#f6ecfa",
+    "optimizer": "#eef7ee",
+}
+PANELS = (("zero3", "ZeRO-3 (edu_parallel.data_parallel.zero)"), ("fsdp", "FSDP2 (fully_shard)"))
 
 
 def op_family(op: str) -> str:
@@ -50,10 +55,17 @@ class SequencePoint:
 
 
 def _collectives(report: Any) -> Mapping[str, list[dict[str, Any]]]:
-    data = report.get("collectives") if isinstance(report, Mapping) else getattr(report, "collectives", None)  # fmt: skip
+    data = (
+        report.get("collectives")
+        if isinstance(report, Mapping)
+        else getattr(report, "collectives", None)
+    )
     if not isinstance(data, Mapping) or not all(k in data for k, _ in PANELS):
-        raise bad_value("report", type(report).__name__,
-                        "an FsdpReport or its to_json_dict() with collectives for 'zero3' and 'fsdp'")  # fmt: skip
+        raise bad_value(
+            "report",
+            type(report).__name__,
+            "an FsdpReport or its to_json_dict() with collectives for 'zero3' and 'fsdp'",
+        )
     return data
 
 
@@ -66,9 +78,18 @@ def sequence_points(report: Any, step: int = 1) -> dict[str, list[SequencePoint]
     out = {}
     for key, _ in PANELS:
         rows = [row for row in data[key] if row["step"] == step]
-        out[key] = [SequencePoint(i, unit_label(row["unit"]), op_family(row["op"]), row["pass"] or "-",
-                                  bool(row["prefetch"]), int(row["nbytes"]), float(row["sent_bytes"]))
-                    for i, row in enumerate(rows)]  # fmt: skip
+        out[key] = [
+            SequencePoint(
+                i,
+                unit_label(row["unit"]),
+                op_family(row["op"]),
+                row["pass"] or "-",
+                bool(row["prefetch"]),
+                int(row["nbytes"]),
+                float(row["sent_bytes"]),
+            )
+            for i, row in enumerate(rows)
+        ]
     return out
 
 
@@ -88,35 +109,70 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
     from plotly.subplots import make_subplots
 
     points = sequence_points(report, step)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[name for _, name in PANELS],
-                        column_widths=[0.3, 0.7], horizontal_spacing=0.12)  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=[name for _, name in PANELS],
+        column_widths=[0.3, 0.7],
+        horizontal_spacing=0.12,
+    )
     shown: set[str] = set()
     for col, (key, _) in enumerate(PANELS, start=1):
         pts = points[key]
         for op in dict.fromkeys(p.op for p in pts):
             mine = [p for p in pts if p.op == op]
             fig.add_scatter(
-                x=[p.x for p in mine], y=[p.unit for p in mine], mode="markers+text",
-                name=op, legendgroup=op, showlegend=op not in shown, row=1, col=col,
-                text=[f"{p.sent_bytes:,.0f} B" for p in mine], textposition="bottom center",
-                marker=dict(symbol="square", size=26, color=OP_COLORS.get(op, "#7f7f7f"),
-                            line=dict(color="black", width=[4 if p.prefetch else 0 for p in mine])),
-                hovertext=[f"#{p.x} {p.op} of {p.unit} in {p.phase}: output {p.nbytes} B, "
-                           f"{p.sent_bytes:,.0f} B sent{' (prefetch)' if p.prefetch else ''}" for p in mine],
+                x=[p.x for p in mine],
+                y=[p.unit for p in mine],
+                mode="markers+text",
+                name=op,
+                legendgroup=op,
+                showlegend=op not in shown,
+                row=1,
+                col=col,
+                text=[f"{p.sent_bytes:,.0f} B" for p in mine],
+                textposition="bottom center",
+                marker=dict(
+                    symbol="square",
+                    size=26,
+                    color=OP_COLORS.get(op, "#7f7f7f"),
+                    line=dict(color="black", width=[4 if p.prefetch else 0 for p in mine]),
+                ),
+                hovertext=[
+                    f"#{p.x} {p.op} of {p.unit} in {p.phase}: output {p.nbytes} B, "
+                    f"{p.sent_bytes:,.0f} B sent{' (prefetch)' if p.prefetch else ''}"
+                    for p in mine
+                ],
                 hoverinfo="text",
-            )  # fmt: skip
+            )
             shown.add(op)
         # after the markers: plotly drops shapes of a subplot that has no trace yet
         for phase, x0, x1 in _bands(pts):
-            fig.add_vrect(x0=x0 - 0.5, x1=x1 + 0.5, fillcolor=PASS_COLORS.get(phase, "#f2f2f2"),
-                          line_width=0, layer="below", row=1, col=col, annotation_text=phase,
-                          annotation_position="top left")  # fmt: skip
+            fig.add_vrect(
+                x0=x0 - 0.5,
+                x1=x1 + 0.5,
+                fillcolor=PASS_COLORS.get(phase, "#f2f2f2"),
+                line_width=0,
+                layer="below",
+                row=1,
+                col=col,
+                annotation_text=phase,
+                annotation_position="top left",
+            )
         units = list(dict.fromkeys(p.unit for p in pts))
         fig.update_yaxes(categoryorder="array", categoryarray=units[::-1], row=1, col=col)
-        fig.update_xaxes(title_text="issue order (outlined: prefetch)", dtick=1, row=1, col=col,
-                         range=[-0.7, max(len(pts), 1) - 0.3])  # fmt: skip
-    fig.update_layout(title=title or f"Collectives of step {step} on rank 0: unit, op, pass",
-                      height=380, legend_title_text="op")  # fmt: skip
+        fig.update_xaxes(
+            title_text="issue order (outlined: prefetch)",
+            dtick=1,
+            row=1,
+            col=col,
+            range=[-0.7, max(len(pts), 1) - 0.3],
+        )
+    fig.update_layout(
+        title=title or f"Collectives of step {step} on rank 0: unit, op, pass",
+        height=380,
+        legend_title_text="op",
+    )
     return fig
 
 
@@ -130,37 +186,60 @@ def comparison_rows(reports: Mapping[str, Any]) -> list[dict[str, Any]]:
         return r[k] if isinstance(r, Mapping) else getattr(r, k)
 
     first = next(iter(reports.values()))
-    rows = [{"name": "ZeRO-3", "collectives_per_step": get(first, "collectives_per_step")["zero3"],
-             "sent_per_rank": max(get(first, "zero3_per_rank_sent_bytes")),
-             "vs_dp": get(first, "zero3_comm_ratio_vs_dp"),
-             "peak_gathered": max(get(first, "zero3_per_rank_peak_gathered_bytes"))}]  # fmt: skip
+    rows = [
+        {
+            "name": "ZeRO-3",
+            "collectives_per_step": get(first, "collectives_per_step")["zero3"],
+            "sent_per_rank": max(get(first, "zero3_per_rank_sent_bytes")),
+            "vs_dp": get(first, "zero3_comm_ratio_vs_dp"),
+            "peak_gathered": max(get(first, "zero3_per_rank_peak_gathered_bytes")),
+        }
+    ]
     for name, r in reports.items():
-        rows.append({"name": name, "collectives_per_step": get(r, "collectives_per_step")["fsdp"],
-                     "sent_per_rank": max(get(r, "per_rank_sent_bytes")), "vs_dp": get(r, "comm_ratio_vs_dp"),
-                     "peak_gathered": max(get(r, "per_rank_peak_gathered_bytes"))})  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "collectives_per_step": get(r, "collectives_per_step")["fsdp"],
+                "sent_per_rank": max(get(r, "per_rank_sent_bytes")),
+                "vs_dp": get(r, "comm_ratio_vs_dp"),
+                "peak_gathered": max(get(r, "per_rank_peak_gathered_bytes")),
+            }
+        )
     return rows
 
 
-def gathered_curves(traces: Mapping[str, Any], rank: int = 0, step: int = 1) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
+def gathered_curves(
+    traces: Mapping[str, Any], rank: int = 0, step: int = 1
+) -> dict[str, list[tuple[str, int]]]:
     """``{name: [(phase, bytes gathered after the event), ...]}``: replay of ``rank``'s
     ``gathered_params`` memory events in ``step`` of each trace, starting from 0."""
     out = {}
     for name, trace in traces.items():
         level, curve = 0, [("start", 0)]
-        events = [e for e in trace.events if e.kind == "memory" and e.rank == rank and e.step == step
-                  and (e.attrs or {}).get("category") == "gathered_params"]  # fmt: skip
+        events = [
+            e
+            for e in trace.events
+            if e.kind == "memory"
+            and e.rank == rank
+            and e.step == step
+            and (e.attrs or {}).get("category") == "gathered_params"
+        ]
         for e in sorted(events, key=lambda e: e.start):
             level += e.nbytes
             curve.append((e.phase or "-", level))
         if len(curve) == 1:
-            raise bad_value(f"traces[{name!r}]", f"no gathered_params events of rank {rank} in step {step}",
-                            "a ZeRO-3 or FSDP trace (their gathers are recorded as memory events)")  # fmt: skip
+            raise bad_value(
+                f"traces[{name!r}]",
+                f"no gathered_params events of rank {rank} in step {step}",
+                "a ZeRO-3 or FSDP trace (their gathers are recorded as memory events)",
+            )
         out[name] = curve
     return out
 
 
-def gathered_memory_figure(traces: Mapping[str, Any], rank: int = 0, step: int = 1,
-                           title: str | None = None) -> Any:  # fmt: skip
+def gathered_memory_figure(
+    traces: Mapping[str, Any], rank: int = 0, step: int = 1, title: str | None = None
+) -> Any:
     """Unsharded parameter bytes alive on ``rank`` over one step, one row per run (shared axes): the
     peak is the largest unit (plus a prefetched one) for FSDP, the whole model for ZeRO-3."""
     import plotly.graph_objects as go
@@ -168,16 +247,30 @@ def gathered_memory_figure(traces: Mapping[str, Any], rank: int = 0, step: int =
 
     curves = gathered_curves(traces, rank, step)
     titles = [f"{name}: peak {max(b for _, b in c):,} B" for name, c in curves.items()]
-    fig = make_subplots(rows=len(curves), cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=titles)  # fmt: skip
+    fig = make_subplots(
+        rows=len(curves), cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles
+    )
     for row, (name, curve) in enumerate(curves.items(), start=1):
-        fig.add_trace(go.Scatter(
-            x=list(range(len(curve))), y=[b for _, b in curve], mode="lines+markers", name=name,
-            line_shape="hv", customdata=[p for p, _ in curve], showlegend=False,
-            hovertemplate="%{customdata}: %{y:,} B gathered<extra>" + name + "</extra>",
-        ), row=row, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(len(curve))),
+                y=[b for _, b in curve],
+                mode="lines+markers",
+                name=name,
+                line_shape="hv",
+                customdata=[p for p, _ in curve],
+                showlegend=False,
+                hovertemplate="%{customdata}: %{y:,} B gathered<extra>" + name + "</extra>",
+            ),
+            row=row,
+            col=1,
+        )
         fig.update_yaxes(title_text="bytes", matches="y", row=row, col=1)  # one scale for all
-    fig.update_xaxes(title_text="gather / release, in order (forward, then backward)", row=len(curves), col=1)  # fmt: skip
-    fig.update_layout(title=title or f"Gathered (unsharded) parameter bytes on rank {rank}, step {step}",
-                      height=110 + 150 * len(curves))  # fmt: skip
+    fig.update_xaxes(
+        title_text="gather / release, in order (forward, then backward)", row=len(curves), col=1
+    )
+    fig.update_layout(
+        title=title or f"Gathered (unsharded) parameter bytes on rank {rank}, step {step}",
+        height=110 + 150 * len(curves),
+    )
     return fig

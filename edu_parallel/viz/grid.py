@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..trace import Trace
+from ..core.trace import Trace
+from .figure import new_figure
 from .model import OP_COLORS, Arrow, build_frames, text_color
 
 _COL_GAP = 1.4  # data units between ranks
@@ -35,8 +36,6 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
-    from .figure import new_figure
-
     fr = build_frames(trace)
     n, c, rows = fr.world_size, fr.num_chunks, len(fr.steps)
     col_w = c + _COL_GAP
@@ -53,8 +52,10 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
     gap_pt = (_ROW_H - 1.2) * box_pt  # room for the transfer text under a row of boxes
     compact = any(
         len(fr.label(v, r, k)) * 0.62 * font > box_pt * 0.9
-        for v in fr.steps for r in range(n) for k in range(c)
-    )  # fmt: skip
+        for v in fr.steps
+        for r in range(n)
+        for k in range(c)
+    )
     for i, view in enumerate(fr.steps):
         y0 = -i * _ROW_H
         for r in range(n):
@@ -62,21 +63,41 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
             for k in range(c):
                 op = view.changed.get((r, k))
                 ax.add_patch(
-                    Rectangle((x0 + k, y0), 1, 1, facecolor=fr.color(view, r, k),
-                              edgecolor=OP_COLORS.get(op, "#777777") if op else "#777777",
-                              linewidth=min(2.2, box_pt / 6) if op else min(0.6, box_pt / 15),
-                              gid="cell")
-                )  # fmt: skip
+                    Rectangle(
+                        (x0 + k, y0),
+                        1,
+                        1,
+                        facecolor=fr.color(view, r, k),
+                        edgecolor=OP_COLORS.get(op, "#777777") if op else "#777777",
+                        linewidth=min(2.2, box_pt / 6) if op else min(0.6, box_pt / 15),
+                        gid="cell",
+                    )
+                )
                 if font >= 4:
-                    ax.text(x0 + k + 0.5, y0 + 0.5, fr.label(view, r, k, compact), ha="center",
-                            va="center", fontsize=font, gid="label",
-                            color=text_color(fr.color(view, r, k)))  # fmt: skip
+                    ax.text(
+                        x0 + k + 0.5,
+                        y0 + 0.5,
+                        fr.label(view, r, k, compact),
+                        ha="center",
+                        va="center",
+                        fontsize=font,
+                        gid="label",
+                        color=text_color(fr.color(view, r, k)),
+                    )
             sent = [a for a in view.arrows if a.src == r]
             if sent:
                 text = _sent_text(sent)
                 size = min(8.0, gap_pt, col_w * box_pt / (0.62 * len(text) + 1))
-                ax.text(x0 + c / 2, y0 - 0.15, text, ha="center", va="top", fontsize=size,
-                        color=OP_COLORS.get(sent[0].op, "#444444"), gid="transfer")  # fmt: skip
+                ax.text(
+                    x0 + c / 2,
+                    y0 - 0.15,
+                    text,
+                    ha="center",
+                    va="top",
+                    fontsize=size,
+                    color=OP_COLORS.get(sent[0].op, "#444444"),
+                    gid="transfer",
+                )
     ax.set_xlim(-0.3, width_units - _COL_GAP + 0.3)
     ax.set_ylim(-(rows - 1) * _ROW_H - 1.1, 1.3)
     ax.set_xticks([r * col_w + c / 2 for r in range(n)], [f"rank {r}" for r in range(n)])
@@ -96,8 +117,13 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
         Patch(facecolor="none", edgecolor="none", label=fr.legend_text()),
     ]
     wide = fig.get_figwidth() >= 11
-    fig.legend(handles=handles, loc="outside lower center", ncols=3 if wide else 1, fontsize=8,
-               frameon=False)  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=3 if wide else 1,
+        fontsize=8,
+        frameon=False,
+    )
     return fig
 
 

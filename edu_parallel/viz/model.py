@@ -1,6 +1,6 @@
 """What every renderer draws, read from a trace: the state of each rank's chunks step by step.
 
-:func:`build_frames` turns a :class:`~edu_parallel.trace.Trace` into :class:`RingFrames`: one
+:func:`build_frames` turns a :class:`~edu_parallel.core.trace.Trace` into :class:`RingFrames`: one
 :class:`StepView` for the input and one per plan step, each with the chunk values (from the trace's
 buffer snapshots, carried forward for ranks a step did not touch), the contributor sets (for the
 ``"powers_of_two"`` input, read from the values' binary digits), the step's transfers (from the
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..inputs import chunk_bounds, contributors
-from ..plan import Plan, holdings_after_each_step
-from ..trace import Trace
+from ..core.inputs import chunk_bounds, contributors
+from ..core.trace import Trace
+from ..plans.checker import holdings_after_each_step
+from ..plans.plan import Plan
 
 OP_COLORS = {"reduce": "#d62728", "copy": "#1f77b4"}
-OTHER_OP_COLOR = "#7f7f7f"
 EMPTY_COLOR = "#e6e6e6"
 _PALE, _FULL = (255, 247, 188), (35, 139, 69)  # 1 contributor .. all contributors
 _LOW, _MID, _HIGH = (69, 117, 180), (247, 247, 247), (215, 48, 39)
@@ -111,7 +111,7 @@ class RingFrames:
         if self.mode == "value":
             return "cell: value of the chunk's first element (blue < 0 < red)"
         return (
-            f"cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
+            "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
             f"{self.world_size}); label: which ranks"
         )
 

@@ -1,7 +1,7 @@
 """Expert-parallel (MoE) renderers: who sends tokens to whom, how loaded each expert is.
 
-They read a :class:`~edu_parallel.moe_run.MoEReport` (or its ``to_json_dict()``) or a trace, never
-run anything, and never import torch (plotly is imported inside the functions).
+They read a :class:`~edu_parallel.expert_parallel.report.MoEReport` (or its ``to_json_dict()``) or a
+trace, never run anything, and never import torch (plotly is imported inside the functions).
 
 * :func:`traffic_heatmap`: the rank x rank matrix of bytes one exchange moved (row = from, column =
   to; the diagonal is a local copy). Several runs side by side share one colour scale.
@@ -16,12 +16,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import bad_value
-from ..moe_run import traffic_matrix
-from ..trace import Trace
+from ..core.errors import bad_value
+from ..core.marks import traffic_matrix
+from ..core.trace import Trace
+from .controls import play_controls
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-           "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5")  # fmt: skip
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#9edae5",
+)
 DROPPED = "#d62728"
 
 
@@ -61,25 +78,46 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
         raise bad_value("data", data, "a run or a non-empty {name: run}")
     mats = {name: matrix_of(run, exchange) for name, run in runs.items()}
     top = max((b for m in mats.values() for row in m for b in row), default=0) or 1
-    fig = make_subplots(rows=1, cols=len(mats), horizontal_spacing=0.08,
-                        subplot_titles=[f"<b>{k}</b>" for k in mats] if len(mats) > 1 else None)  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=len(mats),
+        horizontal_spacing=0.08,
+        subplot_titles=[f"<b>{k}</b>" for k in mats] if len(mats) > 1 else None,
+    )
     for i, m in enumerate(mats.values()):
         n = len(m)
         labels = [f"r{k}" for k in range(n)]
         text = [
             [f"{m[s][d]:,}" + (" (local)" if s == d else "") for d in range(n)] for s in range(n)
         ]
-        fig.add_trace(go.Heatmap(
-            z=m, x=labels, y=labels, zmin=0, zmax=top, colorscale="Blues", text=text,
-            texttemplate="%{text}", showscale=i == 0, colorbar=dict(title="bytes"),
-            hovertemplate="from %{y} to %{x}: %{z:,} B<extra></extra>",
-        ), row=1, col=i + 1)  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(
+                z=m,
+                x=labels,
+                y=labels,
+                zmin=0,
+                zmax=top,
+                colorscale="Blues",
+                text=text,
+                texttemplate="%{text}",
+                showscale=i == 0,
+                colorbar=dict(title="bytes"),
+                hovertemplate="from %{y} to %{x}: %{z:,} B<extra></extra>",
+            ),
+            row=1,
+            col=i + 1,
+        )
         fig.update_xaxes(title_text="to rank", side="bottom", row=1, col=i + 1)
-        fig.update_yaxes(title_text="from rank" if i == 0 else None, autorange="reversed",
-                         row=1, col=i + 1)  # fmt: skip
+        fig.update_yaxes(
+            title_text="from rank" if i == 0 else None, autorange="reversed", row=1, col=i + 1
+        )
     head = f"<b>{title}</b><br>" if title else ""
-    fig.update_layout(title=dict(text=f"{head}{exchange} all-to-all: bytes sent, rank x rank", x=0.5),
-                      width=min(1600, 140 + 380 * len(mats)), height=430, plot_bgcolor="white")  # fmt: skip
+    fig.update_layout(
+        title=dict(text=f"{head}{exchange} all-to-all: bytes sent, rank x rank", x=0.5),
+        width=min(1600, 140 + 380 * len(mats)),
+        height=430,
+        plot_bgcolor="white",
+    )
     fig.layout.meta = dict(matrices=list(mats.values()), names=list(mats), exchange=exchange)
     return fig
 
@@ -95,26 +133,57 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
     xs = [f"e{j}" for j in range(e)]
     fig = go.Figure()
     for s in range(n):
-        fig.add_trace(go.Bar(x=xs, y=kept[s], name=f"kept, from rank {s}",
-                             marker_color=PALETTE[s % len(PALETTE)],
-                             hovertemplate=f"from rank {s}: %{{y}} kept<extra>%{{x}}</extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=xs,
+                y=kept[s],
+                name=f"kept, from rank {s}",
+                marker_color=PALETTE[s % len(PALETTE)],
+                hovertemplate=f"from rank {s}: %{{y}} kept<extra>%{{x}}</extra>",
+            )
+        )
     dropped = [sum(routed[s][j] - kept[s][j] for s in range(n)) for j in range(e)]
-    fig.add_trace(go.Bar(x=xs, y=dropped, name="dropped", marker_color=DROPPED,
-                         marker_pattern_shape="/", hovertemplate="%{y} dropped<extra>%{x}</extra>"))  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=xs,
+            y=dropped,
+            name="dropped",
+            marker_color=DROPPED,
+            marker_pattern_shape="/",
+            hovertemplate="%{y} dropped<extra>%{x}</extra>",
+        )
+    )
     mean = sum(map(sum, routed)) / e
     line = n * cap
-    for y, text, dash, where in ((line, f"N x capacity = {n} x {cap} = {line}", "dash", "top right"),
-                                 (mean, f"mean load {mean:g}", "dot", "bottom right")):  # fmt: skip
-        fig.add_hline(y=y, line_dash=dash, line_color="black", annotation_text=text,
-                      annotation_position=where, annotation_bgcolor="rgba(255,255,255,0.8)")  # fmt: skip
+    for y, text, dash, where in (
+        (line, f"N x capacity = {n} x {cap} = {line}", "dash", "top right"),
+        (mean, f"mean load {mean:g}", "dot", "bottom right"),
+    ):
+        fig.add_hline(
+            y=y,
+            line_dash=dash,
+            line_color="black",
+            annotation_text=text,
+            annotation_position=where,
+            annotation_bgcolor="rgba(255,255,255,0.8)",
+        )
     load = [sum(routed[s][j] for s in range(n)) for j in range(e)]
     head = f"<b>{title}</b><br>" if title else ""
     fig.update_layout(
-        barmode="stack", plot_bgcolor="white", width=760, height=430,
-        title=dict(text=f"{head}expert load: max/mean = {max(load) / mean:.2f}, "
-                        f"{sum(dropped)} of {sum(load)} assignments dropped", x=0.5),
-        xaxis_title="expert (e0.. on rank 0, then rank 1, ...)", yaxis_title="token-expert assignments",
-    )  # fmt: skip
+        barmode="stack",
+        plot_bgcolor="white",
+        width=760,
+        height=430,
+        title=dict(
+            text=(
+                f"{head}expert load: max/mean = {max(load) / mean:.2f}, "
+                f"{sum(dropped)} of {sum(load)} assignments dropped"
+            ),
+            x=0.5,
+        ),
+        xaxis_title="expert (e0.. on rank 0, then rank 1, ...)",
+        yaxis_title="token-expert assignments",
+    )
     fig.layout.meta = dict(kept=[list(r) for r in kept], dropped=dropped, capacity_line=line)
     return fig
 
@@ -138,8 +207,9 @@ def _positions(report: Any) -> tuple[list[dict[str, Any]], int, int]:
                 if ok:
                     there = ((ex // per) * width + k + ex % per, fill.get(ex, 0))
                     fill[ex] = fill.get(ex, 0) + 1
-                points.append(dict(src=s, token=t, choice=j, expert=ex, kept=bool(ok),
-                                   home=home, there=there))  # fmt: skip
+                points.append(
+                    dict(src=s, token=t, choice=j, expert=ex, kept=bool(ok), home=home, there=there)
+                )
     height = max([p["there"][1] for p in points] + [p["home"][1] for p in points], default=0) + 1
     return points, width, height
 
@@ -155,53 +225,91 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
     per = _get(report, "experts") // n
     k = width - per - 1
     ids = [f"r{p['src']}t{p['token']}c{p['choice']}" for p in points]
-    hover = [f"rank {p['src']} token {p['token']} choice {p['choice']} -> expert {p['expert']}"
-             + ("" if p["kept"] else " (dropped: over capacity)") for p in points]  # fmt: skip
+    hover = [
+        f"rank {p['src']} token {p['token']} choice {p['choice']} -> expert {p['expert']}"
+        + ("" if p["kept"] else " (dropped: over capacity)")
+        for p in points
+    ]
 
     def scatter(stage: str) -> Any:
         at = [p["there"] if stage == "dispatched" else p["home"] for p in points]
         faded = stage == "combined"
         return go.Scatter(
-            x=[a[0] for a in at], y=[a[1] for a in at], ids=ids, mode="markers", text=hover,
-            hovertemplate="%{text}<extra></extra>", showlegend=False,
-            marker=dict(size=11, color=[PALETTE[p["expert"] % len(PALETTE)] if p["kept"] or not faded
-                                        else "#dddddd" for p in points],
-                        symbol=["square" if p["kept"] else "x" for p in points],
-                        line=dict(width=[0 if p["kept"] else 2 for p in points], color=DROPPED)),
-        )  # fmt: skip
+            x=[a[0] for a in at],
+            y=[a[1] for a in at],
+            ids=ids,
+            mode="markers",
+            text=hover,
+            hovertemplate="%{text}<extra></extra>",
+            showlegend=False,
+            marker=dict(
+                size=11,
+                color=[
+                    PALETTE[p["expert"] % len(PALETTE)] if p["kept"] or not faded else "#dddddd"
+                    for p in points
+                ],
+                symbol=["square" if p["kept"] else "x" for p in points],
+                line=dict(width=[0 if p["kept"] else 2 for p in points], color=DROPPED),
+            ),
+        )
 
     stages = ("routed", "dispatched", "combined")
-    captions = {"routed": "routed: each token's k choices at its own rank (x = over capacity)",
-                "dispatched": "after dispatch: rows at their expert's rank, one column per local expert",
-                "combined": "after combine: expert outputs back home, weighted and summed; dropped = 0"}  # fmt: skip
+    captions = {
+        "routed": "routed: each token's k choices at its own rank (x = over capacity)",
+        "dispatched": "after dispatch: rows at their expert's rank, one column per local expert",
+        "combined": "after combine: expert outputs back home, weighted and summed; dropped = 0",
+    }
     head = f"<b>{title}</b> · " if title else ""
     fig = go.Figure(data=[scatter("routed")])
     e = _get(report, "experts")
     for ex in range(e):  # legend only: one entry per expert colour
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"expert {ex} (rank {ex // per})",
-                                 marker=dict(size=11, symbol="square", color=PALETTE[ex % len(PALETTE)])))  # fmt: skip
-    fig.frames = [go.Frame(name=s, data=[scatter(s)], traces=[0],
-                           layout=dict(title_text=head + captions[s])) for s in stages]  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=f"expert {ex} (rank {ex // per})",
+                marker=dict(size=11, symbol="square", color=PALETTE[ex % len(PALETTE)]),
+            )
+        )
+    fig.frames = [
+        go.Frame(name=s, data=[scatter(s)], traces=[0], layout=dict(title_text=head + captions[s]))
+        for s in stages
+    ]
     for r in range(n):
-        fig.add_vrect(x0=r * width - 0.6, x1=(r + 1) * width - 1.4, fillcolor=PALETTE[r % len(PALETTE)],
-                      opacity=0.07, line_width=0, annotation_text=f"rank {r}",
-                      annotation_position="top left")  # fmt: skip
-    play = dict(frame=dict(duration=1200, redraw=False), transition=dict(duration=800),
-                fromcurrent=True, mode="immediate")  # fmt: skip
+        fig.add_vrect(
+            x0=r * width - 0.6,
+            x1=(r + 1) * width - 1.4,
+            fillcolor=PALETTE[r % len(PALETTE)],
+            opacity=0.07,
+            line_width=0,
+            annotation_text=f"rank {r}",
+            annotation_position="top left",
+        )
     fig.update_layout(
-        title=dict(text=head + captions["routed"], x=0.5), plot_bgcolor="white",
-        width=min(1600, 200 + 40 * n * width), height=min(900, 220 + 14 * height),
-        xaxis=dict(range=[-1, n * width - 1], fixedrange=True, tickangle=0, tickfont=dict(size=10),
-                   tickvals=[r * width + c for r in range(n) for c in range(width - 1)],
-                   ticktext=[f"top-{c + 1}" if c < k else f"e{r * per + c - k}"
-                             for r in range(n) for c in range(width - 1)]),
-        yaxis=dict(range=[height, -1], title="token (home) / slot (at the expert)", fixedrange=True),
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.09, yanchor="top",
-                          buttons=[dict(label="▶ play", method="animate", args=[None, play])])],
-        sliders=[dict(x=0.15, len=0.85, y=-0.07, currentvalue=dict(prefix="frame: "),
-                      steps=[dict(label=s, method="animate",
-                                  args=[[s], dict(play, transition=dict(duration=0))])
-                             for s in stages])],
-    )  # fmt: skip
+        title=dict(text=head + captions["routed"], x=0.5),
+        plot_bgcolor="white",
+        width=min(1600, 200 + 40 * n * width),
+        height=min(900, 220 + 14 * height),
+        xaxis=dict(
+            range=[-1, n * width - 1],
+            fixedrange=True,
+            tickangle=0,
+            tickfont=dict(size=10),
+            tickvals=[r * width + c for r in range(n) for c in range(width - 1)],
+            ticktext=[
+                f"top-{c + 1}" if c < k else f"e{r * per + c - k}"
+                for r in range(n)
+                for c in range(width - 1)
+            ],
+        ),
+        yaxis=dict(
+            range=[height, -1], title="token (home) / slot (at the expert)", fixedrange=True
+        ),
+    )
+    controls = play_controls(
+        list(stages), duration_ms=1200, transition_ms=800, redraw=False, prefix="frame: ", y=-0.09
+    )
+    fig.update_layout(**controls)
     fig.layout.meta = dict(points=points, slot_width=width, stages=list(stages))
     return fig

@@ -1,11 +1,12 @@
 """Pipeline-parallel renderers: a Gantt of F/B/W per rank, live activations, bubble against M.
 
-They read a :class:`~edu_parallel.schedule_time.Timeline` (the modelled run of a schedule) or a
-:class:`~edu_parallel.trace.Trace` whose ``compute`` events have op ``F``/``B``/``W`` and
-``attrs`` ``microbatch`` and ``stage`` (a measured run, or ``Timeline.to_trace``), and draw it.
-:func:`pipeline_view` turns either into a :class:`PipelineView` (the boxes, the idle gaps, an honest
-time-axis label); the figure functions only draw that. Only :func:`bubble_vs_microbatches_figure`
-computes anything: it times pure-Python plans with ``time_schedule`` (no torch).
+They read a :class:`~edu_parallel.pipeline_parallel.timing.Timeline` (the modelled run of a
+schedule) or a :class:`~edu_parallel.core.trace.Trace` whose ``compute`` events have op
+``F``/``B``/``W`` and ``attrs`` ``microbatch`` and ``stage`` (a measured run, or
+``Timeline.to_trace``), and draw it. :func:`pipeline_view` turns either into a :class:`PipelineView`
+(the boxes, the idle gaps, an honest time-axis label); the figure functions only draw that. Only
+:func:`~edu_parallel.viz.pipeline_bubble.bubble_vs_microbatches_figure` computes anything: it times
+pure-Python plans with ``time_schedule`` (no torch).
 
 Plotly is imported inside the functions.
 """
@@ -15,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import check_int
-from ..schedule_time import Timeline
-from ..trace import Trace
+from ..core.errors import check_int
+from ..core.trace import Trace
+from ..pipeline_parallel.schedule import KINDS
+from ..pipeline_parallel.timing import Timeline
+from .controls import play_controls
 from .model import text_color
-from .timeline import time_axis_label
+from .rank_timeline import time_axis_label
 
-KINDS = ("F", "B", "W")
 KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "W": "#e8770e"}  # blue, green, orange
 KIND_NAMES = {"F": "F forward", "B": "B backward", "W": "W weight grad"}
 BUBBLE_FILL, BUBBLE_LINE = "#ececec", "#a8a8a8"
@@ -97,8 +99,11 @@ def _trace_is_modelled(meta: dict[str, Any]) -> bool:
     clock, unit = str(meta.get("clock", "")), str(meta.get("time_unit", ""))
     source = str(meta.get("source", ""))
     if clock or unit or source:
-        return (clock in ("model", "modelled", "simulated") or unit in ("t_f", "model", "modelled")
-                or source in ("simulated", "time_schedule"))  # fmt: skip
+        return (
+            clock in ("model", "modelled", "simulated")
+            or unit in ("t_f", "model", "modelled")
+            or source in ("simulated", "time_schedule")
+        )
     return meta.get("concept") == "pipeline" and set(meta) <= _TO_TRACE_KEYS
 
 
@@ -112,15 +117,17 @@ def pipeline_view(
     """Read a Timeline or a Trace of F/B/W compute events (``time_label`` overrides the axis)."""
     if isinstance(timeline_or_trace, Timeline):
         tl = timeline_or_trace
-        boxes = [Box(s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start, s.end)
-                 for s in tl.spans]  # fmt: skip
+        boxes = [
+            Box(s.rank, s.action.kind, s.action.stage, s.action.microbatch, s.start, s.end)
+            for s in tl.spans
+        ]
         t_f = next((b.end - b.start for b in boxes if b.kind == "F"), 1.0)
         label = time_label or _modelled_label(t_f)
         return PipelineView(boxes, tl.num_ranks, tl.num_stages, tl.name, label, False)
     if not isinstance(timeline_or_trace, Trace):
         raise TypeError(
             f"timeline_or_trace={type(timeline_or_trace).__name__} is not valid: expected a "
-            "Timeline (edu_parallel.schedule_time) or a Trace with F/B/W compute events"
+            "Timeline (edu_parallel.pipeline_parallel.timing) or a Trace with F/B/W compute events"
         )
     trace = timeline_or_trace
     events = [e for e in trace.events if e.kind == "compute" and e.op in KINDS]
@@ -131,8 +138,16 @@ def pipeline_view(
     for e in events:
         attrs = e.attrs or {}
         stage = attrs.get("stage", e.chunk if e.chunk is not None else e.rank)
-        boxes.append(Box(e.rank, e.op, int(stage), int(attrs.get("microbatch", 0)),
-                         e.start - origin, e.end - origin))  # fmt: skip
+        boxes.append(
+            Box(
+                e.rank,
+                e.op,
+                int(stage),
+                int(attrs.get("microbatch", 0)),
+                e.start - origin,
+                e.end - origin,
+            )
+        )
     ranks = max(trace.world_size, 1 + max(b.rank for b in boxes))
     stages = max(int(trace.meta.get("num_stages", 0)), 1 + max(b.stage for b in boxes))
     modelled = _trace_is_modelled(trace.meta)
@@ -147,7 +162,7 @@ def pipeline_view(
     return PipelineView(boxes, ranks, stages, name, label, measured)
 
 
-def _tint(color: str, amount: float) -> str:
+def tint(color: str, amount: float) -> str:
     """``color`` mixed with white (``amount`` 0 = unchanged, 1 = white)."""
     rgb = [int(color[i : i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
@@ -191,43 +206,64 @@ def pipeline_gantt(
     fig = go.Figure()
     gaps = [(r, a, b) for r, row in enumerate(view.idle()) for a, b in row]
     fig.add_bar(
-        y=[g[0] for g in gaps], base=[g[1] for g in gaps], x=[g[2] - g[1] for g in gaps],
-        orientation="h", width=0.78, name="bubble (idle)", meta={"role": "bubble"},
-        marker=dict(color=BUBBLE_FILL, line=dict(color=BUBBLE_LINE, width=0.5),
-                    pattern=dict(shape="/", fgcolor=BUBBLE_LINE, size=7, solidity=0.15)),
-        hovertext=[f"rank {r} idle {_fmt(a)} to {_fmt(b)} ({_fmt(b - a)}): bubble"
-                   for r, a, b in gaps],
+        y=[g[0] for g in gaps],
+        base=[g[1] for g in gaps],
+        x=[g[2] - g[1] for g in gaps],
+        orientation="h",
+        width=0.78,
+        name="bubble (idle)",
+        meta={"role": "bubble"},
+        marker=dict(
+            color=BUBBLE_FILL,
+            line=dict(color=BUBBLE_LINE, width=0.5),
+            pattern=dict(shape="/", fgcolor=BUBBLE_LINE, size=7, solidity=0.15),
+        ),
+        hovertext=[
+            f"rank {r} idle {_fmt(a)} to {_fmt(b)} ({_fmt(b - a)}): bubble" for r, a, b in gaps
+        ],
         hoverinfo="text",
-    )  # fmt: skip
+    )
     for kind in KINDS:
         for chunk in range(v):
             mine = [b for b in view.boxes if b.kind == kind and b.stage // p == chunk]
             if not mine:
                 continue
-            color = _tint(KIND_COLORS[kind], 0.5 * chunk / max(v - 1, 1))
+            color = tint(KIND_COLORS[kind], 0.5 * chunk / max(v - 1, 1))
             name = KIND_NAMES[kind] + (
                 f", chunk {chunk} (stages {chunk * p}-{chunk * p + p - 1})" if v > 1 else ""
             )
             labels = [f"{b.microbatch}" + (f"<br>s{b.stage}" if v > 1 else "") for b in mine]
             fig.add_bar(
-                y=[b.rank for b in mine], base=[b.start for b in mine],
-                x=[b.end - b.start for b in mine], orientation="h", width=0.78, name=name,
+                y=[b.rank for b in mine],
+                base=[b.start for b in mine],
+                x=[b.end - b.start for b in mine],
+                orientation="h",
+                width=0.78,
+                name=name,
                 meta={"role": "box", "kind": kind, "chunk": chunk},
                 customdata=[[b.rank, b.stage, b.microbatch] for b in mine],
-                text=labels, textposition="inside", insidetextanchor="middle", textangle=0,
+                text=labels,
+                textposition="inside",
+                insidetextanchor="middle",
+                textangle=0,
                 textfont=dict(color=text_color(color), size=13),
                 marker=dict(color=color, line=dict(color="white", width=1)),
-                hovertext=[f"rank {b.rank}: {b.stage}{b.kind}{b.microbatch} ({KIND_NAMES[kind]}, "
-                           f"stage {b.stage}, microbatch {b.microbatch}) {_fmt(b.start)} to "
-                           f"{_fmt(b.end)}" for b in mine],
+                hovertext=[
+                    f"rank {b.rank}: {b.stage}{b.kind}{b.microbatch} ({KIND_NAMES[kind]}, "
+                    f"stage {b.stage}, microbatch {b.microbatch}) {_fmt(b.start)} to "
+                    f"{_fmt(b.end)}"
+                    for b in mine
+                ],
                 hoverinfo="text",
-            )  # fmt: skip
+            )
     times = [span * i / (cursor_frames - 1) for i in range(cursor_frames)]
     fig.add_trace(_cursor(view, times[0], span))
     cursor_index = len(fig.data) - 1
     names = [f"{i}" for i in range(len(times))]
-    fig.frames = [go.Frame(name=n, data=[_cursor(view, t, span)], traces=[cursor_index])
-                  for n, t in zip(names, times, strict=True)]  # fmt: skip
+    fig.frames = [
+        go.Frame(name=n, data=[_cursor(view, t, span)], traces=[cursor_index])
+        for n, t in zip(names, times, strict=True)
+    ]
     key = "box label: microbatch" + (" over s + stage" if v > 1 else "")
     row_px = 44 if p <= 8 else max(12, 480 // p)
     _layout_gantt(fig, title or _default_title(view), key, view, row_px, names, times, span)
@@ -241,60 +277,74 @@ def _cursor(view: PipelineView, t: float, span: float) -> Any:
     text = f"  t = {_fmt(t)}: {busy} of {view.num_ranks} ranks busy  "
     side = "middle right" if t < 0.6 * span else "middle left"
     return go.Scatter(
-        x=[t, t], y=[-0.72, view.num_ranks - 0.5], mode="lines+text", text=[text, ""],
-        textposition=side, textfont=dict(color=CURSOR_COLOR, size=13),
-        line=dict(color=CURSOR_COLOR, width=2.5), name="time cursor", hoverinfo="skip",
-        showlegend=False, meta={"role": "cursor", "time": t},
-    )  # fmt: skip
+        x=[t, t],
+        y=[-0.72, view.num_ranks - 0.5],
+        mode="lines+text",
+        text=[text, ""],
+        textposition=side,
+        textfont=dict(color=CURSOR_COLOR, size=13),
+        line=dict(color=CURSOR_COLOR, width=2.5),
+        name="time cursor",
+        hoverinfo="skip",
+        showlegend=False,
+        meta={"role": "cursor", "time": t},
+    )
 
 
 def _layout_gantt(
-    fig: Any, title: str, key: str, view: PipelineView, row_px: int,
-    names: list[str], times: list[float], span: float,
-) -> None:  # fmt: skip
+    fig: Any,
+    title: str,
+    key: str,
+    view: PipelineView,
+    row_px: int,
+    names: list[str],
+    times: list[float],
+    span: float,
+) -> None:
     p = view.num_ranks
-    play = dict(frame=dict(duration=120, redraw=True), transition=dict(duration=0),
-                fromcurrent=True, mode="immediate")  # fmt: skip
-    pause = dict(frame=dict(duration=0, redraw=True), mode="immediate")
     every = max(1, len(times) // 6)
-    steps = [dict(label=_fmt(t) if i % every == 0 or i == len(times) - 1 else "",
-                  method="animate", args=[[n], dict(play, frame=dict(duration=0, redraw=True))])
-             for i, (n, t) in enumerate(zip(names, times, strict=True))]  # fmt: skip
+    labels = [_fmt(t) if i % every == 0 or i == len(times) - 1 else "" for i, t in enumerate(times)]
     height = 230 + row_px * p
     plot_h = height - 80 - 150  # minus the top and bottom margins
     below = lambda px: -px / plot_h  # noqa: E731 - paper y of ``px`` pixels under the plot
     fig.update_layout(
-        title=dict(text=f"{title}<br><sup>{key}; hatched grey = bubble (idle)</sup>", x=0.01,
-                   xanchor="left", font=dict(size=15)),
-        barmode="overlay", height=height, plot_bgcolor="white",
+        title=dict(
+            text=f"{title}<br><sup>{key}; hatched grey = bubble (idle)</sup>",
+            x=0.01,
+            xanchor="left",
+            font=dict(size=15),
+        ),
+        barmode="overlay",
+        height=height,
+        plot_bgcolor="white",
         margin=dict(l=70, r=20, t=80, b=150),
         uniformtext=dict(minsize=8, mode="hide"),
-        xaxis=dict(title=view.time_label, range=[-0.005 * span, 1.005 * span], showgrid=True,
-                   gridcolor="#e0e0e0", zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=list(range(p)),
-                   ticktext=[f"rank {r}" for r in range(p)], range=[p - 0.5, -1.0],
-                   showgrid=False, zeroline=False),
+        xaxis=dict(
+            title=view.time_label,
+            range=[-0.005 * span, 1.005 * span],
+            showgrid=True,
+            gridcolor="#e0e0e0",
+            zeroline=False,
+        ),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=list(range(p)),
+            ticktext=[f"rank {r}" for r in range(p)],
+            range=[p - 0.5, -1.0],
+            showgrid=False,
+            zeroline=False,
+        ),
         legend=dict(orientation="h", x=0.0, y=below(58), yanchor="top", xanchor="left"),
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=below(100), xanchor="left",
-                          yanchor="top", showactive=False,
-                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
-                                   dict(label="❚❚ pause", method="animate",
-                                        args=[[None], pause])])],
-        sliders=[dict(active=0, x=0.17, len=0.83, y=below(92), yanchor="top",
-                      pad=dict(t=0, b=0), currentvalue=dict(visible=False),
-                      font=dict(size=10), steps=steps)],
-    )  # fmt: skip
-
-
-# ----------------------------------------------------------------- stashed activations
-
-
-# The memory and bubble-curve renderers live in their own modules; imported here for callers of
-# this module (they import KINDS, _tint, pipeline_view from it, so these imports come last).
-from .pipeline_bubble import BubbleCurve, bubble_curves, bubble_vs_microbatches_figure  # noqa: E402
-from .pipeline_memory import activation_memory_figure, live_activation_steps  # noqa: E402
-
-__all__ = [
-    "BubbleCurve", "Box", "PipelineView", "activation_memory_figure", "bubble_curves",
-    "bubble_vs_microbatches_figure", "live_activation_steps", "pipeline_gantt", "pipeline_view",
-]  # fmt: skip
+    )
+    fig.update_layout(
+        **play_controls(
+            names,
+            duration_ms=120,
+            labels=labels,
+            prefix=None,
+            y=below(100),
+            slider_y=below(92),
+            slider_x=0.17,
+            font_size=10,
+        )
+    )

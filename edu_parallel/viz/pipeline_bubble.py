@@ -1,7 +1,7 @@
 """Pipeline renderer: the bubble fraction against the number of microbatches, per schedule.
 
-Times pure-Python plans with :func:`~edu_parallel.schedule_time.time_schedule` (no torch) and draws
-the GPipe formula ``(P-1)/(M+P-1)`` beside them.
+Times pure-Python plans with :func:`~edu_parallel.pipeline_parallel.timing.time_schedule` (no torch)
+and draws the GPipe formula ``(P-1)/(M+P-1)`` beside them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import check_int
-from ..schedule import SCHEDULES, build_schedule
-from ..schedule_time import gpipe_bubble, time_schedule
+from ..core.errors import check_int
+from ..pipeline_parallel.builders import SCHEDULES, build_schedule
+from ..pipeline_parallel.timing import gpipe_bubble, time_schedule
 
 
 @dataclass(frozen=True)
@@ -89,27 +89,52 @@ def bubble_vs_microbatches_figure(
             which = ", ".join(str(m) for m in c.skipped) if c.ms else "every M"
             name += f": skipped M={which} ({'; '.join(reasons)})"
         fig.add_scatter(
-            x=c.ms, y=c.fractions, mode="lines+markers", name=name,
+            x=c.ms,
+            y=c.fractions,
+            mode="lines+markers",
+            name=name,
             line=dict(color=colors.get(c.schedule), width=2),
             marker=dict(symbol=symbols.get(c.schedule, "circle"), size=8),
-            meta={"role": "simulated", "schedule": c.schedule, "chunks": c.chunks,
-                  "skipped": {str(k): r for k, r in c.skipped.items()}},
-        )  # fmt: skip
+            meta={
+                "role": "simulated",
+                "schedule": c.schedule,
+                "chunks": c.chunks,
+                "skipped": {str(k): r for k, r in c.skipped.items()},
+            },
+        )
     fig.add_scatter(  # last: drawn on top of the simulated curves it may coincide with
-        x=ms, y=[gpipe_bubble(P, m) for m in ms], mode="lines",
+        x=ms,
+        y=[gpipe_bubble(P, m) for m in ms],
+        mode="lines",
         name="GPipe formula (P-1)/(M+P-1), for reference",
-        line=dict(color="black", dash="dash", width=1.5), meta={"role": "formula"},
-    )  # fmt: skip
+        line=dict(color="black", dash="dash", width=1.5),
+        meta={"role": "formula"},
+    )
     log = bool(ms) and ms[-1] / ms[0] >= 16
     fig.update_layout(
-        title=dict(text=f"Bubble against microbatches, P={P} ranks (simulated with "
-                   f"time_schedule: t_f={t_f:g}, t_b={t_b:g}, t_w={t_w:g})", x=0.01,
-                   xanchor="left"),
-        xaxis=dict(title="microbatches M" + (" (log scale)" if log else ""),
-                   type="log" if log else "linear", tickvals=ms, gridcolor="#e0e0e0"),
-        yaxis=dict(title="bubble (idle share of rank-time)", tickformat=".0%", rangemode="tozero",
-                   gridcolor="#e0e0e0"),
-        plot_bgcolor="white", height=560, margin=dict(t=60, b=190),
+        title=dict(
+            text=(
+                f"Bubble against microbatches, P={P} ranks (simulated with "
+                f"time_schedule: t_f={t_f:g}, t_b={t_b:g}, t_w={t_w:g})"
+            ),
+            x=0.01,
+            xanchor="left",
+        ),
+        xaxis=dict(
+            title="microbatches M" + (" (log scale)" if log else ""),
+            type="log" if log else "linear",
+            tickvals=ms,
+            gridcolor="#e0e0e0",
+        ),
+        yaxis=dict(
+            title="bubble (idle share of rank-time)",
+            tickformat=".0%",
+            rangemode="tozero",
+            gridcolor="#e0e0e0",
+        ),
+        plot_bgcolor="white",
+        height=560,
+        margin=dict(t=60, b=190),
         legend=dict(orientation="v", x=0.0, xanchor="left", y=-0.2, yanchor="top"),
-    )  # fmt: skip
+    )
     return fig

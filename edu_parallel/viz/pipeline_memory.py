@@ -1,17 +1,19 @@
 """Pipeline renderer: live stashed activations per stage over time, peaks marked.
 
-Reads a :class:`~edu_parallel.schedule_time.Timeline` (microbatches) or a measured
-:class:`~edu_parallel.trace.Trace` (bytes from its ``activation`` memory events). Plotly is imported
-inside the functions; nothing here imports torch.
+Reads a :class:`~edu_parallel.pipeline_parallel.timing.Timeline` (microbatches) or a measured
+:class:`~edu_parallel.core.trace.Trace` (bytes from its ``activation`` memory events). Plotly is
+imported inside the functions; nothing here imports torch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..schedule_time import Timeline
-from ..trace import Trace
-from .pipeline import KINDS, _tint, pipeline_view
+from ..core.schema import ACTIVATION
+from ..core.trace import Trace
+from ..pipeline_parallel.schedule import KINDS
+from ..pipeline_parallel.timing import Timeline
+from .pipeline import pipeline_view, tint
 
 
 def live_activation_steps(
@@ -30,8 +32,11 @@ def live_activation_steps(
     view = pipeline_view(timeline_or_trace)
     trace = timeline_or_trace
     origin = min(e.start for e in trace.events if e.kind == "compute" and e.op in KINDS)
-    mem = [e for e in trace.events
-           if e.kind == "memory" and (e.attrs or {}).get("category") == "activation"]  # fmt: skip
+    mem = [
+        e
+        for e in trace.events
+        if e.kind == "memory" and (e.attrs or {}).get("category") == ACTIVATION
+    ]
     unit = "microbatches" if all(abs(e.nbytes) == 1 for e in mem) else "bytes"
     per_stage: list[list[tuple[float, int]]] = [[] for _ in range(view.num_stages)]
     for e in mem:
@@ -84,37 +89,71 @@ def activation_memory_figure(
     top = max(peaks, default=0.0)
     for s, row in enumerate(steps):
         color = _stage_color(s, n)
-        fig.add_trace(go.Scatter(
-            x=[t for t, _ in row] + [end], y=[c for _, c in row] + [row[-1][1]], mode="lines",
-            line=dict(shape="hv", color=color, width=2), fill="tozeroy",
-            name=f"stage {s} (rank {s % view.num_ranks})", meta={"role": "live", "stage": s},
-            showlegend=False,
-            hovertemplate=f"stage {s}: %{{y}} {unit} stashed from t=%{{x}}<extra></extra>",
-        ), row=s + 1, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=[first[s]], y=[peaks[s]], mode="markers+text", text=[f"peak {peaks[s]:g}"],
-            textposition="top right", cliponaxis=False, textfont=dict(size=12),
-            marker=dict(symbol="triangle-down", size=11, color=color,
-                        line=dict(color="black", width=1)),
-            name=f"peak stage {s}", meta={"role": "peak", "stage": s}, showlegend=False,
-            customdata=[[s, peaks[s]]],
-            hovertemplate=f"stage {s} peak: {peaks[s]:g} {unit}<extra></extra>",
-        ), row=s + 1, col=1)  # fmt: skip
-        fig.update_yaxes(title_text=f"stage {s}", row=s + 1, col=1, title_font=dict(size=11),
-                         range=[0, top * 1.5 + 1e-9], nticks=3, gridcolor="#e0e0e0")  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[t for t, _ in row] + [end],
+                y=[c for _, c in row] + [row[-1][1]],
+                mode="lines",
+                line=dict(shape="hv", color=color, width=2),
+                fill="tozeroy",
+                name=f"stage {s} (rank {s % view.num_ranks})",
+                meta={"role": "live", "stage": s},
+                showlegend=False,
+                hovertemplate=f"stage {s}: %{{y}} {unit} stashed from t=%{{x}}<extra></extra>",
+            ),
+            row=s + 1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[first[s]],
+                y=[peaks[s]],
+                mode="markers+text",
+                text=[f"peak {peaks[s]:g}"],
+                textposition="top right",
+                cliponaxis=False,
+                textfont=dict(size=12),
+                marker=dict(
+                    symbol="triangle-down", size=11, color=color, line=dict(color="black", width=1)
+                ),
+                name=f"peak stage {s}",
+                meta={"role": "peak", "stage": s},
+                showlegend=False,
+                customdata=[[s, peaks[s]]],
+                hovertemplate=f"stage {s} peak: {peaks[s]:g} {unit}<extra></extra>",
+            ),
+            row=s + 1,
+            col=1,
+        )
+        fig.update_yaxes(
+            title_text=f"stage {s}",
+            row=s + 1,
+            col=1,
+            title_font=dict(size=11),
+            range=[0, top * 1.5 + 1e-9],
+            nticks=3,
+            gridcolor="#e0e0e0",
+        )
     fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left"), height=max(320, 130 + 80 * n),
-        plot_bgcolor="white", margin=dict(l=80, r=20, t=60, b=60),
-    )  # fmt: skip
+        title=dict(text=title, x=0.01, xanchor="left"),
+        height=max(320, 130 + 80 * n),
+        plot_bgcolor="white",
+        margin=dict(l=80, r=20, t=60, b=60),
+    )
     fig.update_xaxes(range=[0, end * 1.01 or 1.0], gridcolor="#e0e0e0")
     fig.update_xaxes(title_text=view.time_label, row=n, col=1)
     return fig
 
 
 def _memory_heatmap(
-    steps: list[list[tuple[float, float]]], peaks: list[float], first: list[float],
-    end: float, unit: str, num_ranks: int, bins: int = 400,
-) -> Any:  # fmt: skip
+    steps: list[list[tuple[float, float]]],
+    peaks: list[float],
+    first: list[float],
+    end: float,
+    unit: str,
+    num_ranks: int,
+    bins: int = 400,
+) -> Any:
     """Stage x time heatmap: each cell the most activations held during its time bin."""
     import plotly.graph_objects as go
 
@@ -131,19 +170,33 @@ def _memory_heatmap(
                 cells[k] = max(cells[k], c)
         z.append(cells)
     n = len(steps)
-    fig = go.Figure(go.Heatmap(
-        x=edges, y=list(range(n)), z=z, colorscale="Blues", zmin=0,
-        colorbar=dict(title=dict(text=unit, side="right")), meta={"role": "live"},
-        hovertemplate="stage %{y}, t=%{x}: up to %{z} " + unit + "<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            x=edges,
+            y=list(range(n)),
+            z=z,
+            colorscale="Blues",
+            zmin=0,
+            colorbar=dict(title=dict(text=unit, side="right")),
+            meta={"role": "live"},
+            hovertemplate="stage %{y}, t=%{x}: up to %{z} " + unit + "<extra></extra>",
+        )
+    )
     fig.add_scatter(
-        x=first, y=list(range(n)), mode="markers+text" if n <= 32 else "markers",
-        text=[f"peak {pk:g}" for pk in peaks], textposition="middle right",
-        textfont=dict(size=10, color="#c0392b"), cliponaxis=False,
-        marker=dict(symbol="triangle-right", size=8, color="#c0392b"), showlegend=False,
-        meta={"role": "peak"}, customdata=[[s, pk] for s, pk in enumerate(peaks)], name="peaks",
+        x=first,
+        y=list(range(n)),
+        mode="markers+text" if n <= 32 else "markers",
+        text=[f"peak {pk:g}" for pk in peaks],
+        textposition="middle right",
+        textfont=dict(size=10, color="#c0392b"),
+        cliponaxis=False,
+        marker=dict(symbol="triangle-right", size=8, color="#c0392b"),
+        showlegend=False,
+        meta={"role": "peak"},
+        customdata=[[s, pk] for s, pk in enumerate(peaks)],
+        name="peaks",
         hovertemplate="stage %{customdata[0]}: %{text}<extra></extra>",
-    )  # fmt: skip
+    )
     fig.update_yaxes(title_text=f"stage (on rank stage % {num_ranks})", autorange="reversed")
     return fig
 
@@ -161,7 +214,7 @@ def _stage_color(stage: int, num_stages: int) -> str:
     ]
     if num_stages <= len(palette):
         return palette[stage]
-    return _tint("#3b6ea5", 0.7 * stage / max(num_stages - 1, 1))
+    return tint("#3b6ea5", 0.7 * stage / max(num_stages - 1, 1))
 
 
 # ----------------------------------------------------------------- bubble against microbatches

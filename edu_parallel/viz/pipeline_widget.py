@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import check_choice, check_int, check_non_negative, check_positive
-from ..schedule import SCHEDULES, build_schedule
-from ..schedule_time import Timeline, bubble_formula, time_schedule
-from ..trace import Trace
-from .pipeline import activation_memory_figure, pipeline_gantt, pipeline_view
+from ..core.errors import check_choice, check_int, check_non_negative, check_positive
+from ..core.trace import Trace
+from ..pipeline_parallel.builders import SCHEDULES, build_schedule
+from ..pipeline_parallel.timing import Timeline, bubble_formula, time_schedule
+from .controls import WidgetView, show_in
+from .pipeline import pipeline_gantt, pipeline_view
+from .pipeline_memory import activation_memory_figure
 
 RANKS_RANGE = (2, 64)  # simulated; a real run takes at most REAL_RANKS_MAX ranks
 REAL_RANKS_MAX = 8
@@ -31,10 +33,10 @@ MAX_GANTT_BOXES = 20_000  # above this the Gantt is not drawn (illegible, and sl
 class PipelineState:
     """Validated explorer state; every assignment is checked.
 
-    ``schedule`` is one of :data:`~edu_parallel.schedule.SCHEDULES`; ``P`` ranks in [2, 64]
-    (real runs: up to 8), ``M`` microbatches in [1, 512], ``v`` model chunks per rank in [1, 4]
-    (used by ``"interleaved"`` only), ``tb_over_tf`` = t_b / t_f > 0, ``tw_over_tf`` = t_w / t_f
-    >= 0. A bad value raises ValueError naming the field, the value and the valid range.
+    ``schedule`` is one of :data:`~edu_parallel.pipeline_parallel.builders.SCHEDULES`; ``P`` ranks
+    in [2, 64] (real runs: up to 8), ``M`` microbatches in [1, 512], ``v`` model chunks per rank in
+    [1, 4] (used by ``"interleaved"`` only), ``tb_over_tf`` = t_b / t_f > 0, ``tw_over_tf`` = t_w /
+    t_f >= 0. A bad value raises ValueError naming the field, the value and the valid range.
     """
 
     schedule: str = "1f1b"
@@ -73,7 +75,7 @@ class PipelineState:
         return f"{self.schedule!r}, P={self.P}, M={self.M}{v}"
 
 
-class PipelineWidget:
+class PipelineWidget(WidgetView):
     """Controls for a pipeline schedule, and what it does: Gantt, bubble, peak activations.
 
     ``run_small(schedule, P, M, v, t_f, t_b, t_w)``, when given, runs the plan for real and
@@ -119,15 +121,26 @@ class PipelineWidget:
         self.bubble: float | None = None
         self.peaks: list[float] = []
         s = self.state
-        self.schedule_dropdown = w.Dropdown(options=list(SCHEDULES), value=s.schedule,
-                                            description="schedule")  # fmt: skip
-        self.ranks_slider = w.IntSlider(value=s.P, min=RANKS_RANGE[0], max=RANKS_RANGE[1],
-                                        description="P ranks", continuous_update=False)  # fmt: skip
+        self.schedule_dropdown = w.Dropdown(
+            options=list(SCHEDULES), value=s.schedule, description="schedule"
+        )
+        self.ranks_slider = w.IntSlider(
+            value=s.P,
+            min=RANKS_RANGE[0],
+            max=RANKS_RANGE[1],
+            description="P ranks",
+            continuous_update=False,
+        )
         self.microbatches_box = w.BoundedIntText(
             value=s.M, min=MICROBATCHES_RANGE[0], max=MICROBATCHES_RANGE[1], description="M micro"
         )
-        self.chunks_slider = w.IntSlider(value=s.v, min=CHUNKS_RANGE[0], max=CHUNKS_RANGE[1],
-                                         description="v chunks", continuous_update=False)  # fmt: skip
+        self.chunks_slider = w.IntSlider(
+            value=s.v,
+            min=CHUNKS_RANGE[0],
+            max=CHUNKS_RANGE[1],
+            description="v chunks",
+            continuous_update=False,
+        )
         self.tb_box = w.FloatText(value=s.tb_over_tf, description="t_b / t_f", step=0.25)
         self.tw_box = w.FloatText(value=s.tw_over_tf, description="t_w / t_f", step=0.25)
         self.run_button = w.Button(description="Run again", icon="play", button_style="primary")
@@ -137,19 +150,34 @@ class PipelineWidget:
         self.peaks_html = w.HTML()
         self.gantt_output = w.Output()
         self.memory_output = w.Output()
-        self.controls = [self.schedule_dropdown, self.ranks_slider, self.microbatches_box,
-                         self.chunks_slider, self.tb_box, self.tw_box]  # fmt: skip
+        self.controls = [
+            self.schedule_dropdown,
+            self.ranks_slider,
+            self.microbatches_box,
+            self.chunks_slider,
+            self.tb_box,
+            self.tw_box,
+        ]
         for control in self.controls:
             control.observe(lambda _: self.update(), names="value")
         self.run_button.on_click(lambda _: self.update())
-        note = w.HTML("<small>Without a W step (gpipe, 1f1b, interleaved) the backward costs "
-                      "t_b + t_w. Times are in units of t_f.</small>")  # fmt: skip
-        self.widget = w.VBox([
-            w.HBox([self.schedule_dropdown, self.ranks_slider, self.microbatches_box]),
-            w.HBox([self.chunks_slider, self.tb_box, self.tw_box, self.run_button]), note,
-            self.status, self.source_html, self.bubble_html, self.peaks_html,
-            self.gantt_output, self.memory_output,
-        ])  # fmt: skip
+        note = w.HTML(
+            "<small>Without a W step (gpipe, 1f1b, interleaved) the backward costs "
+            "t_b + t_w. Times are in units of t_f.</small>"
+        )
+        self.widget = w.VBox(
+            [
+                w.HBox([self.schedule_dropdown, self.ranks_slider, self.microbatches_box]),
+                w.HBox([self.chunks_slider, self.tb_box, self.tw_box, self.run_button]),
+                note,
+                self.status,
+                self.source_html,
+                self.bubble_html,
+                self.peaks_html,
+                self.gantt_output,
+                self.memory_output,
+            ]
+        )
         self.update()
 
     # ----------------------------------------------------------------- decisions
@@ -170,10 +198,13 @@ class PipelineWidget:
         self.chunks_slider.disabled = self.schedule_dropdown.value != "interleaved"
         try:
             new = PipelineState(
-                self.schedule_dropdown.value, self.ranks_slider.value,
-                self.microbatches_box.value, self.chunks_slider.value, self.tb_box.value,
+                self.schedule_dropdown.value,
+                self.ranks_slider.value,
+                self.microbatches_box.value,
+                self.chunks_slider.value,
+                self.tb_box.value,
                 self.tw_box.value,
-            )  # fmt: skip
+            )
         except ValueError as err:
             self.status.value = f"<b style='color:#b00'>{err}</b> (showing the last valid setting)"
             return
@@ -211,11 +242,15 @@ class PipelineWidget:
         self.peaks = list(peaks() if callable(peaks) else peaks)
         self.bubble = float(result.bubble_fraction_measured)
         label = getattr(result, "time_label", None)
-        rt = ", ".join(f"{n}={x:g}" for n, x in zip(("t_f", "t_b", "t_w"),
-                                                      new.times(self.real_t_f), strict=True))  # fmt: skip
+        rt = ", ".join(
+            f"{n}={x:g}"
+            for n, x in zip(("t_f", "t_b", "t_w"), new.times(self.real_t_f), strict=True)
+        )
         if isinstance(self.timeline, Timeline):
-            shows = ("the order the ranks really executed, as the run reports it (a Timeline: "
-                     "times in units of t_f, not wall-clock)")  # fmt: skip
+            shows = (
+                "the order the ranks really executed, as the run reports it (a Timeline: "
+                "times in units of t_f, not wall-clock)"
+            )
         else:
             shows = f"the run's trace ({pipeline_view(self.timeline, label).time_label})"
         self.source_html.value = (
@@ -251,9 +286,11 @@ class PipelineWidget:
         view = pipeline_view(self.timeline, label)
         unit = "microbatches, simulated" if how == "simulated" else "as the real run counts them"
         shown = " · ".join(f"s{s} {p:g}" for s, p in enumerate(self.peaks[:16]))
-        more = f" · ... ({len(self.peaks) - 16} more, max {max(self.peaks):g})" if len(
-            self.peaks
-        ) > 16 else ""  # fmt: skip
+        more = (
+            f" · ... ({len(self.peaks) - 16} more, max {max(self.peaks):g})"
+            if len(self.peaks) > 16
+            else ""
+        )
         self.peaks_html.value = f"peak stashed activations per stage ({unit}): {shown}{more}"
         if len(view.boxes) > MAX_GANTT_BOXES:
             self.gantt = None
@@ -264,28 +301,15 @@ class PipelineWidget:
         else:
             self.gantt = pipeline_gantt(self.timeline, title, time_label=label)
         self.memory_figure = activation_memory_figure(
-            self.timeline, f"{title.split(':')[0]}: stashed activations per stage ({how})",
+            self.timeline,
+            f"{title.split(':')[0]}: stashed activations per stage ({how})",
             time_label=label,
-        )  # fmt: skip
+        )
 
     def render(self) -> None:
         """Show the figures in the output areas (only inside a kernel)."""
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:  # pragma: no cover - ipywidgets depends on IPython
-            return
-        if get_ipython() is None:
-            return
-        for output, fig in ((self.gantt_output, self.gantt),
-                            (self.memory_output, self.memory_figure)):  # fmt: skip
-            with output:
-                output.clear_output(wait=True)
-                if fig is not None:
-                    display(fig)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        show_in(self.gantt_output, self.gantt)
+        show_in(self.memory_output, self.memory_figure)
 
 
 def _formula_text(f: dict[str, Any]) -> str:

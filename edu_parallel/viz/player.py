@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import check_int
-from ..trace import Trace
+from ..core.errors import check_int
+from ..core.trace import Trace
+from .controls import WidgetView, show_in
 from .ring import RingDrawing
 
 WORLD_RANGE = (2, 16)
@@ -53,7 +54,7 @@ class PlayerState:
         object.__setattr__(self, name, value)
 
 
-class RingPlayer:
+class RingPlayer(WidgetView):
     """Widgets to play a run step by step and re-run it with other settings.
 
     ``.widget`` is the top-level container; ``.figure`` the plotly figure of the current frame;
@@ -75,15 +76,22 @@ class RingPlayer:
         self._syncing = False
         last = len(self.drawing) - 1
         self.play = w.Play(value=0, min=0, max=last, step=1, interval=1000, description="play")
-        self.step_slider = w.IntSlider(value=0, min=0, max=last, description="step",
-                                       continuous_update=True)  # fmt: skip
+        self.step_slider = w.IntSlider(
+            value=0, min=0, max=last, description="step", continuous_update=True
+        )
         self.back_button = w.Button(description="\u25c0 back", layout=w.Layout(width="80px"))
         self.forward_button = w.Button(description="next \u25b6", layout=w.Layout(width="80px"))
-        self.world_slider = w.IntSlider(value=world_size, min=WORLD_RANGE[0], max=WORLD_RANGE[1],
-                                        description="ranks", continuous_update=False)  # fmt: skip
+        self.world_slider = w.IntSlider(
+            value=world_size,
+            min=WORLD_RANGE[0],
+            max=WORLD_RANGE[1],
+            description="ranks",
+            continuous_update=False,
+        )
         sizes = sorted(set(SIZES) | {nbytes})
-        self.size_dropdown = w.Dropdown(options=[(f"{s} B", s) for s in sizes], value=nbytes,
-                                        description="bytes/rank")  # fmt: skip
+        self.size_dropdown = w.Dropdown(
+            options=[(f"{s} B", s) for s in sizes], value=nbytes, description="bytes/rank"
+        )
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.status = w.HTML()
         self.caption = w.HTML()
@@ -93,11 +101,15 @@ class RingPlayer:
         self.back_button.on_click(lambda _: self._go(self.state.step - 1))
         self.forward_button.on_click(lambda _: self._go(self.state.step + 1))
         self.run_button.on_click(lambda _: self.rerun())
-        self.widget = w.VBox([
-            w.HBox([self.play, self.back_button, self.forward_button, self.step_slider]),
-            w.HBox([self.world_slider, self.size_dropdown, self.run_button]),
-            self.status, self.caption, self.output,
-        ])  # fmt: skip
+        self.widget = w.VBox(
+            [
+                w.HBox([self.play, self.back_button, self.forward_button, self.step_slider]),
+                w.HBox([self.world_slider, self.size_dropdown, self.run_button]),
+                self.status,
+                self.caption,
+                self.output,
+            ]
+        )
         self._describe_run()
         self.render()
 
@@ -151,15 +163,4 @@ class RingPlayer:
         """Draw the current frame into ``self.figure`` and, in a kernel, the output area."""
         self.figure = self.drawing.figure(self.state.step)
         self.caption.value = f"<b>{self.drawing.title(self.state.step)}</b>"
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:  # pragma: no cover - ipywidgets depends on IPython
-            return
-        if get_ipython() is not None:
-            with self.output:
-                self.output.clear_output(wait=True)
-                display(self.figure)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        show_in(self.output, self.figure)

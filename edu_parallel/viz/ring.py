@@ -17,7 +17,8 @@ import math
 import textwrap
 from typing import Any
 
-from ..trace import Trace
+from ..core.trace import Trace
+from .controls import play_controls
 from .model import OP_COLORS, Arrow, RingFrames, StepView, build_frames, text_color
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
@@ -34,10 +35,12 @@ class RingDrawing:
         n, c = self.frames.world_size, self.frames.num_chunks
         self.radius = max((c + 1.6) / (2 * math.sin(math.pi / max(n, 2))), 2.4)
         self.centers = [
-            (self.radius * math.cos(math.pi / 2 - 2 * math.pi * r / n),
-             self.radius * math.sin(math.pi / 2 - 2 * math.pi * r / n))
+            (
+                self.radius * math.cos(math.pi / 2 - 2 * math.pi * r / n),
+                self.radius * math.sin(math.pi / 2 - 2 * math.pi * r / n),
+            )
             for r in range(n)
-        ]  # fmt: skip
+        ]
         self.half_span = self.radius + c / 2 + 1.2  # x: rows stick out sideways
         self.half_height = self.radius + 1.8  # y: a row plus its rank name
         self.width = int(min(1150, 560 + 36 * n + 6 * n * c))
@@ -61,10 +64,14 @@ class RingDrawing:
         """Full contributor sets if they fit in a cell, else counts, else no text (font 0)."""
         fr = self.frames
         longest = max(
-            (len(fr.label(v, r, k)) for v in fr.steps for r in range(fr.world_size)
-             for k in range(fr.num_chunks)),
+            (
+                len(fr.label(v, r, k))
+                for v in fr.steps
+                for r in range(fr.world_size)
+                for k in range(fr.num_chunks)
+            ),
             default=1,
-        )  # fmt: skip
+        )
         font = min(13.0, 0.85 * self.cell_px / (0.62 * max(longest, 1)))
         if font >= 8 or fr.mode == "value":
             return False, font if font >= 6 else 0.0
@@ -85,8 +92,12 @@ class RingDrawing:
         for i in range(25):
             t = i / 24
             u = 1 - t
-            pts.append((u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
-                        u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3))  # fmt: skip
+            pts.append(
+                (
+                    u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
+                    u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3,
+                )
+            )
         cut = 0.72  # keep the ends outside both cells
         while len(pts) > 3 and math.dist(pts[0], (x0, y0)) < cut:
             pts.pop(0)
@@ -120,12 +131,20 @@ class RingDrawing:
                 edge.append(OP_COLORS.get(op, "#7f7f7f") if op else "#555555")
                 width.append(3.5 if op else 1.0)
         cells = go.Scatter(
-            x=xs, y=ys, mode="markers+text", text=texts, hovertext=hovers, hoverinfo="text",
-            customdata=data, textfont=dict(size=self.font_px or 1, color=ink),
-            marker=dict(symbol="square", size=self.cell_px, color=colors,
-                        line=dict(color=edge, width=width)),
-            name="chunks", showlegend=False,
-        )  # fmt: skip
+            x=xs,
+            y=ys,
+            mode="markers+text",
+            text=texts,
+            hovertext=hovers,
+            hoverinfo="text",
+            customdata=data,
+            textfont=dict(size=self.font_px or 1, color=ink),
+            marker=dict(
+                symbol="square", size=self.cell_px, color=colors, line=dict(color=edge, width=width)
+            ),
+            name="chunks",
+            showlegend=False,
+        )
         out = [cells]
         lx, ly, lt = [], [], []
         for op in ("reduce", "copy"):
@@ -138,9 +157,17 @@ class RingDrawing:
                     ly.append(py[len(py) * 2 // 5])
                     lt.append(a.text().split(" ", 1)[1] if a.chunk is not None else "")
         out.append(
-            go.Scatter(x=lx, y=ly, mode="text", text=lt, hoverinfo="skip", showlegend=False,
-                       textfont=dict(size=11, color="#333333"), name="arrow labels")
-        )  # fmt: skip
+            go.Scatter(
+                x=lx,
+                y=ly,
+                mode="text",
+                text=lt,
+                hoverinfo="skip",
+                showlegend=False,
+                textfont=dict(size=11, color="#333333"),
+                name="arrow labels",
+            )
+        )
         return out
 
     def _arrow_traces(self, arrows: list[Arrow], op: str) -> list[Any]:
@@ -160,13 +187,27 @@ class RingDrawing:
             hover.append(f"{a.text()} ({a.op}), {a.nbytes} B")
         color = OP_COLORS[op]
         name = {"reduce": "reduce (+): receiver adds", "copy": "copy (=): receiver overwrites"}
-        line = go.Scatter(x=lx, y=ly, mode="lines", line=dict(color=color, width=2.5),
-                          hoverinfo="skip", name=name[op], legendgroup=op)  # fmt: skip
+        line = go.Scatter(
+            x=lx,
+            y=ly,
+            mode="lines",
+            line=dict(color=color, width=2.5),
+            hoverinfo="skip",
+            name=name[op],
+            legendgroup=op,
+        )
         heads = go.Scatter(
-            x=hx, y=hy, mode="markers", hovertext=hover, hoverinfo="text", customdata=data,
+            x=hx,
+            y=hy,
+            mode="markers",
+            hovertext=hover,
+            hoverinfo="text",
+            customdata=data,
             marker=dict(symbol="arrow", size=16, angle=angle, color=color),
-            name=f"{op} heads", legendgroup=op, showlegend=False,
-        )  # fmt: skip
+            name=f"{op} heads",
+            legendgroup=op,
+            showlegend=False,
+        )
         return [line, heads]
 
     def static_traces(self) -> list[Any]:
@@ -176,24 +217,55 @@ class RingDrawing:
         xs = [c[0] for c in self.centers]
         ys = [c[1] + (-1.0 if c[1] < -1e-6 else 1.0) for c in self.centers]  # outward
         text = [f"<b>rank {r}</b>" for r in range(self.frames.world_size)]
-        return [go.Scatter(x=xs, y=ys, mode="text", text=text, hoverinfo="skip",
-                           showlegend=False, textfont=dict(size=13), name="ranks")]  # fmt: skip
+        return [
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="text",
+                text=text,
+                hoverinfo="skip",
+                showlegend=False,
+                textfont=dict(size=13),
+                name="ranks",
+            )
+        ]
 
     def layout(self, index: int) -> dict[str, Any]:
         """Fixed axes (equal scale), size, title of frame ``index`` and the colour key."""
         axis = dict(range=[-self.half_span, self.half_span], visible=False, fixedrange=True)
         return dict(
-            title=dict(text=self.title(index), x=0.5, xanchor="center", y=0.99, yanchor="top",
-                       yref="container", font=dict(size=15)),
-            width=self.width, height=self.plot_height + self.margin["t"] + self.margin["b"],
+            title=dict(
+                text=self.title(index),
+                x=0.5,
+                xanchor="center",
+                y=0.99,
+                yanchor="top",
+                yref="container",
+                font=dict(size=15),
+            ),
+            width=self.width,
+            height=self.plot_height + self.margin["t"] + self.margin["b"],
             margin=self.margin,
-            xaxis=axis, yaxis=dict(axis, range=[-self.half_height, self.half_height],
-                                   scaleanchor="x", scaleratio=1),
-            plot_bgcolor="white", legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02),
-            annotations=[dict(text=self.frames.legend_text(), xref="paper", yref="paper",
-                              x=0.5, y=1.0, xanchor="center", yanchor="bottom",
-                              showarrow=False, font=dict(size=11, color="#444444"))],
-        )  # fmt: skip
+            xaxis=axis,
+            yaxis=dict(
+                axis, range=[-self.half_height, self.half_height], scaleanchor="x", scaleratio=1
+            ),
+            plot_bgcolor="white",
+            legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02),
+            annotations=[
+                dict(
+                    text=self.frames.legend_text(),
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=1.0,
+                    xanchor="center",
+                    yanchor="bottom",
+                    showarrow=False,
+                    font=dict(size=11, color="#444444"),
+                )
+            ],
+        )
 
     def figure(self, index: int) -> Any:
         """A plotly figure of frame ``index`` alone."""
@@ -208,26 +280,15 @@ class RingDrawing:
         fig = self.figure(0)
         names = [_frame_name(v) for v in self.frames.steps]
         fig.frames = [
-            go.Frame(name=names[i], data=self.traces(i), traces=ANIMATED_TRACES,
-                     layout=dict(title=dict(text=self.title(i))))
+            go.Frame(
+                name=names[i],
+                data=self.traces(i),
+                traces=ANIMATED_TRACES,
+                layout=dict(title=dict(text=self.title(i))),
+            )
             for i in range(len(self))
-        ]  # fmt: skip
-        play = dict(frame=dict(duration=1100, redraw=True), transition=dict(duration=0),
-                    fromcurrent=True, mode="immediate")  # fmt: skip
-        pause = dict(frame=dict(duration=0, redraw=False), mode="immediate")
-        fig.update_layout(
-            updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.06, xanchor="left",
-                              yanchor="top", showactive=False,
-                              buttons=[dict(label="▶ play", method="animate", args=[None, play]),
-                                       dict(label="❚❚ pause", method="animate",
-                                            args=[[None], pause])])],
-            sliders=[dict(active=0, x=0.16, len=0.84, y=-0.04, yanchor="top",
-                          currentvalue=dict(prefix="step: "),
-                          steps=[dict(label=name, method="animate",
-                                      args=[[name], dict(play, frame=dict(duration=0,
-                                                                          redraw=True))])
-                                 for name in names])],
-        )  # fmt: skip
+        ]
+        fig.update_layout(**play_controls(names, duration_ms=1100, prefix="step: ", y=-0.06))
         fig.update_layout(margin=dict(self.margin, b=130), height=fig.layout.height + 60)
         return fig
 

@@ -1,7 +1,9 @@
-"""Strategy-map renderers: the measured DP / TP / TP+SP / PP / EP table, and what each strategy splits.
+"""Strategy-map renderers: the measured DP / TP / TP+SP / PP / EP table, and what each strategy
+splits.
 
-They read the report's data only (:meth:`edu_parallel.strategy_map_report.StrategyMapReport.to_json_dict`,
-or the report itself), never run anything and never import torch; plotly is imported inside.
+They read the report's data only
+(:meth:`edu_parallel.strategy_map.report.StrategyMapReport.to_json_dict`, or the report itself),
+never run anything and never import torch; plotly is imported inside.
 
 * :func:`map_table_figure`: a heatmap, one row per (strategy, rank), one column per measured
   quantity (parameter bytes, activation bytes, bytes sent per step, messages); each column is
@@ -16,10 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import bad_value
+from ..core.errors import bad_value
 
-METRICS = (("param_bytes", "parameter bytes"), ("activation_bytes", "activation bytes"),
-           ("sent_bytes", "bytes sent / step"), ("messages", "messages / step"))  # fmt: skip
+METRICS = (
+    ("param_bytes", "parameter bytes"),
+    ("activation_bytes", "activation bytes"),
+    ("sent_bytes", "bytes sent / step"),
+    ("messages", "messages / step"),
+)
 PASS_COLORS = {"forward": "#4C78A8", "backward": "#F58518", "grad_sync": "#54A24B"}
 
 
@@ -27,8 +33,11 @@ def report_data(report: Any) -> dict[str, Any]:
     """The report as plain data: a ``to_json_dict()`` result, or anything that has the method."""
     data = report.to_json_dict() if hasattr(report, "to_json_dict") else report
     if not isinstance(data, dict) or data.get("concept") != "map" or "runs" not in data:
-        raise bad_value("report", type(report).__name__,
-                        "a StrategyMapReport or its to_json_dict() (concept 'map')")  # fmt: skip
+        raise bad_value(
+            "report",
+            type(report).__name__,
+            "a StrategyMapReport or its to_json_dict() (concept 'map')",
+        )
     return data
 
 
@@ -52,13 +61,28 @@ def map_table_figure(report: Any, title: str | None = None) -> Any:
     tops = [max((v[j] for v in values), default=0.0) or 1.0 for j in range(len(cols))]
     z = [[v[j] / tops[j] for j in range(len(cols))] for v in values]
     text = [[f"{x:,.0f}" for x in v] for v in values]
-    fig = go.Figure(go.Heatmap(z=z, x=cols, y=rows, text=text, texttemplate="%{text}",
-                               colorscale="Blues", zmin=0, zmax=1, showscale=False,
-                               hovertemplate="%{y} · %{x}: %{text}<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=cols,
+            y=rows,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Blues",
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            hovertemplate="%{y} · %{x}: %{text}<extra></extra>",
+        )
+    )
     n = data["world_size"]
-    fig.update_layout(title=title or f"Measured per rank, one training step, N = {n} "
-                      "(each column coloured relative to its largest value)",
-                      yaxis={"autorange": "reversed"}, height=120 + 26 * len(rows))  # fmt: skip
+    fig.update_layout(
+        title=title
+        or f"Measured per rank, one training step, N = {n} "
+        "(each column coloured relative to its largest value)",
+        yaxis={"autorange": "reversed"},
+        height=120 + 26 * len(rows),
+    )
     return fig
 
 
@@ -75,10 +99,17 @@ def sent_bars_figure(report: Any, title: str | None = None) -> Any:
             x[1].append(f"r{r}")
             for p in PASS_COLORS:
                 by_pass[p].append(float(row["sent_by_pass"].get(p, 0.0)))
-    fig = go.Figure([go.Bar(name=p.replace("_", " "), x=x, y=ys, marker_color=PASS_COLORS[p])
-                     for p, ys in by_pass.items()])  # fmt: skip
-    fig.update_layout(barmode="stack", yaxis_title="bytes sent by the rank",
-                      title=title or "Bytes sent per step, by pass (from the traces)")  # fmt: skip
+    fig = go.Figure(
+        [
+            go.Bar(name=p.replace("_", " "), x=x, y=ys, marker_color=PASS_COLORS[p])
+            for p, ys in by_pass.items()
+        ]
+    )
+    fig.update_layout(
+        barmode="stack",
+        yaxis_title="bytes sent by the rank",
+        title=title or "Bytes sent per step, by pass (from the traces)",
+    )
     return fig
 
 
@@ -91,14 +122,24 @@ def split_grid(run: dict[str, Any]) -> tuple[list[str], list[list[float]], list[
     for r, row in enumerate(run["per_rank"]):
         h = row["holds"]
         frac.append([h[t]["fraction"] if t in h else 0.0 for t in names])
-        hover.append([f"rank {r} holds {t}" + "".join(f"[{lo}:{hi}]" for lo, hi in h[t]["index"])
-                      + f" of shape {tuple(h[t]['shape'])}" if t in h else f"rank {r}: no {t}"
-                      for t in names])  # fmt: skip
+        hover.append(
+            [
+                (
+                    f"rank {r} holds {t}"
+                    + "".join(f"[{lo}:{hi}]" for lo, hi in h[t]["index"])
+                    + f" of shape {tuple(h[t]['shape'])}"
+                    if t in h
+                    else f"rank {r}: no {t}"
+                )
+                for t in names
+            ]
+        )
     return names, frac, hover
 
 
 def split_figure(report: Any, title: str | None = None) -> Any:
-    """What each strategy splits: per strategy, the fraction of every parameter tensor each rank holds."""
+    """What each strategy splits: per strategy, the fraction of every parameter tensor each rank
+    holds."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -108,13 +149,26 @@ def split_figure(report: Any, title: str | None = None) -> Any:
     fig = make_subplots(rows=len(runs), cols=1, subplot_titles=subtitles, vertical_spacing=0.12)
     for i, run in enumerate(runs, start=1):
         names, frac, hover = split_grid(run)
-        fig.add_trace(go.Heatmap(z=frac, x=names, y=[f"r{r}" for r in range(len(frac))],
-                                 customdata=hover, zmin=0, zmax=1, colorscale="Greens",
-                                 showscale=i == 1, colorbar={"title": "fraction held"},
-                                 hovertemplate="%{customdata}: %{z:.2f}<extra></extra>"),
-                      row=i, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(
+                z=frac,
+                x=names,
+                y=[f"r{r}" for r in range(len(frac))],
+                customdata=hover,
+                zmin=0,
+                zmax=1,
+                colorscale="Greens",
+                showscale=i == 1,
+                colorbar={"title": "fraction held"},
+                hovertemplate="%{customdata}: %{z:.2f}<extra></extra>",
+            ),
+            row=i,
+            col=1,
+        )
         fig.update_yaxes(autorange="reversed", row=i, col=1)
         fig.update_xaxes(tickangle=45, tickfont={"size": 8}, row=i, col=1)
-    fig.update_layout(title=title or "What each strategy splits: fraction of each parameter tensor per rank",
-                      height=260 * len(runs))  # fmt: skip
+    fig.update_layout(
+        title=title or "What each strategy splits: fraction of each parameter tensor per rank",
+        height=260 * len(runs),
+    )
     return fig

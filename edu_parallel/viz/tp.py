@@ -1,4 +1,5 @@
-"""Tensor-parallel pictures: the blocks of X, A (= W^T), Y, dY and dX each rank holds, and the collectives.
+"""Tensor-parallel pictures: the blocks of X, A (= W^T), Y, dY and dX each rank holds, and the
+collectives.
 
 * :func:`tp_story` turns a run's report into frames: what every rank holds before the first
   collective, then after each step of each collective that ran (ring all-gather steps, the
@@ -11,7 +12,8 @@
 
 Colours: a **slice** (blue) is one block of the full tensor; a **partial sum** (orange) has the
 full shape but must be summed over the ranks; green is the full tensor. Reads a
-:class:`~edu_parallel.tp_run.TPReport` or its ``to_json_dict()``; never imports torch.
+:class:`~edu_parallel.tensor_parallel.report.TPReport` or its ``to_json_dict()``; never imports
+torch.
 """
 
 from __future__ import annotations
@@ -20,11 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import bad_value
+from ..core.errors import bad_value
+from .controls import play_controls
 
 KINDS = ("replicated", "shard", "slice", "partial", "full", "wrong")
-KIND_COLORS = {"replicated": "#9ecae1", "shard": "#9e9ac8", "slice": "#3182bd",
-               "partial": "#fd8d3c", "full": "#31a354", "wrong": "#de2d26"}  # fmt: skip
+KIND_COLORS = {
+    "replicated": "#9ecae1",
+    "shard": "#9e9ac8",
+    "slice": "#3182bd",
+    "partial": "#fd8d3c",
+    "full": "#31a354",
+    "wrong": "#de2d26",
+}
 KIND_NAMES = {
     "replicated": "replicated input (same on every rank)",
     "shard": "weight shard",
@@ -58,8 +67,15 @@ def matrices(report: Any) -> dict[str, str]:
         return {"X": "(s, h)", "A": "(h, ffn)", "Y": "(s, ffn)", "dY": "(s, ffn)", "dX": "(s, h)"}
     if _get(report, "mode") == "row":
         return {"X": "(s, ffn)", "A": "(ffn, h)", "Y": "(s, h)", "dY": "(s, h)", "dX": "(s, ffn)"}
-    return {"X": "(s, h)", "A": "(h, ffn)", "Z": "(s, ffn)", "B": "(ffn, h)", "Y": "(s, h)",
-            "dY": "(s, h)", "dX": "(s, h)"}  # fmt: skip
+    return {
+        "X": "(s, h)",
+        "A": "(h, ffn)",
+        "Z": "(s, ffn)",
+        "B": "(ffn, h)",
+        "Y": "(s, h)",
+        "dY": "(s, h)",
+        "dX": "(s, h)",
+    }
 
 
 def tp_story(report: Any) -> list[TPFrame]:
@@ -82,7 +98,9 @@ def tp_story(report: Any) -> list[TPFrame]:
             state[m][r] = [(kind, axis, 0)] if axis == "all" else [(kind, axis, b) for b in held]
 
     def snap(label: str, phase: str, op: str | None = None) -> None:
-        frames.append(TPFrame(label, phase, op, {m: [list(x) for x in v] for m, v in state.items()}))  # fmt: skip
+        frames.append(
+            TPFrame(label, phase, op, {m: [list(x) for x in v] for m, v in state.items()})
+        )
 
     def collective(op: str, phase: str, m: str, axis: str, what: str) -> None:
         done.append((phase, op))
@@ -92,7 +110,11 @@ def tp_story(report: Any) -> list[TPFrame]:
         # ring reduce-scatter: rank r owns the summed block r
         if op in ("all_reduce", "reduce_scatter"):
             put(m, "slice", axis)
-            snap(f"{phase}: {op}({m}), reduce-scatter part: rank r holds the SUM of block r", phase, op)  # fmt: skip
+            snap(
+                f"{phase}: {op}({m}), reduce-scatter part: rank r holds the SUM of block r",
+                phase,
+                op,
+            )
             if op == "reduce_scatter":
                 return
         for k in range(1, t):  # ring all-gather: after step k rank r holds blocks r, r-1, .., r-k
@@ -119,8 +141,17 @@ def tp_story(report: Any) -> list[TPFrame]:
     if mlp:
         put("Z", "slice", "col")  # GeLU(X A_r): whole columns of XA, no communication
     put("Y", local, "col" if local == "slice" else "all")
-    where = {"slice": "a slice of", "partial": "a partial sum of", "full": "all of", "wrong": "not"}[local]  # fmt: skip
-    snap(f"forward, local matmul: each rank's {'GeLU(X A_r) B_r' if mlp else 'Y_r'} is {where} Y (measured)", "forward")  # fmt: skip
+    where = {
+        "slice": "a slice of",
+        "partial": "a partial sum of",
+        "full": "all of",
+        "wrong": "not",
+    }[local]
+    snap(
+        f"forward, local matmul: each rank's {'GeLU(X A_r) B_r' if mlp else 'Y_r'} is {where} Y"
+        " (measured)",
+        "forward",
+    )
     if mode == "column" and _get(report, "gather_output"):
         collective("all_gather", "forward", "Y", "col", "the full Y on every rank")
     elif mode == "column" and rule == "syllabus":
@@ -132,9 +163,14 @@ def tp_story(report: Any) -> list[TPFrame]:
     elif mode in ("row", "mlp"):
         collective("all_reduce", "forward", "Y", "col", "g: the full Y on every rank")
     elif sp:
-        collective("reduce_scatter", "forward", "Y", "row", "rank r keeps the summed sequence block r")  # fmt: skip
+        collective(
+            "reduce_scatter", "forward", "Y", "row", "rank r keeps the summed sequence block r"
+        )
         put("X", "slice", "row")
-        snap("forward done: the gathered X is dropped; each rank saved only its sequence block", "forward")  # fmt: skip
+        snap(
+            "forward done: the gathered X is dropped; each rank saved only its sequence block",
+            "forward",
+        )
     if rule == "megatron":  # backward
         if sp:
             put("dY", "slice", "row")
@@ -149,18 +185,32 @@ def tp_story(report: Any) -> list[TPFrame]:
             snap("backward: dX_r = dY A_r^T is a slice of dX: no communication", "backward")
         else:
             if sp:  # dW = dZ^T X needs every token: gather X again instead of having kept it
-                collective("all_gather", "backward", "X", "row", "X gathered again for dW (SP saved only its block)")  # fmt: skip
+                collective(
+                    "all_gather",
+                    "backward",
+                    "X",
+                    "row",
+                    "X gathered again for dW (SP saved only its block)",
+                )
             put("dX", "partial")
             snap(
                 f"backward: dX_r = {'dZ_r' if mlp else 'dY_r'} A_r^T is a PARTIAL SUM of dX",
                 "backward",
             )
             if sp:
-                collective("reduce_scatter", "backward", "dX", "row", "rank r keeps its sequence block of dX")  # fmt: skip
+                collective(
+                    "reduce_scatter",
+                    "backward",
+                    "dX",
+                    "row",
+                    "rank r keeps its sequence block of dX",
+                )
             else:
                 collective("all_reduce", "backward", "dX", "col", "f: the full dX on every rank")
     if done != ran:
-        raise bad_value("report collectives", ran, f"the collectives of mode={mode!r} rule={rule!r}: {done}")  # fmt: skip
+        raise bad_value(
+            "report collectives", ran, f"the collectives of mode={mode!r} rule={rule!r}: {done}"
+        )
     return frames
 
 
@@ -199,18 +249,48 @@ def _frame_traces(frame: TPFrame, names: list[str], t: int) -> list[Any]:
             tx.append(x0 + 0.5)
             ty.append(y0 - 0.13)
             tt.append(", ".join(kinds) + (f" {blocks}" if blocks and len(blocks) < t else ""))
-    traces = [go.Scatter(x=xs[k], y=ys[k], fill="toself", mode="lines", fillcolor=KIND_COLORS[k],
-                         line=dict(color="white", width=1), name=KIND_NAMES[k], hoverinfo="name",
-                         legendgroup=k) for k in KINDS]  # fmt: skip
-    traces.append(go.Scatter(x=tx, y=ty, mode="text", text=tt, textfont=dict(size=10),
-                             showlegend=False, hoverinfo="skip"))  # fmt: skip
+    traces = [
+        go.Scatter(
+            x=xs[k],
+            y=ys[k],
+            fill="toself",
+            mode="lines",
+            fillcolor=KIND_COLORS[k],
+            line=dict(color="white", width=1),
+            name=KIND_NAMES[k],
+            hoverinfo="name",
+            legendgroup=k,
+        )
+        for k in KINDS
+    ]
+    traces.append(
+        go.Scatter(
+            x=tx,
+            y=ty,
+            mode="text",
+            text=tt,
+            textfont=dict(size=10),
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    )
     return traces
 
 
 def _outlines(names: list[str], t: int) -> list[dict[str, Any]]:
-    return [dict(type="rect", x0=i * (1 + GAP_X), x1=i * (1 + GAP_X) + 1, y0=-r * (1 + GAP_Y),
-                 y1=-r * (1 + GAP_Y) + 1, line=dict(color="#888", width=1), layer="below")
-            for r in range(t) for i in range(len(names))]  # fmt: skip
+    return [
+        dict(
+            type="rect",
+            x0=i * (1 + GAP_X),
+            x1=i * (1 + GAP_X) + 1,
+            y0=-r * (1 + GAP_Y),
+            y1=-r * (1 + GAP_Y) + 1,
+            line=dict(color="#888", width=1),
+            layer="below",
+        )
+        for r in range(t)
+        for i in range(len(names))
+    ]
 
 
 def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any:
@@ -219,21 +299,48 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
     shapes, t = matrices(report), int(_get(report, "world_size"))
     names = list(shapes)
     fig = go.Figure(data=_frame_traces(story[k], names, t))
-    notes = [dict(x=i * (1 + GAP_X) + 0.5, y=1.12, text=f"<b>{m}</b> {shapes[m]}", showarrow=False,
-                  font=dict(size=13)) for i, m in enumerate(names)]  # fmt: skip
-    notes += [dict(x=-0.15, y=-r * (1 + GAP_Y) + 0.5, text=f"rank {r}", showarrow=False,
-                   xanchor="right", font=dict(size=12)) for r in range(t)]  # fmt: skip
+    notes = [
+        dict(
+            x=i * (1 + GAP_X) + 0.5,
+            y=1.12,
+            text=f"<b>{m}</b> {shapes[m]}",
+            showarrow=False,
+            font=dict(size=13),
+        )
+        for i, m in enumerate(names)
+    ]
+    notes += [
+        dict(
+            x=-0.15,
+            y=-r * (1 + GAP_Y) + 0.5,
+            text=f"rank {r}",
+            showarrow=False,
+            xanchor="right",
+            font=dict(size=12),
+        )
+        for r in range(t)
+    ]
     mode = _get(report, "mode") + ("" if _get(report, "rule") == "megatron" else ", syllabus rule")
     head = f"<b>{title}</b><br>" if title else ""
     fig.update_layout(
-        title=dict(text=f"{head}TP {mode} on {t} ranks: {story[k].label}", x=0.5, font=dict(size=14)),
-        shapes=_outlines(names, t), annotations=notes, plot_bgcolor="white",
-        width=max(700, 150 * len(names) + 120), height=260 + 150 * t, margin=dict(l=70, r=20, t=110, b=150),
+        title=dict(
+            text=f"{head}TP {mode} on {t} ranks: {story[k].label}", x=0.5, font=dict(size=14)
+        ),
+        shapes=_outlines(names, t),
+        annotations=notes,
+        plot_bgcolor="white",
+        width=max(700, 150 * len(names) + 120),
+        height=260 + 150 * t,
+        margin=dict(l=70, r=20, t=110, b=150),
         legend=dict(orientation="h", x=0, y=-0.02, yanchor="top", font=dict(size=11)),
         xaxis=dict(visible=False, range=[-0.9, len(names) * (1 + GAP_X)], fixedrange=True),
-        yaxis=dict(visible=False, range=[-(t - 1) * (1 + GAP_Y) - 0.4, 1.3], fixedrange=True,
-                   scaleanchor="x"),
-    )  # fmt: skip
+        yaxis=dict(
+            visible=False,
+            range=[-(t - 1) * (1 + GAP_Y) - 0.4, 1.3],
+            fixedrange=True,
+            scaleanchor="x",
+        ),
+    )
     fig.layout.meta = dict(frame_labels=[f.label for f in story], matrices=names)
     return fig
 
@@ -241,7 +348,11 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
 def tp_blocks(report: Any, frame: int = 0, title: str | None = None) -> Any:
     """One frame of :func:`tp_story` (default: the first, after the local matmul)."""
     story = tp_story(report)
-    if isinstance(frame, bool) or not isinstance(frame, int) or not -len(story) <= frame < len(story):  # fmt: skip
+    if (
+        isinstance(frame, bool)
+        or not isinstance(frame, int)
+        or not -len(story) <= frame < len(story)
+    ):
         raise bad_value("frame", frame, f"an integer in [{-len(story)}, {len(story) - 1}]")
     return _figure(report, story, frame % len(story), title)
 
@@ -254,22 +365,16 @@ def tp_animation(report: Any, title: str | None = None) -> Any:
     fig = _figure(report, story, 0, title)
     names, t = list(matrices(report)), int(_get(report, "world_size"))
     mode = fig.layout.title.text.split(": ")[0]
-    fig.frames = [go.Frame(name=str(k), data=_frame_traces(f, names, t),
-                           layout=dict(title=dict(text=f"{mode}: {f.label}")))
-                  for k, f in enumerate(story)]  # fmt: skip
-    play = dict(frame=dict(duration=1100, redraw=True), transition=dict(duration=0),
-                fromcurrent=True, mode="immediate")  # fmt: skip
+    fig.frames = [
+        go.Frame(
+            name=str(k),
+            data=_frame_traces(f, names, t),
+            layout=dict(title=dict(text=f"{mode}: {f.label}")),
+        )
+        for k, f in enumerate(story)
+    ]
+    frames = [str(k) for k in range(len(story))]
     fig.update_layout(
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.25, xanchor="left",
-                          yanchor="top", showactive=False,
-                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
-                                   dict(label="❚❚ pause", method="animate",
-                                        args=[[None], dict(frame=dict(duration=0, redraw=False),
-                                                           mode="immediate")])])],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.23, yanchor="top",
-                      currentvalue=dict(prefix="frame: ", font=dict(size=12)),
-                      steps=[dict(label=str(k), method="animate",
-                                  args=[[str(k)], dict(play, frame=dict(duration=0, redraw=True))])
-                             for k in range(len(story))])],
-    )  # fmt: skip
+        **play_controls(frames, duration_ms=1100, prefix="frame: ", y=-0.25, font_size=12)
+    )
     return fig

@@ -1,18 +1,20 @@
 """ZeRO memory renderers: what each rank holds, by category, event by event.
 
-* :func:`ledger` reads the ``memory`` events of a trace (``nbytes`` = signed change,
-  ``attrs["category"]`` = what it is) and keeps the running bytes per rank and category after
-  every event (a :class:`Ledger`): peaks, the peak of the model states, one snapshot per event.
+* :func:`~edu_parallel.viz.memory_ledger.ledger` reads the ``memory`` events of a trace (``nbytes``
+  = signed change, ``attrs["category"]`` = what it is) and keeps the running bytes per rank and
+  category after every event (a :class:`Ledger`): peaks, the peak of the model states, one snapshot
+  per event.
 * :func:`memory_bars_animation` draws the ledger as stacked bars per rank (plotly frames with a
   play button and a slider, so it plays in exported HTML): gathered parameters appear and are
   released. Several traces (DP, ZeRO-1/2/3) are drawn side by side with a shared y axis.
 * :func:`memory_bars` draws calculator estimates (anything with a ``.breakdown`` dict) as static
   stacked bars (matplotlib).
-* :class:`ZeroWidget` / :class:`ZeroState`: an ipywidgets explorer of the calculator in
-  :mod:`edu_parallel.memory` (bytes per GPU, largest model that fits, communication per step).
+* :class:`~edu_parallel.viz.zero_widget.ZeroWidget`: an ipywidgets explorer of the calculator in
+  :mod:`edu_parallel.memory` (bytes per GPU, largest model that fits, communication per
+  step).
 
-Plotting libraries and :mod:`edu_parallel.memory` are imported inside the functions; nothing here
-imports torch.
+Plotting libraries and :mod:`edu_parallel.memory.model_states` are imported inside the functions;
+nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -21,20 +23,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import bad_value
-from ..trace import Trace
-from ..units import format_bytes
-from .ledger import (  # noqa: F401  (re-exported: the ledger is part of this module's API)
-    CATEGORIES,
-    CATEGORY_COLORS,
+from ..core.errors import bad_value
+from ..core.trace import Trace
+from ..core.units import format_bytes
+from .controls import play_controls
+from .figure import new_figure
+from .memory_ledger import (
     CATEGORY_NAMES,
-    MODEL_STATE,
     Ledger,
     LedgerFrame,
     category_color,
-    event_delta,
-    event_label,
-    ledger,
     order_categories,
 )
 
@@ -93,36 +91,65 @@ def memory_bars_animation(
     spec = _animation_spec(trace_or_traces, step)
     n = len(spec.names)
     fig = make_subplots(
-        rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.04 if n > 1 else 0.0,
+        rows=1,
+        cols=n,
+        shared_yaxes=True,
+        horizontal_spacing=0.04 if n > 1 else 0.0,
         subplot_titles=[f"<b>{name}</b>" for name in spec.names] if n > 1 else None,
-    )  # fmt: skip
+    )
     for p in range(n):
         for trace in _panel_traces(spec, p, 0):
             fig.add_trace(trace, row=1, col=p + 1)
     peak = max(
-        (spec.frame_of(p, k).total(r) for p in range(n) for k in range(spec.length)
-         for r in spec.ledgers[p].ranks),
+        (
+            spec.frame_of(p, k).total(r)
+            for p in range(n)
+            for k in range(spec.length)
+            for r in spec.ledgers[p].ranks
+        ),
         default=0,
-    )  # fmt: skip
+    )
     top = max(peak / spec.scale, 1e-9) * 1.08
     head = f"<b>{title}</b><br>" if title else ""
     which = _steps_text(spec)
     ranks = max(len(lg.ranks) for lg in spec.ledgers)
     width = min(1700, 360 + n * max(340, 40 + 70 * ranks))  # legend ~280 px on the right
     fig.update_layout(
-        barmode="stack", bargap=0.25, plot_bgcolor="white", width=width, height=640,
-        title=dict(text=f"{head}Memory per rank by category{which}", x=0.5, xanchor="center",
-                   y=0.98, yanchor="top", yref="container", font=dict(size=15)),
-        legend=dict(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top",
-                    traceorder="normal", font=dict(size=12)),
+        barmode="stack",
+        bargap=0.25,
+        plot_bgcolor="white",
+        width=width,
+        height=640,
+        title=dict(
+            text=f"{head}Memory per rank by category{which}",
+            x=0.5,
+            xanchor="center",
+            y=0.98,
+            yanchor="top",
+            yref="container",
+            font=dict(size=15),
+        ),
+        legend=dict(
+            orientation="v",
+            x=1.01,
+            xanchor="left",
+            y=1.0,
+            yanchor="top",
+            traceorder="normal",
+            font=dict(size=12),
+        ),
         margin=dict(l=80, r=20, t=100 if title else 80, b=190),
         hoverlabel=dict(font=dict(size=12)),
-    )  # fmt: skip
+    )
     for p in range(n):
         fig.update_xaxes(
-            row=1, col=p + 1, type="category", tickfont=dict(size=12), fixedrange=True,
+            row=1,
+            col=p + 1,
+            type="category",
+            tickfont=dict(size=12),
+            fixedrange=True,
             title=dict(text=_panel_caption(spec, p, 0), font=dict(size=12), standoff=6),
-        )  # fmt: skip
+        )
     fig.update_yaxes(range=[0, top], gridcolor="#e5e5e5", fixedrange=True)
     fig.update_yaxes(title=dict(text=f"{spec.unit} held per rank", font=dict(size=13)), col=1)
     ntraces = len(fig.data)
@@ -138,22 +165,9 @@ def memory_bars_animation(
         )
         for k in range(spec.length)
     ]
-    play = dict(frame=dict(duration=700, redraw=True), transition=dict(duration=0),
-                fromcurrent=True, mode="immediate")  # fmt: skip
-    pause = dict(frame=dict(duration=0, redraw=False), mode="immediate")
     fig.update_layout(
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.2, xanchor="left",
-                          yanchor="top", showactive=False,
-                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
-                                   dict(label="❚❚ pause", method="animate",
-                                        args=[[None], pause])])],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.18, yanchor="top",
-                      currentvalue=dict(prefix="event: ", font=dict(size=12)),
-                      steps=[dict(label=name, method="animate",
-                                  args=[[name], dict(play, frame=dict(duration=0,
-                                                                      redraw=True))])
-                             for name in names])],
-    )  # fmt: skip
+        **play_controls(names, duration_ms=700, prefix="event: ", y=-0.2, font_size=12)
+    )
     fig.layout.meta = dict(unit=spec.unit, scale=spec.scale, panels=spec.names)
     return fig
 
@@ -174,8 +188,11 @@ def _animation_spec(
     for name, t in traces.items():
         lg = Ledger(t)
         if not lg.events:
-            raise bad_value(f"trace {name!r}" if name else "trace", t.meta.get("concept", "run"),
-                            "a trace with memory events")  # fmt: skip
+            raise bad_value(
+                f"trace {name!r}" if name else "trace",
+                t.meta.get("concept", "run"),
+                "a trace with memory events",
+            )
         chosen = step
         if step == -1:
             chosen = lg.steps()[-1] if lg.steps() else None
@@ -186,10 +203,14 @@ def _animation_spec(
     length = max(last - first + 1 for first, last in ranges)
     spec = MemoryAnimation(list(traces), ledgers, ranges, categories, length=length, steps=steps)
     peak = max(
-        (spec.frame_of(p, k).total(r) for p in range(len(ledgers)) for k in range(length)
-         for r in ledgers[p].ranks),
+        (
+            spec.frame_of(p, k).total(r)
+            for p in range(len(ledgers))
+            for k in range(length)
+            for r in ledgers[p].ranks
+        ),
         default=0,
-    )  # fmt: skip
+    )
     spec.unit, spec.scale = byte_unit(peak)
     return spec
 
@@ -237,16 +258,23 @@ def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
         ]
         out.append(
             go.Bar(
-                x=xs, y=[b / spec.scale for b in held], name=CATEGORY_NAMES.get(cat, cat),
-                legendgroup=cat, showlegend=panel == 0,
+                x=xs,
+                y=[b / spec.scale for b in held],
+                name=CATEGORY_NAMES.get(cat, cat),
+                legendgroup=cat,
+                showlegend=panel == 0,
                 customdata=[[r, cat, b] for r, b in zip(lg.ranks, held, strict=True)],
-                hovertext=hover, hoverinfo="text",
-                marker=dict(color=category_color(cat, i),
-                            line=dict(color=["#111111" if r == changed else "#ffffff"
-                                             for r in lg.ranks],
-                                      width=[2.5 if r == changed else 0.5 for r in lg.ranks])),
+                hovertext=hover,
+                hoverinfo="text",
+                marker=dict(
+                    color=category_color(cat, i),
+                    line=dict(
+                        color=["#111111" if r == changed else "#ffffff" for r in lg.ranks],
+                        width=[2.5 if r == changed else 0.5 for r in lg.ranks],
+                    ),
+                ),
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -258,13 +286,11 @@ def memory_bars(
     highlight: str | None = None,
 ) -> Any:
     """Static stacked bars (matplotlib) of ``{name: estimate}``; each estimate has a
-    ``.breakdown`` dict ``category -> bytes`` (e.g. :func:`edu_parallel.memory.model_state_bytes`
-    for DP and ZeRO-1/2/3) or is such a dict. Bars are labelled with their total; the legend names
-    the categories. ``gpu_bytes`` draws the GPU's memory as a dashed line; ``highlight`` names
-    the bar to outline.
+    ``.breakdown`` dict ``category -> bytes`` (e.g.
+    :func:`edu_parallel.memory.model_states.model_state_bytes` for DP and ZeRO-1/2/3) or is such a
+    dict. Bars are labelled with their total; the legend names the categories. ``gpu_bytes`` draws
+    the GPU's memory as a dashed line; ``highlight`` names the bar to outline.
     """
-    from .figure import new_figure
-
     if not isinstance(estimates, Mapping) or not estimates:
         raise bad_value("estimates", estimates, "a non-empty {name: estimate with .breakdown}")
     breakdowns: dict[str, dict[str, float]] = {}
@@ -282,23 +308,49 @@ def memory_bars(
     bottoms = [0.0] * len(names)
     for i, cat in enumerate(categories):
         heights = [breakdowns[n].get(cat, 0.0) / scale for n in names]
-        ax.bar(names, heights, bottom=bottoms, color=category_color(cat, i),
-               label=CATEGORY_NAMES.get(cat, cat), edgecolor="white", linewidth=0.6)  # fmt: skip
+        ax.bar(
+            names,
+            heights,
+            bottom=bottoms,
+            color=category_color(cat, i),
+            label=CATEGORY_NAMES.get(cat, cat),
+            edgecolor="white",
+            linewidth=0.6,
+        )
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, n in enumerate(names):
-        ax.annotate(format_bytes(totals[n]), (x, totals[n] / scale), ha="center", va="bottom",
-                    xytext=(0, 3), textcoords="offset points", fontsize=9)  # fmt: skip
+        ax.annotate(
+            format_bytes(totals[n]),
+            (x, totals[n] / scale),
+            ha="center",
+            va="bottom",
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize=9,
+        )
     top = max(bottoms, default=0)
     if gpu_bytes is not None:
         ax.axhline(gpu_bytes / scale, color="#222222", linestyle="--", linewidth=1.2)
-        ax.annotate(f"GPU memory {format_bytes(gpu_bytes)}", (len(names) - 0.5, gpu_bytes / scale),
-                    ha="right", va="bottom", fontsize=9, xytext=(0, 2),
-                    textcoords="offset points")  # fmt: skip
+        ax.annotate(
+            f"GPU memory {format_bytes(gpu_bytes)}",
+            (len(names) - 0.5, gpu_bytes / scale),
+            ha="right",
+            va="bottom",
+            fontsize=9,
+            xytext=(0, 2),
+            textcoords="offset points",
+        )
         top = max(top, gpu_bytes / scale)
     if highlight is not None and highlight in names:
         x = names.index(highlight)
-        ax.bar([x], [totals[highlight] / scale], fill=False, edgecolor="#111111", linewidth=2.2,
-               label="_highlight")  # fmt: skip
+        ax.bar(
+            [x],
+            [totals[highlight] / scale],
+            fill=False,
+            edgecolor="#111111",
+            linewidth=2.2,
+            label="_highlight",
+        )
         ax.set_xticks(range(len(names)), labels=names)
         ax.get_xticklabels()[x].set_fontweight("bold")
     ax.set_ylabel(f"{unit} per GPU")
@@ -307,7 +359,3 @@ def memory_bars(
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     return fig
-
-
-# The explorer widget lives in zero_widget.py; re-exported here.
-from .zero_widget import ZeroState, ZeroWidget  # noqa: E402,F401

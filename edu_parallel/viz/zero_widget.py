@@ -1,7 +1,7 @@
 """ZeRO explorer widget: model, GPUs, stage, precision, offload and GPU memory in; bytes per GPU
 with a breakdown, the largest model that fits and communication per step out, all from
-:mod:`edu_parallel.memory`. Thin validated state (:class:`ZeroState`) plus a renderer; testable
-without a browser. No torch import.
+:mod:`edu_parallel.memory.model_states`. Thin validated state (:class:`ZeroState`) plus a renderer;
+testable without a browser. No torch import.
 """
 
 from __future__ import annotations
@@ -9,21 +9,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import bad_value, check_choice, check_int
-from ..units import format_bytes
-from .ledger import CATEGORY_NAMES
+from ..core.errors import bad_value, check_choice, check_int
+from ..core.units import format_bytes
+from ..memory.communication import comm_estimate
+from ..memory.model_states import (
+    OFFLOAD_STAGES,
+    OFFLOADS,
+    PRECISIONS,
+    ZERO_STAGE_NAMES,
+    largest_model_that_fits,
+    model_state_bytes,
+)
+from ..memory.presets import PRESETS, count_params
+from .controls import WidgetView, show_in
+from .memory_ledger import CATEGORY_NAMES
 from .zero import memory_bars
 
 # ----------------------------------------------------------------- explorer widget
 GPUS_RANGE = (1, 65536)
 GPU_GIB_RANGE = (1.0, 1024.0)
 PARAMS_RANGE = (1.0, 1e15)
-STAGE_NAMES = {0: "DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
 
 
 def _presets() -> dict[str, Any]:
-    from ..memory import PRESETS
-
     return PRESETS
 
 
@@ -31,12 +39,12 @@ def _presets() -> dict[str, Any]:
 class ZeroState:
     """Validated explorer state; every assignment is checked.
 
-    ``model`` is a preset name of :data:`edu_parallel.memory.PRESETS` or a parameter count in
-    [1, 1e15]; ``gpus`` in [1, 65536]; ``stage`` the ZeRO stage in [0, 3] (0 = plain data
-    parallel); ``precision`` one of :data:`edu_parallel.memory.PRECISIONS`; ``offload`` one of
-    :data:`edu_parallel.memory.OFFLOADS` that the stage supports; ``gpu_gib`` the memory of one GPU
-    in GiB, in [1, 1024]. A bad value raises ValueError naming the field, the value and the valid
-    range.
+    ``model`` is a preset name of :data:`edu_parallel.memory.presets.PRESETS` or a parameter
+    count in [1, 1e15]; ``gpus`` in [1, 65536]; ``stage`` the ZeRO stage in [0, 3] (0 = plain data
+    parallel); ``precision`` one of :data:`edu_parallel.memory.model_states.PRECISIONS`; ``offload``
+    one of :data:`edu_parallel.memory.model_states.OFFLOADS` that the stage supports; ``gpu_gib``
+    the memory of one GPU in GiB, in [1, 1024]. A bad value raises ValueError naming the field, the
+    value and the valid range.
     """
 
     model: str | float = "zero-7.5b"
@@ -47,8 +55,6 @@ class ZeroState:
     gpu_gib: float = 80.0
 
     def __setattr__(self, name: str, value: Any) -> None:
-        from ..memory import OFFLOAD_STAGES, OFFLOADS, PRECISIONS
-
         if name == "model":
             value = _check_model(value)
         elif name == "gpus":
@@ -77,8 +83,6 @@ class ZeroState:
     def params(self) -> float:
         """The parameter count: the preset's (counted from its shape) or the number given."""
         if isinstance(self.model, str):
-            from ..memory import count_params
-
             return float(count_params(_presets()[self.model]))
         return float(self.model)
 
@@ -90,7 +94,7 @@ class ZeroState:
         model = self.model if isinstance(self.model, str) else f"{self.params:.4g} parameters"
         off = f", offload={self.offload}" if self.offload != "none" else ""
         return (
-            f"{model} on {self.gpus} GPUs of {self.gpu_gib:g} GiB, {STAGE_NAMES[self.stage]}, "
+            f"{model} on {self.gpus} GPUs of {self.gpu_gib:g} GiB, {ZERO_STAGE_NAMES[self.stage]}, "
             f"{self.precision}{off}"
         )
 
@@ -117,18 +121,19 @@ def _check_model(value: Any) -> str | float:
             value = float(value)
         except ValueError:
             raise bad_value(
-                "model", value,
+                "model",
+                value,
                 f"one of {', '.join(map(repr, presets))} or a parameter count in [1, 1e15]",
-            ) from None  # fmt: skip
+            ) from None
     return _check_range("model", value, *PARAMS_RANGE)
 
 
-class ZeroWidget:
+class ZeroWidget(WidgetView):
     """Controls for a ZeRO configuration, and what the calculator says about it.
 
-    Everything is computed by :mod:`edu_parallel.memory`: ``estimate`` (``model_state_bytes``
-    for the chosen stage), ``compare`` (the same for every stage the offload allows),
-    ``largest`` (``largest_model_that_fits`` the chosen GPU memory, parameters), ``comm``
+    Everything is computed by :mod:`edu_parallel.memory.model_states`: ``estimate``
+    (``model_state_bytes`` for the chosen stage), ``compare`` (the same for every stage the offload
+    allows), ``largest`` (``largest_model_that_fits`` the chosen GPU memory, parameters), ``comm``
     (``comm_estimate``: bytes each GPU sends per step), ``fits`` (model states within the GPU
     memory). ``figure`` is the stacked-bar figure (:func:`memory_bars`), ``summary`` an HTML
     widget with the numbers and formulas. Driven from Python: tests set control values.
@@ -145,8 +150,6 @@ class ZeroWidget:
     ) -> None:
         import ipywidgets as w
 
-        from ..memory import OFFLOADS, PRECISIONS
-
         self.state = ZeroState(model, gpus, stage, precision, offload, gpu_gib)
         self.estimate: Any = None
         self.compare: dict[str, Any] = {}
@@ -157,32 +160,47 @@ class ZeroWidget:
         s = self.state
         presets = list(_presets())
         custom = not isinstance(s.model, str)
-        self.model_dropdown = w.Dropdown(options=presets + ["custom"],
-                                         value="custom" if custom else s.model,
-                                         description="model")  # fmt: skip
-        self.params_box = w.FloatText(value=s.params / 1e9, description="params (B)", step=0.5,
-                                      disabled=not custom)  # fmt: skip
+        self.model_dropdown = w.Dropdown(
+            options=presets + ["custom"], value="custom" if custom else s.model, description="model"
+        )
+        self.params_box = w.FloatText(
+            value=s.params / 1e9, description="params (B)", step=0.5, disabled=not custom
+        )
         self.gpus_box = w.IntText(value=s.gpus, description="GPUs")
-        self.stage_buttons = w.ToggleButtons(options=[(STAGE_NAMES[k], k) for k in range(4)],
-                                             value=s.stage, description="stage")  # fmt: skip
-        self.precision_dropdown = w.Dropdown(options=list(PRECISIONS), value=s.precision,
-                                             description="precision")  # fmt: skip
-        self.offload_dropdown = w.Dropdown(options=list(OFFLOADS), value=s.offload,
-                                           description="offload")  # fmt: skip
+        self.stage_buttons = w.ToggleButtons(
+            options=[(ZERO_STAGE_NAMES[k], k) for k in range(4)], value=s.stage, description="stage"
+        )
+        self.precision_dropdown = w.Dropdown(
+            options=list(PRECISIONS), value=s.precision, description="precision"
+        )
+        self.offload_dropdown = w.Dropdown(
+            options=list(OFFLOADS), value=s.offload, description="offload"
+        )
         self.gpu_box = w.FloatText(value=s.gpu_gib, description="GPU GiB", step=8)
         self.status = w.HTML()
         self.summary = w.HTML()
         self.output = w.Output()
-        self.controls = [self.model_dropdown, self.params_box, self.gpus_box, self.stage_buttons,
-                         self.precision_dropdown, self.offload_dropdown, self.gpu_box]  # fmt: skip
+        self.controls = [
+            self.model_dropdown,
+            self.params_box,
+            self.gpus_box,
+            self.stage_buttons,
+            self.precision_dropdown,
+            self.offload_dropdown,
+            self.gpu_box,
+        ]
         for control in self.controls:
             control.observe(lambda _: self.update(), names="value")
-        self.widget = w.VBox([
-            w.HBox([self.model_dropdown, self.params_box, self.gpus_box]),
-            self.stage_buttons,
-            w.HBox([self.precision_dropdown, self.offload_dropdown, self.gpu_box]),
-            self.status, self.summary, self.output,
-        ])  # fmt: skip
+        self.widget = w.VBox(
+            [
+                w.HBox([self.model_dropdown, self.params_box, self.gpus_box]),
+                self.stage_buttons,
+                w.HBox([self.precision_dropdown, self.offload_dropdown, self.gpu_box]),
+                self.status,
+                self.summary,
+                self.output,
+            ]
+        )
         self.update()
 
     def read_controls(self) -> ZeroState:
@@ -190,19 +208,17 @@ class ZeroWidget:
         custom = self.model_dropdown.value == "custom"
         self.params_box.disabled = not custom
         model = self.params_box.value * 1e9 if custom else self.model_dropdown.value
-        return ZeroState(model, self.gpus_box.value, self.stage_buttons.value,
-                         self.precision_dropdown.value, self.offload_dropdown.value,
-                         self.gpu_box.value)  # fmt: skip
+        return ZeroState(
+            model,
+            self.gpus_box.value,
+            self.stage_buttons.value,
+            self.precision_dropdown.value,
+            self.offload_dropdown.value,
+            self.gpu_box.value,
+        )
 
     def update(self) -> None:
         """Read and validate the controls, ask the calculator, then draw."""
-        from ..memory import (
-            OFFLOAD_STAGES,
-            comm_estimate,
-            largest_model_that_fits,
-            model_state_bytes,
-        )
-
         try:
             new = self.read_controls()
         except ValueError as err:
@@ -211,7 +227,7 @@ class ZeroWidget:
         params = new.params
         self.estimate = model_state_bytes(params, new.gpus, new.stage, new.precision, new.offload)
         self.compare = {
-            STAGE_NAMES[k]: model_state_bytes(params, new.gpus, k, new.precision, new.offload)
+            ZERO_STAGE_NAMES[k]: model_state_bytes(params, new.gpus, k, new.precision, new.offload)
             for k in OFFLOAD_STAGES[new.offload]
         }
         self.largest = largest_model_that_fits(
@@ -226,8 +242,11 @@ class ZeroWidget:
     def summary_html(self) -> str:
         """The numbers shown under the controls."""
         s, est = self.state, self.estimate
-        verdict = ("<b style='color:#2a7a2a'>fits</b>" if self.fits
-                   else "<b style='color:#b00'>does not fit</b>")  # fmt: skip
+        verdict = (
+            "<b style='color:#2a7a2a'>fits</b>"
+            if self.fits
+            else "<b style='color:#b00'>does not fit</b>"
+        )
         parts = ", ".join(
             f"{CATEGORY_NAMES.get(c, c)} {format_bytes(b)}" for c, b in est.breakdown.items() if b
         )
@@ -251,18 +270,9 @@ class ZeroWidget:
         """Draw the stacked bars into ``self.figure`` and, in a kernel, the output area."""
         s = self.state
         self.figure = memory_bars(
-            self.compare, title=f"Model states per GPU: {s.describe()}",
-            gpu_bytes=s.gpu_bytes, highlight=STAGE_NAMES[s.stage],
-        )  # fmt: skip
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:  # pragma: no cover - ipywidgets depends on IPython
-            return
-        if get_ipython() is not None:
-            with self.output:
-                self.output.clear_output(wait=True)
-                display(self.figure)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+            self.compare,
+            title=f"Model states per GPU: {s.describe()}",
+            gpu_bytes=s.gpu_bytes,
+            highlight=ZERO_STAGE_NAMES[s.stage],
+        )
+        show_in(self.output, self.figure)

@@ -1,0 +1,13 @@
+"""Every concept ``edu-parallel run`` knows, by name and alias: :data:`CONCEPTS`."""
+
+from __future__ import annotations
+
+from .comm_concepts import COMM_CONCEPTS
+from .concept import Concept
+from .training_concepts import TRAINING_CONCEPTS
+
+CONCEPTS: dict[str, Concept] = {
+    name: concept
+    for concept in (*COMM_CONCEPTS, *TRAINING_CONCEPTS)
+    for name in (concept.name, *concept.aliases)
+}

@@ -1,0 +1,167 @@
+"""``edu-parallel memory``: how many bytes of model states each GPU holds, no processes started.
+
+    edu-parallel memory --params 7.5e9 --gpus 64 --zero 3
+    edu-parallel memory --model llama3-70b --gpus 64 --tp 8 --zero 1 --offload optimizer --json
+    edu-parallel memory --model llama3-8b --gpus 8 --zero 2 --micro-batch 1 --recompute selective
+
+Prints ``bytes_per_gpu`` and a ``breakdown`` by category (ZeRO paper §3.1, Fig. 1), the CPU bytes
+under ``--offload``, the bytes each GPU sends per step, and, with ``--model``, the activation
+memory (Korthikanti et al. 2022). Formulas and sources: :mod:`edu_parallel.memory.model_states`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+from ..core.errors import bad_value
+from ..memory.activations import activation_estimate
+from ..memory.communication import comm_estimate
+from ..memory.model_states import (
+    OFFLOADS,
+    PRECISIONS,
+    RECOMPUTE,
+    largest_model_that_fits,
+    model_state_bytes,
+)
+from ..memory.presets import PRESETS, get_preset
+
+_COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+PARAMS_RANGE = "a parameter count > 0, such as 7.5e9, 7.5B, 350M or 1T"
+
+
+def parse_count(text: str, name: str = "params") -> float:
+    """``"7.5e9"`` or ``"7.5B"`` -> 7.5e9. Raises a ValueError naming ``name`` for anything else."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]?)\s*", str(text))
+    if not match or match.group(2).lower() not in _COUNT_SUFFIX:
+        raise bad_value(name, text, PARAMS_RANGE)
+    value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2).lower()]
+    if not value > 0:
+        raise bad_value(name, text, PARAMS_RANGE)
+    return value
+
+
+def add_memory_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default=None, help="parameters: 7.5e9, 7.5B, 350M (or use --model)")
+    p.add_argument("--model", default=None, help=f"a preset, sets --params: {', '.join(PRESETS)}")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs in all (default 1)")
+    p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0: plain DP)")
+    p.add_argument("--precision", default="mixed", help=f"{', '.join(PRECISIONS)} (default mixed)")
+    p.add_argument("--offload", default="none", help=f"{', '.join(OFFLOADS)} (default none)")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (default 1)")
+    p.add_argument(
+        "--gpu-gb",
+        type=float,
+        default=None,
+        help="GPU memory in GB (1e9 B): also print the largest model that fits",
+    )
+    p.add_argument(
+        "--micro-batch",
+        type=int,
+        default=1,
+        help="activations (--model): sequences per micro-batch (default 1)",
+    )
+    p.add_argument(
+        "--seq",
+        type=int,
+        default=None,
+        help="activations (--model): sequence length (default: the preset's)",
+    )
+    p.add_argument(
+        "--recompute",
+        default="none",
+        help=f"activations (--model): {', '.join(RECOMPUTE)} (default none)",
+    )
+    p.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        help="activations (--model): Megatron sequence parallelism",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def memory_report(a: argparse.Namespace) -> dict[str, Any]:
+    """Validate the arguments and compute; every bad one raises a one-line ValueError."""
+    shape = None
+    if a.model is not None:
+        shape = get_preset(a.model)
+        if a.params is not None:
+            raise bad_value("params", a.params, f"omitted with --model (it sets {shape.params})")
+        params: float = shape.params
+    elif a.params is None:
+        raise bad_value("params", None, PARAMS_RANGE + f", or --model {{{', '.join(PRESETS)}}}")
+    else:
+        params = parse_count(a.params)
+    states = model_state_bytes(params, a.gpus, a.zero, a.precision, a.offload, a.tp, a.pp)
+    data = states.to_json_dict()
+    data["model"] = None if shape is None else shape.to_json_dict()
+    data["comm"] = comm_estimate(params, a.gpus, a.zero, a.precision, a.tp, a.pp).to_json_dict()
+    data["activations"] = None
+    if shape is not None:
+        seq = shape.seq if a.seq is None else a.seq
+        activations = activation_estimate(
+            seq,
+            a.micro_batch,
+            shape.hidden,
+            shape.heads,
+            shape.layers,
+            a.tp,
+            a.sequence_parallel,
+            a.recompute,
+        )
+        data["activations"] = activations.to_json_dict()
+    data["gpu_bytes"] = None
+    data["largest_model_that_fits"] = None
+    if a.gpu_gb is not None:
+        gpu_bytes = a.gpu_gb * 1e9
+        data["gpu_bytes"] = gpu_bytes
+        data["largest_model_that_fits"] = largest_model_that_fits(
+            gpu_bytes, a.gpus, a.zero, a.precision, a.offload, a.tp, a.pp
+        )
+    return data
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.4g} GB"
+
+
+def format_memory(d: dict[str, Any]) -> str:
+    name = f"{d['model']['name']} " if d["model"] else ""
+    lines = [
+        (
+            f"{name}{d['params']:.4g} params on {d['gpus']} GPUs (tp={d['tp']}, pp={d['pp']}, "
+            f"dp={d['dp']}), ZeRO-{d['zero']}, {d['precision']}, offload={d['offload']}"
+        ),
+        f"formula        {d['formula']}",
+        f"bytes_per_gpu  {d['bytes_per_gpu']:.6g}  ({_gb(d['bytes_per_gpu'])})",
+    ]
+    if d["offload"] != "none":
+        lines.append(
+            f"cpu_bytes_per_gpu  {d['cpu_bytes_per_gpu']:.6g}  ({_gb(d['cpu_bytes_per_gpu'])})"
+        )
+    lines.append("breakdown      category     GPU          CPU")
+    for category, gpu in d["breakdown"].items():
+        cpu = d["cpu_breakdown"][category]
+        lines.append(f"               {category:<12} {_gb(gpu):<12} {_gb(cpu)}")
+    lines.append(
+        f"comm           {_gb(d['comm']['bytes_per_gpu'])} sent per GPU per step:"
+        f" {d['comm']['formula']}"
+    )
+    if d["activations"]:
+        act = d["activations"]
+        lines.append(f"activations    {_gb(act['bytes'])} per GPU: {act['formula']}")
+    if d["largest_model_that_fits"] is not None:
+        lines.append(
+            f"fits           {_gb(d['gpu_bytes'])} per GPU holds the model states of up to "
+            f"{d['largest_model_that_fits']:.4g} params (activations not counted)"
+        )
+    return "\n".join(lines)
+
+
+def run_memory(a: argparse.Namespace) -> int:
+    data = memory_report(a)
+    print(json.dumps(data) if a.json else format_memory(data))
+    return 0

@@ -1,0 +1,124 @@
+"""``edu-parallel model``: the alpha-beta prediction of one collective, no processes started.
+
+    edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4-h100
+    edu-parallel model allreduce --algo hierarchical --world-size 16 --nodes 2 --link nvlink4 --json
+    edu-parallel model all_gather --world-size 8 --size 64MiB --link ib-ndr-400
+
+Prints the predicted time, algbw and busbw (nccl-tests' definitions) and the latency (``α``) and
+bandwidth (``S/B``) terms of :func:`edu_parallel.models.cost.predict`. With ``--nodes K`` the ranks
+form ``K`` nodes joined by ``--inter-link``; flat algorithms then run at the slower link's pace.
+Formulas: Thakur, Rabenseifner & Gropp 2005 and NCCL ``src/graph/tuning.cc`` (see ``costmodel``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..core.errors import bad_value
+from ..core.units import format_bytes, parse_size
+from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
+from ..models.topology import LINKS, Link, Topology
+
+WHAT = ("allreduce", "all_reduce", *OTHER_COLLECTIVES)
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", metavar="COLLECTIVE", help=f"one of {', '.join(WHAT)}")
+    p.add_argument(
+        "--algo",
+        default="ring",
+        help=f"all-reduce algorithm: {', '.join(ALLREDUCE_ALGOS)} (default ring)",
+    )
+    p.add_argument("--world-size", type=int, default=8, help="ranks (default 8)")
+    p.add_argument(
+        "--size", default="1MiB", help="bytes per rank: 4096, 64KiB, 1GiB (default 1MiB)"
+    )
+    p.add_argument(
+        "--link",
+        default="nvlink4-h100",
+        help=f"preset: {', '.join(LINKS)}, or an alias such as nvlink4 (default nvlink4-h100)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="split the ranks into K nodes (intra: --link, inter: --inter-link)",
+    )
+    p.add_argument(
+        "--inter-link",
+        default="ib-ndr-400",
+        help="link between nodes with --nodes (default ib-ndr-400)",
+    )
+    p.add_argument("--servers", type=int, default=None, help="parameter servers (--algo ps only)")
+    p.add_argument("--alpha", type=float, default=None, help="override the link's latency, seconds")
+    p.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        help="override the link's bandwidth, GB/s (1e9 B/s)",
+    )
+    p.add_argument(
+        "--reduce-gbps", type=float, default=None, help="reduction speed in GB/s (default: free)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology]:
+    """Validate the arguments and predict; every bad one raises a one-line ValueError."""
+    if a.what not in WHAT:
+        raise bad_value("collective", a.what, "one of " + ", ".join(WHAT))
+    name = a.algo if a.what in ("allreduce", "all_reduce") else a.what
+    nbytes = parse_size(a.size)
+    link = link_preset(a.link, "link")
+    if a.alpha is not None or a.bandwidth is not None:
+        alpha = link.alpha_s if a.alpha is None else a.alpha
+        bw = link.bandwidth_Bps if a.bandwidth is None else a.bandwidth * 1e9
+        link = Link(f"{link.name} (custom)", alpha, bw, f"{link.name} with --alpha/--bandwidth")
+    where: Link | Topology = link
+    if a.nodes is not None:
+        where = Topology.split(a.world_size, a.nodes, link, link_preset(a.inter_link, "inter_link"))
+    reduce_Bps = None if a.reduce_gbps is None else a.reduce_gbps * 1e9
+    return (
+        predict(name, a.world_size, nbytes, where, reduce_Bps=reduce_Bps, servers=a.servers),
+        where,
+    )
+
+
+def _time(t: float) -> str:
+    return f"{t * 1e6:.4g} µs" if t < 1e-3 else f"{t * 1e3:.4g} ms" if t < 1 else f"{t:.4g} s"
+
+
+def format_prediction(p: Prediction, where: Link | Topology) -> str:
+    links = [where.intra, where.inter] if isinstance(where, Topology) else [where]
+    lines = [f"{p.name} on {p.world_size} ranks, {format_bytes(p.nbytes)} per rank, {p.link}"]
+    for link in links:
+        lines.append(
+            f"  link {link.name}: α = {link.alpha_s * 1e6:.3g} µs, B ="
+            f" {link.bandwidth_Bps / 1e9:.4g} GB/s" + (f"  ({link.source})" if link.source else "")
+        )
+    lines += [
+        f"formula    {p.formula}",
+        f"latency    {_time(p.latency_s)}   (α terms)",
+        f"bandwidth  {_time(p.bandwidth_s)}   (S/B terms)",
+    ]
+    if p.compute_s:
+        lines.append(f"reduce     {_time(p.compute_s)}   (γ terms)")
+    lines += [
+        f"time       {_time(p.time_s)}",
+        f"algbw      {p.algbw_gbps:.4g} GB/s   (S / time)",
+        f"busbw      {p.busbw_gbps:.4g} GB/s   (algbw x nccl-tests bus factor)",
+    ]
+    return "\n".join(lines)
+
+
+def run_model(a: argparse.Namespace) -> int:
+    p, where = model_prediction(a)
+    if a.json:
+        data = p.to_json_dict()
+        data["collective"] = "all_reduce" if p.name in ALLREDUCE_ALGOS else p.name
+        data["algo"] = p.name if p.name in ALLREDUCE_ALGOS else None
+        print(json.dumps(data))
+    else:
+        print(format_prediction(p, where))
+    return 0

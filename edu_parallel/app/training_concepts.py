@@ -1,0 +1,330 @@
+"""The training concepts of ``edu-parallel run``: pipeline, zero, fsdp, moe, tp, map.
+
+Each checks its arguments against the run's dims before any process starts and returns the
+keyword arguments of its runner; the folders load (and torch with them) when a concept is checked
+or run, never when the parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import (
+    data_parallel,
+    expert_parallel,
+    pipeline_parallel,
+    strategy_map,
+    tensor_parallel,
+)
+from ..core.dims import ParallelDims
+from ..core.errors import check_choice
+from ..expert_parallel.formulas import DEFAULTS as MOE
+from ..pipeline_parallel.builders import SCHEDULES
+from ..strategy_map.formulas import STRATEGIES
+from ..tensor_parallel.formulas import MODES, RULES
+from .concept import Concept
+
+
+def _int(p: argparse.ArgumentParser, name: str, default: Any, text: str) -> None:
+    p.add_argument(f"--{name}", type=int, default=default, help=text)
+
+
+# ---------------------------------------------------------------- pipeline schedules
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(world_size=None)  # default: --stages ranks
+    p.add_argument(
+        "--schedule", default="1f1b", help=f"one of {', '.join(SCHEDULES)} (default 1f1b)"
+    )
+    _int(p, "stages", None, "pipeline ranks P (default: --world-size, else 4)")
+    _int(p, "microbatches", 8, "microbatches M (default 8)")
+    _int(p, "chunks", 1, "model chunks per rank v, interleaved only (default 1)")
+    _int(p, "layers", None, "Linear+GeLU blocks (default 2*P*v)")
+    _int(p, "hidden", 32, "hidden size h (default 32)")
+    _int(p, "microbatch-size", 4, "rows per microbatch (default 4)")
+    _int(p, "seed", 0, "seed of weights and batch (default 0)")
+    times = (("f", 1.0, "forward"), ("b", 2.0, "backward (B)"), ("w", 0.0, "weight-gradient (W)"))
+    for name, default, what in (*times, ("comm", 0.0, "send")):
+        p.add_argument(
+            f"--t-{name}",
+            type=float,
+            default=default,
+            help=f"time of one {what} to retime the executed order (default {default:g})",
+        )
+
+
+def _pipeline_world_size(a: argparse.Namespace) -> int:
+    """``--world-size``, else ``--stages``, else 4."""
+    if a.world_size is not None:
+        return a.world_size
+    return a.stages if a.stages is not None else 4
+
+
+def _pipeline_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """``--stages`` defaults to the world size; every option is checked against it."""
+    stages = dims.world_size if a.stages is None else a.stages
+    times = {"t_f": a.t_f, "t_b": a.t_b, "t_w": a.t_w, "t_comm": a.t_comm}
+    sizes = {"hidden": a.hidden, "microbatch_size": a.microbatch_size, "seed": a.seed}
+    pipeline_parallel.check_pipeline_args(
+        a.schedule, stages, a.microbatches, a.chunks, a.layers, dims.world_size, **sizes, **times
+    )
+    return {
+        "schedule": a.schedule,
+        "stages": stages,
+        "microbatches": a.microbatches,
+        "chunks": a.chunks,
+        "layers": a.layers,
+        **sizes,
+        **times,
+    }
+
+
+PIPELINE = Concept(
+    "pipeline",
+    "pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1",
+    _pipeline_args,
+    _pipeline_check,
+    lambda executor, spec: pipeline_parallel.run_pipeline(executor, **spec),
+    lambda report: pipeline_parallel.format_pipeline(report),
+    world_size=_pipeline_world_size,
+)
+
+
+# ---------------------------------------------------------------- ZeRO stages
+def _zero_args(p: argparse.ArgumentParser) -> None:
+    _int(p, "stage", 1, "0 (plain DP), 1, 2 or 3 (default 1)")
+    _training_args(p)
+
+
+def _training_args(p: argparse.ArgumentParser) -> None:
+    _int(p, "steps", 2, "training steps K >= 1 (default 2)")
+    p.add_argument("--lr", type=float, default=1e-2, help="Adam learning rate > 0 (default 0.01)")
+    _int(p, "seed", 0, "seed of weights and batch (default 0)")
+
+
+def _zero_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """Stage, steps, lr, seed, and at least one parameter per rank."""
+    data_parallel.check_zero_args(
+        a.stage,
+        a.steps,
+        a.lr,
+        a.seed,
+        data_parallel.DEFAULT_DIMS,
+        data_parallel.DEFAULT_MICROBATCH,
+        dims.world_size,
+    )
+    return {"stage": a.stage, "steps": a.steps, "lr": a.lr, "seed": a.seed}
+
+
+ZERO = Concept(
+    "zero",
+    "ZeRO stages 0-3 executed: sharded mixed-precision Adam, memory and bytes",
+    _zero_args,
+    _zero_check,
+    lambda executor, spec: data_parallel.run_zero(executor, **spec),
+    lambda report: data_parallel.format_zero(report),
+)
+
+
+# ---------------------------------------------------------------- PyTorch FSDP2 against ZeRO-3
+RESHARD = {"true": True, "false": False, "default": None}
+
+
+def _fsdp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--granularity",
+        default="layer",
+        help="FSDP units: layer (one per Linear) or model (default layer)",
+    )
+    p.add_argument(
+        "--reshard-after-forward",
+        default="true",
+        help="true, false or default (torch's: not the root)",
+    )
+    p.add_argument(
+        "--forward-prefetch", action="store_true", help="unit k's forward also gathers unit k+1"
+    )
+    _training_args(p)
+
+
+def _fsdp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """The options, and FSDP2 in the installed torch."""
+    raf = RESHARD[check_choice("reshard_after_forward", a.reshard_after_forward, RESHARD)]
+    spec = {
+        "steps": a.steps,
+        "lr": a.lr,
+        "seed": a.seed,
+        "granularity": a.granularity,
+        "reshard_after_forward": raf,
+        "forward_prefetch": a.forward_prefetch,
+    }
+    data_parallel.check_fsdp_args(
+        **spec, dims=data_parallel.DEFAULT_DIMS, microbatch=data_parallel.DEFAULT_MICROBATCH
+    )
+    data_parallel.require_fsdp2()
+    return spec
+
+
+FSDP = Concept(
+    "fsdp",
+    "PyTorch FSDP2 (fully_shard) against ZeRO-3: params, collectives per unit, bytes",
+    _fsdp_args,
+    _fsdp_check,
+    lambda executor, spec: data_parallel.run_fsdp(executor, **spec),
+    lambda report: data_parallel.format_fsdp(report),
+)
+
+
+# ---------------------------------------------------------------- expert parallelism
+def _moe_args(p: argparse.ArgumentParser) -> None:
+    _int(
+        p,
+        "experts",
+        MOE["experts"],
+        f"experts E, a multiple of the world size (default {MOE['experts']})",
+    )
+    _int(p, "top-k", MOE["top_k"], f"experts per token k, 1..E (default {MOE['top_k']})")
+    p.add_argument(
+        "--capacity-factor",
+        type=float,
+        default=MOE["capacity_factor"],
+        help=(
+            "C > 0: capacity = ceil(C*T*k/E) per expert per rank "
+            f"(default {MOE['capacity_factor']})"
+        ),
+    )
+    p.add_argument(
+        "--skew",
+        type=float,
+        default=MOE["skew"],
+        help="router bias toward expert 0, 0..100 (default 0)",
+    )
+    _int(p, "tokens", MOE["tokens"], f"tokens per rank T (default {MOE['tokens']})")
+    _int(p, "hidden", MOE["hidden"], f"hidden size h (default {MOE['hidden']})")
+    _int(p, "seed", MOE["seed"], "seed of weights and tokens (default 0)")
+    p.add_argument(
+        "--dispatch",
+        default="variable",
+        help=(
+            "variable (counts, then the kept rows) or padded (GShard's (E, C, h) buffer, "
+            "equal splits) (default variable)"
+        ),
+    )
+
+
+def _moe_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """Experts divisible by the ranks, top-k <= E, C > 0, and the dispatch."""
+    spec = {
+        "experts": a.experts,
+        "top_k": a.top_k,
+        "capacity_factor": a.capacity_factor,
+        "skew": a.skew,
+        "tokens": a.tokens,
+        "hidden": a.hidden,
+        "seed": a.seed,
+    }
+    expert_parallel.check_moe_args(dims.world_size, **spec)
+    expert_parallel.check_dispatch(a.dispatch)
+    return {**spec, "dispatch": a.dispatch}
+
+
+MOE_CONCEPT = Concept(
+    "moe",
+    "expert parallelism: a top-k MoE layer, tokens dispatched by all-to-all",
+    _moe_args,
+    _moe_check,
+    lambda executor, spec: expert_parallel.run_moe(executor, **spec),
+    lambda report: expert_parallel.format_moe(report),
+)
+
+
+# ---------------------------------------------------------------- tensor parallelism
+def _tp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", default="mlp", help=f"{', '.join(MODES)} (default mlp)")
+    _int(p, "batch", 2, "batch size b (default 2)")
+    _int(p, "seq", 4, "sequence length s (default 4)")
+    _int(p, "hidden", 8, "hidden size h, a multiple of the world size (default 8)")
+    _int(p, "ffn", None, "MLP inner size, a multiple of the world size (default 4h)")
+    _int(p, "seed", 0, "seed of weights, input and dY (default 0)")
+    p.add_argument("--dtype", default="float64", help="float64 or float32 (default float64)")
+    p.add_argument(
+        "--rule",
+        default="megatron",
+        help=(
+            f"{' or '.join(RULES)}: syllabus runs the outline's collectives, errata E4 (column/row)"
+        ),
+    )
+    p.add_argument("--gather-output", action="store_true", help="column: all-gather the full Y")
+
+
+def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """Mode, and h, ffn and s divisible by the TP degree."""
+    spec = {
+        "mode": a.mode,
+        "batch": a.batch,
+        "seq": a.seq,
+        "hidden": a.hidden,
+        "ffn": a.ffn,
+        "seed": a.seed,
+        "dtype": a.dtype,
+        "rule": a.rule,
+        "gather_output": a.gather_output,
+    }
+    tensor_parallel.check_tp_args(world_size=dims.world_size, **spec)
+    return spec
+
+
+TP = Concept(
+    "tp",
+    "tensor parallelism: column/row-parallel linear layers, Megatron MLP, sequence parallelism",
+    _tp_args,
+    _tp_check,
+    lambda executor, spec: tensor_parallel.run_tp(executor, **spec),
+    lambda report: tensor_parallel.format_tp(report),
+)
+
+
+# ---------------------------------------------------------------- the strategy map
+MAP_SIZES = (
+    ("layers", 4, "residual MLP blocks"),
+    ("hidden", 16, "hidden size h"),
+    ("batch", 8, "sequences per step"),
+    ("seq", 4, "tokens per sequence"),
+    ("experts", 4, "experts per block (EP)"),
+    ("top-k", 2, "experts per token (EP)"),
+    ("seed", 0, "seed of weights and data"),
+)
+
+
+def _map_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--strategies",
+        default=",".join(STRATEGIES),
+        help=(
+            f"comma-separated subset of {','.join(STRATEGIES)} (default all; tp-sp: TP + "
+            "sequence parallelism)"
+        ),
+    )
+    for name, default, what in MAP_SIZES:
+        _int(p, name, default, f"{what} (default {default})")
+
+
+def _map_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """The strategies and the sizes against the world size."""
+    sizes = {name.replace("-", "_"): getattr(a, name.replace("-", "_")) for name, *_ in MAP_SIZES}
+    strategies = a.strategies.split(",")
+    strategy_map.check_map_args(dims.world_size, strategies, **sizes)
+    return {"strategies": strategies, **sizes}
+
+
+MAP = Concept(
+    "map",
+    "the strategy map: DP, TP, TP+SP, PP, EP on one tiny model; params, activations, bytes, "
+    "messages per rank",
+    _map_args,
+    _map_check,
+    lambda executor, spec: strategy_map.run_strategy_map(executor, **spec),
+    lambda report: report.format(),
+)
+
+TRAINING_CONCEPTS = [PIPELINE, ZERO, FSDP, MOE_CONCEPT, TP, MAP]

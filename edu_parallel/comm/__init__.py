@@ -1,0 +1,50 @@
+"""Communication, run for real: collectives and all-reduce algorithms on the ranks, measured.
+
+* ``allreduce.py``: any all-reduce plan of ``plans/`` on real ranks, checked against
+  ``dist.all_reduce``, bytes against the formula, algbw/busbw (:func:`run_allreduce`).
+* ``collective.py``: the other seven collectives the same way (:func:`run_collective`).
+* ``hierarchical.py``: the two-level all-reduce on pretend nodes (:func:`run_hierarchical`).
+* ``compare.py``: real runs for the traffic table of ``models/traffic.py``.
+* ``bench.py``, ``bench_jobs.py``: an nccl-tests-style sweep; ``calibration.py``: this machine's
+  alpha and beta from a ping-pong.
+
+Imports ``core/``, ``plans/``, ``engine/`` and ``models/``. Names load on first use.
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_exports
+
+_LAZY = {
+    "AllReduceReport": "allreduce",
+    "execute_allreduce": "allreduce",
+    "run_allreduce": "allreduce",
+    "allreduce_job": "allreduce",
+    "format_report": "allreduce",
+    "step_table": "allreduce",
+    "cluster_runner": "allreduce",
+    "CollectiveReport": "collective",
+    "execute_collective": "collective",
+    "run_collective": "collective",
+    "collective_job": "collective",
+    "format_collective": "collective",
+    "collective_runner": "collective",
+    "HierarchicalReport": "hierarchical",
+    "run_hierarchical": "hierarchical",
+    "cluster_traffic_runner": "compare",
+    "bench_collectives": "bench",
+    "check_collectives": "bench",
+    "format_bench": "bench",
+    "progress_bar": "bench",
+    "size_sweep": "bench",
+    "time_allreduce": "bench_jobs",
+    "ping_pong": "bench_jobs",
+    "time_reduce": "bench_jobs",
+    "ring_shift": "bench_jobs",
+    "DEFAULT_SIZES": "calibration",
+    "calibrate": "calibration",
+    "fit_alpha_beta": "calibration",
+    "measure_ping_pong": "calibration",
+    "measure_reduce_Bps": "calibration",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

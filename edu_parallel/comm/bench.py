@@ -1,0 +1,140 @@
+"""``edu-parallel bench collectives``: an nccl-tests-style table from the engine's own plans.
+
+For every collective and every size of a sweep it runs the plan on the cluster, checks the result
+against the torch builtin and prints a row as nccl-tests' ``*_perf`` binaries do: size (bytes),
+count (elements), type, time, algbw, busbw and whether the result was verified. Bandwidths follow
+nccl-tests doc/PERFORMANCE.md (busbw = algbw x the collective's factor). A progress bar on stderr
+shows where the sweep is.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ..core.errors import bad_value, check_choice, check_int
+from ..core.units import DTYPES, check_dtype, parse_size
+from ..engine.executor import Executor
+from .allreduce import run_allreduce
+from .collective import run_collective
+
+COLLECTIVE_ORDER = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "gather",
+    "scatter",
+)
+
+
+def check_collectives(collectives: list[str] | None) -> list[str]:
+    """The collectives to run (all when None), each checked by name."""
+    names = list(collectives or COLLECTIVE_ORDER)
+    for name in names:
+        check_choice("collective", name, COLLECTIVE_ORDER)
+    return names
+
+
+def size_sweep(
+    min_size: int | str = "1KiB", max_size: int | str = "4MiB", factor: int = 4
+) -> list[int]:
+    """Sizes from ``min_size`` to ``max_size``, multiplying by ``factor`` (nccl-tests ``-b -e
+    -f``)."""
+    lo, hi = parse_size(min_size, "min_size"), parse_size(max_size, "max_size")
+    if hi < lo:
+        raise bad_value("max_size", max_size, f"a size >= min_size ({lo} bytes)")
+    if factor < 2:
+        raise bad_value("factor", factor, "an integer >= 2")
+    sizes = [lo]
+    while sizes[-1] * factor <= hi:
+        sizes.append(sizes[-1] * factor)
+    return sizes
+
+
+def progress_bar(
+    done: int, total: int, label: str, out: TextIO = sys.stderr, width: int = 28
+) -> None:
+    """``[#######.......]  7/28 all_gather 64 KiB`` on one line, rewritten in place."""
+    filled = width * done // max(total, 1)
+    out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:>3}/{total} {label:<32}")
+    if done == total:
+        out.write("\n")
+    out.flush()
+
+
+def bench_collectives(
+    cluster: Executor,
+    collectives: list[str] | None = None,
+    sizes: list[int] | None = None,
+    dtype: str = "float32",
+    progress: Callable[[int, int, str], None] | None = progress_bar,
+    iters: int = 3,
+) -> list[dict[str, Any]]:
+    """Run every collective at every size on ``cluster``; one row dict per run.
+
+    Sizes the collective cannot split into equal chunks are rounded down to a multiple of
+    ``world_size * itemsize`` (nccl-tests rounds the count the same way). Each row is the median
+    time of ``iters`` runs, verified on every run."""
+    names = check_collectives(collectives)
+    check_dtype(dtype)
+    iters = check_int("iters", iters, 1, 100)
+    sizes = sizes or size_sweep()
+    n, item = cluster.world_size, DTYPES[dtype]
+    rows, total = [], len(names) * len(sizes)
+    for name in names:
+        for size in sizes:
+            nbytes = max(n * item, size // (n * item) * (n * item))
+            if progress:
+                progress(len(rows), total, f"{name} {nbytes} B")
+            reps = [
+                (
+                    run_allreduce(cluster, nbytes, dtype, "ring", trace=False)
+                    if name == "all_reduce"
+                    else run_collective(cluster, name, nbytes, dtype, trace=False)
+                )
+                for _ in range(iters)
+            ]
+            rep = sorted(reps, key=lambda r: r.time_s)[len(reps) // 2]
+            rows.append(
+                {
+                    "collective": name,
+                    "size": rep.nbytes,
+                    "count": rep.nbytes // item,
+                    "type": dtype,
+                    "time_us": rep.time_s * 1e6,
+                    "algbw_gbps": rep.algbw_gbps,
+                    "busbw_gbps": rep.busbw_gbps,
+                    "verified": all(r.matches_builtin for r in reps),
+                    "world_size": n,
+                }
+            )
+    if progress:
+        progress(total, total, "done")
+    return rows
+
+
+def format_bench(rows: list[dict[str, Any]]) -> str:
+    """The table nccl-tests prints, one block per collective."""
+    lines: list[str] = []
+    for name in dict.fromkeys(r["collective"] for r in rows):
+        lines.append(
+            f"# {name}, {rows[0]['world_size']} ranks (plan run on the engine; busbw per"
+            " nccl-tests)"
+        )
+        lines.append(
+            f"# {'size':>12} {'count':>10} {'type':>8} {'time(us)':>10} {'algbw(GB/s)':>12}"
+            f" {'busbw(GB/s)':>12} {'verified':>9}"
+        )
+        for r in rows:
+            if r["collective"] == name:
+                ok = "OK" if r["verified"] else "WRONG"
+                lines.append(
+                    f"  {r['size']:>12} {r['count']:>10} {r['type']:>8} {r['time_us']:>10.1f} "
+                    f"{r['algbw_gbps']:>12.4f} {r['busbw_gbps']:>12.4f} {ok:>9}"
+                )
+        lines.append("")
+    return "\n".join(lines)

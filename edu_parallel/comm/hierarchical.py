@@ -1,0 +1,103 @@
+"""Hierarchical all-reduce on real ranks grouped into pretend nodes, checked against torch.
+
+The plan is :func:`edu_parallel.plans.hierarchical.hierarchical_allreduce_plan` (chain reduce in
+each node, ring all-reduce among the node leaders, chain broadcast); :func:`run_hierarchical` runs
+it on a cluster whose ranks are split into ``nodes`` equal groups and compares the result with
+``dist.all_reduce``. Its retimed trace with a two-level
+:class:`~edu_parallel.models.topology.Topology` equals :func:`edu_parallel.models.cost.predict`
+(``"hierarchical"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..core.inputs import Buffer
+from ..core.metrics import algbw_gbps, busbw_gbps
+from ..core.trace import Trace
+from ..core.units import INTEGER_DTYPES, torch_dtype
+from ..engine.context import RankContext
+from ..engine.execute import run_plan, same_result
+from ..engine.executor import Executor
+from ..models.topology import LINKS, Topology
+from ..plans.hierarchical import hierarchical_allreduce_plan
+from ..plans.layout import plan_meta
+from ..plans.plan import Plan
+
+
+def hierarchical_job(ctx: RankContext, plan: Plan, buffer: Buffer) -> dict[str, Any]:
+    """On one rank: input, builtin ``dist.all_reduce`` reference (untraced), then the plan,
+    traced."""
+    x = torch.from_numpy(buffer.values(ctx.rank)).to(ctx.device, torch_dtype(buffer.dtype))
+    with ctx.tracer.paused():
+        reference = x.clone()
+        dist.all_reduce(reference)
+    ctx.barrier()
+    start = ctx.tracer.now()
+    run_plan(ctx, plan, x)
+    end = ctx.tracer.now()
+    exact = buffer.dtype in INTEGER_DTYPES
+    return {
+        "start": start,
+        "end": end,
+        "matches_builtin": same_result(x, reference, ctx.world_size, exact),
+    }
+
+
+@dataclass
+class HierarchicalReport:
+    """One run of the hierarchical all-reduce on pretend nodes."""
+
+    nodes: int
+    gpus_per_node: int
+    nbytes: int
+    dtype: str
+    matches_builtin: bool
+    time_s: float
+    algbw_gbps: float
+    busbw_gbps: float
+    per_rank_sent_bytes: list[int]
+    trace: Trace = field(repr=False)
+    plan: Plan = field(repr=False)
+
+
+def run_hierarchical(
+    cluster: Executor,
+    nodes: int,
+    size: int | str = "1MiB",
+    dtype: str = "float32",
+    pattern: str = "random",
+    seed: int = 0,
+    trace: bool = True,
+) -> HierarchicalReport | None:
+    """Run the hierarchical all-reduce on ``cluster`` split into ``nodes`` pretend nodes and check
+    it against ``dist.all_reduce``. ``nodes`` must divide ``cluster.world_size``."""
+    n = cluster.world_size
+    shape = Topology.split(n, nodes, LINKS["nvlink4-h100"])  # validates nodes against the ranks
+    buffer = Buffer(size, dtype, pattern, seed)
+    plan = hierarchical_allreduce_plan(shape.nodes, shape.gpus_per_node)
+    out = cluster.run(hierarchical_job, plan, buffer, trace=trace)
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    out.trace.meta.update(
+        {**plan_meta(plan, buffer), "nodes": shape.nodes, "gpus_per_node": shape.gpus_per_node}
+    )
+    time_s = max(max(r["end"] - r["start"] for r in out.results), 1e-9)
+    real = buffer.real_bytes
+    return HierarchicalReport(
+        nodes=shape.nodes,
+        gpus_per_node=shape.gpus_per_node,
+        nbytes=real,
+        dtype=dtype,
+        matches_builtin=all(r["matches_builtin"] for r in out.results),
+        time_s=time_s,
+        algbw_gbps=algbw_gbps(real, time_s),
+        busbw_gbps=busbw_gbps("all_reduce", n, real, time_s),
+        per_rank_sent_bytes=list(out.trace.sent_bytes()) if trace else [],
+        trace=out.trace,
+        plan=plan,
+    )

@@ -1,0 +1,33 @@
+"""The engine: ranks that run jobs and record what they did.
+
+* :class:`Cluster` (``cluster.py``): a persistent pool of forked ranks in a ``torch.distributed``
+  group; :class:`TorchrunExecutor` (``torchrun.py``): the same interface inside a torchrun job.
+  Both are :class:`~edu_parallel.engine.executor.Executor` s and return a :class:`RunResult`.
+* :class:`RankContext` (``context.py``): what a job ``fn(ctx, ...)`` sees on its rank: traced
+  sends, receives, collectives, compute and memory.
+* :func:`run_plan` (``execute.py``): a rank interprets a plan of ``plans/``.
+* ``worker.py`` and ``messages.py``: the worker process and what it says to the parent;
+  ``platform.py``: the backend and the process start method this machine allows.
+
+Imports only ``core/`` and ``plans/``. Names load on first use (torch is imported then).
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_exports
+
+_LAZY = {
+    "Cluster": "cluster",
+    "MAX_WORLD_SIZE": "cluster",
+    "Executor": "executor",
+    "RunResult": "executor",
+    "RankContext": "context",
+    "Tracer": "context",
+    "run_plan": "execute",
+    "replay_plan": "execute",
+    "same_result": "execute",
+    "TorchrunExecutor": "torchrun",
+    "in_torchrun": "torchrun",
+    "torchrun_dims": "torchrun",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

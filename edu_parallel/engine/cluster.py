@@ -1,0 +1,344 @@
+"""A persistent pool of ranks: :class:`Cluster`.
+
+``Cluster(4)`` forks four workers (spawns them where fork is unsafe: CUDA, macOS), joins them in a
+``torch.distributed`` group (gloo on CPU, NCCL with one GPU per rank) through a TCPStore that the
+parent itself serves on 127.0.0.1, and keeps them alive across many jobs and notebook cells.
+``cluster.run(fn, *args)`` runs an importable ``fn(ctx, *args)`` on every rank and returns a
+:class:`RunResult`: the per-rank results and the merged :class:`~edu_parallel.core.trace.Trace`.
+
+Failures become errors that name the rank and its step: a rank that raises (:class:`WorkerError`,
+with the remote traceback), a rank that dies, a job that hangs (:class:`JobTimeoutError` naming the
+ranks that did not finish). After a failure the workers are stopped and the next ``run`` starts
+fresh ones, so the caller can go on. Ctrl-C stops the workers too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import time
+import weakref
+from collections.abc import Iterator
+from datetime import timedelta
+from multiprocessing.connection import wait
+from typing import Any
+
+import torch.distributed as dist
+
+from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from ..core.errors import (
+    ClusterClosedError,
+    JobTimeoutError,
+    WorkerError,
+    bad_value,
+    check_int,
+    check_positive,
+)
+from .executor import RunResult, check_importable, job_meta
+from .messages import Close, Done, Failed, Init, Job, Ready
+from .platform import resolve_backend, resolve_start_method, warm_parent
+from .worker import STATUS_BYTES, read_status, worker_main
+
+MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # CPU ranks on one machine (core/dims.py)
+_LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
+
+
+class Cluster:
+    """``world_size`` live ranks in a ``torch.distributed`` group, reused across jobs.
+
+    Args:
+        world_size: ranks, 1..16 (gloo) or 1..number of GPUs (nccl), or the run's
+            :class:`~edu_parallel.core.dims.ParallelDims` (validated already).
+        backend: "auto", "gloo" or "nccl".
+        timeout: seconds a job may take before :class:`JobTimeoutError` (default 30).
+        start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork", "spawn",
+        "forkserver". port: TCP port of the rendezvous store on 127.0.0.1; None picks a free one.
+        snapshot_limit: buffers up to this many bytes per rank are copied into traces.
+    """
+
+    def __init__(
+        self,
+        world_size: int | ParallelDims = 4,
+        backend: str = "auto",
+        *,
+        timeout: float = 30.0,
+        start_method: str = "auto",
+        port: int | None = None,
+        snapshot_limit: int = 4096,
+    ):
+        self.dims = local_dims(world_size)
+        self.world_size = self.dims.world_size
+        self.backend = resolve_backend(backend, self.world_size)
+        self.start_method = resolve_start_method(start_method, self.backend)
+        self.timeout = check_positive("timeout", timeout)
+        self.port = None if port is None else check_int("port", port, 1, 65535)
+        self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
+        self.restarts = 0
+        self.startup_s = 0.0
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
+        self._store: Any = None
+        self._job_id = 0
+        self._state = "stopped"  # stopped -> running -> (stopped after a failure) | closed
+        self._last_failure = ""
+        self._start()
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def alive(self) -> bool:
+        return self._state == "running"
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def __repr__(self) -> str:
+        return (
+            f"Cluster(world_size={self.world_size}, backend={self.backend!r}, "
+            f"start_method={self.start_method!r}, state={self._state!r})"
+        )
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        t0 = time.perf_counter()
+        if self.start_method == "fork":
+            warm_parent()
+        ctx = mp.get_context(self.start_method)
+        self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
+        # Workers first, store second: no store thread exists in the parent at fork time.
+        for rank in range(self.world_size):
+            parent_end, child_end = ctx.Pipe(duplex=True)
+            proc = ctx.Process(
+                target=worker_main,
+                args=(rank, self.world_size, self.backend, child_end, self._status, os.getpid()),
+                name=f"edu-parallel-rank{rank}",
+                daemon=True,
+            )
+            proc.start()
+            child_end.close()
+            self._procs.append(proc)
+            self._conns.append(parent_end)
+        try:
+            # The parent serves the store: a taken port fails here at once instead of leaving
+            # store clients waiting forever.
+            self._store = dist.TCPStore(
+                "127.0.0.1",
+                self.port or 0,
+                self.world_size + 1,
+                is_master=True,
+                timeout=timedelta(seconds=10),
+                wait_for_workers=False,
+            )
+        except Exception as exc:
+            self._kill()
+            if self.port is not None and "in use" in str(exc).lower() or "EADDRINUSE" in str(exc):
+                raise bad_value(
+                    "port",
+                    self.port,
+                    "a free TCP port on 127.0.0.1, or None to pick one (this one is in use)",
+                ) from None
+            raise
+        msg = pickle.dumps(Init(self._store.port, self.timeout + 30.0))
+        for conn in self._conns:
+            conn.send_bytes(msg)
+        self._state = "running"
+        startup_timeout = max(self.timeout, 60.0 if self.start_method != "fork" else 20.0)
+        self._collect(-1, startup_timeout, "joining the process group")
+        self.startup_s = time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Stop the workers. A closed cluster cannot run jobs; create a new one."""
+        if self._state == "closed":
+            return
+        if self._state == "running":
+            for conn in self._conns:
+                try:
+                    conn.send_bytes(pickle.dumps(Close()))
+                except OSError:
+                    pass
+            deadline = time.monotonic() + 2.0
+            for p in self._procs:
+                p.join(max(0.0, deadline - time.monotonic()))
+        self._kill()
+        self._state = "closed"
+
+    def __del__(self) -> None:  # a notebook cell re-run rebinds `cluster`: stop the old workers
+        try:
+            if self._state != "closed":
+                self._kill()
+                self._state = "closed"
+        except Exception:
+            pass
+
+    def _kill(self) -> None:
+        for p in self._procs:
+            if p.is_alive():
+                p.kill()
+        for p in self._procs:
+            p.join(5.0)
+        for conn in self._conns:
+            conn.close()
+        self._procs, self._conns = [], []
+        self._store = None
+
+    def _fail(self, reason: str) -> None:
+        """Stop every worker after a failure; the next ``run`` starts fresh ones."""
+        self._kill()
+        self._state = "stopped"
+        self._last_failure = reason
+
+    def where(self, rank: int) -> str:
+        """What ``rank`` was last doing (its published step)."""
+        return read_status(self._status, rank) or "not started"
+
+    # ------------------------------------------------------------------ jobs
+    def sized(self, world_size: int) -> contextlib.AbstractContextManager[Cluster]:
+        """This cluster when it has ``world_size`` ranks, else a short-lived one of that size
+        (same backend and timeout; about 0.1 s to start with fork), closed after the block."""
+        return self._sized(world_size)
+
+    @contextlib.contextmanager
+    def _sized(self, world_size: int) -> Iterator[Cluster]:
+        if world_size == self.world_size:
+            yield self
+            return
+        with Cluster(world_size, self.backend, timeout=self.timeout) as other:
+            yield other
+
+    def run(
+        self, fn: Any, *args: Any, timeout: float | None = None, trace: bool = True, **kwargs: Any
+    ) -> RunResult:
+        """Run ``fn(ctx, *args, **kwargs)`` on every rank; return results and the merged trace."""
+        if self._state == "closed":
+            raise ClusterClosedError(
+                f"this cluster is closed; create a new one: Cluster({self.world_size})"
+            )
+        check_importable(fn)
+        limit = self.timeout if timeout is None else check_positive("timeout", timeout)
+        if self._state == "stopped":
+            self.restarts += 1
+            self._start()
+        self._job_id += 1
+        t0 = time.perf_counter()
+        job = Job(self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit)
+        msg = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        for conn in self._conns:
+            conn.send_bytes(msg)
+        outputs = self._collect(self._job_id, limit, f"job {fn.__qualname__}")
+        meta = job_meta(self, fn, "cluster")
+        return RunResult.merge(outputs, meta, time.perf_counter() - t0, self._job_id)
+
+    def _collect(self, job_id: int, limit: float, what: str) -> list[Any]:
+        """Wait for every rank's reply to ``job_id``; turn failures into errors naming ranks."""
+        n = self.world_size
+        replies: list[Any] = [None] * n
+        pending = set(range(n))
+        deadline = time.monotonic() + limit
+        by_obj = {c: r for r, c in enumerate(self._conns)} | {
+            p.sentinel: r for r, p in enumerate(self._procs)
+        }
+        try:
+            while pending:
+                left = deadline - time.monotonic()
+                ready = wait(
+                    [self._conns[r] for r in pending] + [self._procs[r].sentinel for r in pending],
+                    timeout=max(left, 0),
+                )
+                if not ready:
+                    stuck = sorted(pending)
+                    where = {r: self.where(r) for r in stuck}
+                    done = sorted(set(range(n)) - pending)
+                    detail = "; ".join(f"rank {r} at: {w}" for r, w in where.items())
+                    self._fail("timeout")
+                    raise JobTimeoutError(
+                        f"{what} timed out after {limit:g} s: ranks {stuck} did not finish "
+                        f"({detail}); ranks {done} finished. A rank that skips a collective "
+                        "leaves the others waiting. The workers were stopped; the next run "
+                        "starts fresh ones.",
+                        stuck,
+                        where,
+                    )
+                for obj in ready:
+                    r = by_obj[obj]
+                    if r not in pending:
+                        continue
+                    conn = self._conns[r]
+                    if obj is conn or conn.poll():
+                        try:
+                            reply = pickle.loads(conn.recv_bytes())
+                        except (EOFError, OSError):
+                            reply = None
+                        if reply is not None:
+                            self._accept(r, reply, job_id, replies, pending, what)
+                            continue
+                    self._dead(r, what)
+        except KeyboardInterrupt:
+            self._fail("interrupted")
+            raise
+        return replies
+
+    def _accept(
+        self, r: int, reply: Any, job_id: int, replies: list, pending: set, what: str
+    ) -> None:
+        """Take rank ``r``'s reply: :class:`Ready` while joining (``job_id == -1``), then
+        :class:`Done` for this job; :class:`Failed` becomes a :class:`WorkerError`."""
+        if isinstance(reply, Ready) and job_id == -1:
+            replies[r] = reply.pid
+            pending.discard(r)
+        elif isinstance(reply, Done) and reply.job_id == job_id:
+            replies[r] = reply.output
+            pending.discard(r)
+        elif isinstance(reply, Failed):
+            tb = reply.traceback
+            last = tb.strip().splitlines()[-1] if tb.strip() else "error"
+            self._fail(f"rank {r} raised")
+            raise WorkerError(
+                f"rank {r} raised during {what}, at: {reply.where}: {last}. "
+                "The workers were stopped; the next run starts fresh ones.",
+                r,
+                reply.where,
+                tb,
+            )
+
+    def _dead(self, r: int, what: str) -> None:
+        proc = self._procs[r]
+        proc.join(1.0)
+        code = proc.exitcode
+        how = f"exit code {code}"
+        if code is not None and code < 0:
+            how = f"killed by {signal.Signals(-code).name}"
+        where = self.where(r)
+        self._fail(f"rank {r} died")
+        raise WorkerError(
+            f"rank {r} died ({how}) during {what}, at: {where}. "
+            "The workers were stopped; the next run starts fresh ones.",
+            r,
+            where,
+        )
+
+
+@atexit.register
+def _close_all() -> None:
+    for cluster in list(_LIVE):
+        cluster.close()
+
+
+def local_dims(world_size: int | ParallelDims) -> ParallelDims:
+    """The degrees of a run on this machine: at most :data:`MAX_WORLD_SIZE` ranks. A
+    :class:`ParallelDims` validated against that limit (the CLI builds one) is taken as it is."""
+    if isinstance(world_size, ParallelDims):
+        top = world_size.max_world_size
+        if top is not None and top <= MAX_WORLD_SIZE:
+            return world_size
+        world_size = world_size.world_size
+    return ParallelDims.local(world_size)

@@ -1,0 +1,337 @@
+"""What a concept function sees on each rank: :class:`RankContext`.
+
+A concept function has the signature ``fn(ctx, *args)``. ``ctx`` wraps the ``torch.distributed``
+group (made by a :class:`~edu_parallel.engine.cluster.Cluster` or by ``torchrun``) and records every
+send, receive, collective, compute step and memory change into ``ctx.tracer``. The same function
+runs unchanged in a persistent local pool and under ``torchrun`` on a real cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..core.errors import bad_value
+from ..core.trace import Event, Snapshot
+from .messages import RankOutput
+
+# torch.distributed's names for the collectives a job calls through ``ctx.collective``. torch 2.13
+# deprecates all_gather_into_tensor / reduce_scatter_tensor for the same calls named *_single.
+ALL_REDUCE = "all_reduce"
+ALL_GATHER = "all_gather_single" if hasattr(dist, "all_gather_single") else "all_gather_into_tensor"
+REDUCE_SCATTER = (
+    "reduce_scatter_single" if hasattr(dist, "reduce_scatter_single") else "reduce_scatter_tensor"
+)
+ALL_TO_ALL = "all_to_all_single"
+SNAPSHOT_LIMIT = 4096  # bytes per rank: larger buffers are never copied into the trace
+
+
+class Tracer:
+    """Records one rank's events, with times in seconds since ``t0`` (``time.perf_counter``)."""
+
+    def __init__(
+        self,
+        rank: int,
+        t0: float | None = None,
+        enabled: bool = True,
+        snapshot_limit: int = SNAPSHOT_LIMIT,
+        status: Callable[[str], None] | None = None,
+    ):
+        self.rank = rank
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.enabled = enabled
+        self.snapshot_limit = snapshot_limit
+        self.events: list[Event] = []
+        self.snapshots: list[Snapshot] = []
+        self._status = status
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def where(self, text: str) -> None:
+        """Publish what this rank is doing now, so a hang or death can be reported by step."""
+        if self._status is not None:
+            self._status(text)
+
+    def add(self, event: Event) -> Event:
+        if self.enabled:
+            self.events.append(event)
+        return event
+
+    def snapshot(self, step: int, phase: str | None, tensor: torch.Tensor) -> None:
+        """Keep a copy of ``tensor`` after ``step`` if it is small enough (see SNAPSHOT_LIMIT)."""
+        if self.enabled and tensor.numel() * tensor.element_size() <= self.snapshot_limit:
+            values = tensor.detach().to(
+                "cpu", torch.float64 if tensor.is_floating_point() else torch.int64
+            )
+            self.snapshots.append(Snapshot(self.rank, step, phase, values.tolist()))
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Record nothing inside the block (e.g. while verifying against a builtin)."""
+        was, self.enabled = self.enabled, False
+        try:
+            yield
+        finally:
+            self.enabled = was
+
+
+SEGMENT_TAGS = 4096  # a segmented message k of logical tag t travels with tag t * 4096 + k
+
+
+@dataclass
+class Pending:
+    """A posted isend/irecv, possibly cut into segments that travel as separate messages.
+
+    ``wait()`` completes it and closes its event's time span; ``segments()`` yields each segment's
+    view as soon as it has arrived, so a receiver can add segment k while k+1 is on the wire.
+    """
+
+    works: list[Any]
+    views: list[torch.Tensor]
+    event: Event
+    tracer: Tracer
+    done: bool = field(default=False)
+
+    def segments(self) -> Iterator[torch.Tensor]:
+        for work, view in zip(self.works, self.views, strict=True):
+            work.wait()
+            yield view
+        self._close()
+
+    def wait(self) -> None:
+        if not self.done:
+            for work in self.works:
+                work.wait()
+            self._close()
+
+    def _close(self) -> None:
+        if not self.done:
+            self.event.end = self.tracer.now()
+            self.done = True
+
+
+class RankContext:
+    """One rank's view: ``rank``, ``world_size``, ``device``, ``backend`` and traced
+    communication."""
+
+    def __init__(
+        self, rank: int, world_size: int, backend: str, device: torch.device, tracer: Tracer
+    ):
+        self.rank = rank
+        self.world_size = world_size
+        self.backend = backend
+        self.device = device
+        self.tracer = tracer
+
+    def __repr__(self) -> str:
+        return (
+            f"RankContext(rank={self.rank}, world_size={self.world_size}, "
+            f"backend={self.backend!r}, device={self.device})"
+        )
+
+    # ---------------------------------------------------------------- point to point
+    def isend(
+        self,
+        tensor: torch.Tensor,
+        dst: int,
+        *,
+        tag: int = 0,
+        step: int | None = None,
+        phase: str | None = None,
+        chunk: int | None = None,
+        segment_bytes: int = 0,
+    ) -> Pending:
+        """Post a non-blocking send of ``tensor`` to ``dst`` and record one ``send`` event.
+
+        With ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
+        must use the same value); the trace still shows one message."""
+        self.tracer.where(_where("send to", dst, step, phase))
+        ev = self._event("send", "isend", dst, tensor, tag, step, phase, chunk)
+        return self._post(dist.isend, tensor, dst, tag, segment_bytes, ev)
+
+    def irecv(
+        self,
+        tensor: torch.Tensor,
+        src: int,
+        *,
+        tag: int = 0,
+        op: str = "copy",
+        step: int | None = None,
+        phase: str | None = None,
+        chunk: int | None = None,
+        segment_bytes: int = 0,
+    ) -> Pending:
+        """Post a non-blocking receive into ``tensor`` from ``src``; ``op`` says what the
+        caller will do with the data ("reduce" or "copy")."""
+        self.tracer.where(_where("recv from", src, step, phase))
+        ev = self._event("recv", op, src, tensor, tag, step, phase, chunk)
+        return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
+
+    def _event(
+        self,
+        kind: str,
+        op: str,
+        peer: int,
+        tensor: torch.Tensor,
+        tag: int,
+        step: int | None,
+        phase: str | None,
+        chunk: int | None,
+    ) -> Event:
+        return Event(
+            kind=kind,
+            rank=self.rank,
+            op=op,
+            peer=peer,
+            step=step,
+            phase=phase,
+            chunk=chunk,
+            nbytes=nbytes_of(tensor),
+            start=self.tracer.now(),
+            end=0.0,
+            tag=tag,
+        )
+
+    def _post(
+        self, post: Any, tensor: torch.Tensor, peer: int, tag: int, segment_bytes: int, ev: Event
+    ) -> Pending:
+        if segment_bytes <= 0 or nbytes_of(tensor) <= segment_bytes:
+            return Pending(
+                [post(tensor, peer, tag=tag)], [tensor], self.tracer.add(ev), self.tracer
+            )
+        views = list(torch.split(tensor, max(1, segment_bytes // tensor.element_size())))
+        if len(views) > SEGMENT_TAGS:
+            raise bad_value(
+                "segment_bytes", segment_bytes, f"at most {SEGMENT_TAGS} segments per message"
+            )
+        works = [post(v, peer, tag=tag * SEGMENT_TAGS + k) for k, v in enumerate(views)]
+        return Pending(works, views, self.tracer.add(ev), self.tracer)
+
+    def wait_all(self, pending: list[Pending]) -> None:
+        """Wait for every posted send and receive."""
+        for p in pending:
+            self.tracer.where(
+                _where(f"waiting on {p.event.kind} with", p.event.peer, p.event.step, p.event.phase)
+            )
+            p.wait()
+
+    def send(self, tensor: torch.Tensor, dst: int, **kw: Any) -> None:
+        self.wait_all([self.isend(tensor, dst, **kw)])
+
+    def recv(self, tensor: torch.Tensor, src: int, **kw: Any) -> None:
+        self.wait_all([self.irecv(tensor, src, **kw)])
+
+    # ---------------------------------------------------------------- collectives
+    def collective(
+        self,
+        name: str,
+        tensor: torch.Tensor,
+        *args: Any,
+        step: int | None = None,
+        phase: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Call ``torch.distributed.<name>(tensor, ...)`` and record a ``collective`` event."""
+        self.tracer.where(f"{name} ({phase or 'no phase'}, step {step})")
+        start = self.tracer.now()
+        out = getattr(dist, name)(tensor, *args, **kwargs)
+        nbytes = nbytes_of(tensor)
+        self.record("collective", name, start, step=step, phase=phase, nbytes=nbytes)
+        return out
+
+    def barrier(self) -> None:
+        """An untraced barrier (used to line ranks up before timing)."""
+        self.tracer.where("barrier")
+        dist.barrier()
+
+    # ---------------------------------------------------------------- compute, memory, marks
+    def record(
+        self, kind: str, op: str, start: float, end: float | None = None, **fields: Any
+    ) -> Event:
+        """Record an event of this rank from ``start`` to ``end`` (default: now); ``fields`` are
+        the other :class:`~edu_parallel.core.trace.Event` fields (step, phase, nbytes, attrs...).
+        For what the engine does not see itself: a collective a library issued, a measured span."""
+        end = self.tracer.now() if end is None else end
+        return self.tracer.add(
+            Event(kind=kind, rank=self.rank, op=op, start=start, end=end, **fields)
+        )
+
+    @contextlib.contextmanager
+    def compute(
+        self,
+        op: str,
+        nbytes: int = 0,
+        *,
+        step: int | None = None,
+        phase: str | None = None,
+        chunk: int | None = None,
+    ) -> Iterator[None]:
+        """Time the block as a ``compute`` event."""
+        start = self.tracer.now()
+        yield
+        self.record("compute", op, start, step=step, phase=phase, chunk=chunk, nbytes=nbytes)
+
+    def record_compute(
+        self,
+        op: str,
+        nbytes: int,
+        start: float,
+        end: float,
+        *,
+        step: int | None = None,
+        phase: str | None = None,
+        chunk: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a ``compute`` event whose span the caller measured (``attrs``: extra labels)."""
+        extra = dict(attrs) if attrs else None
+        fields = {"step": step, "phase": phase, "chunk": chunk, "nbytes": nbytes, "attrs": extra}
+        self.record("compute", op, start, end, **fields)
+
+    def memory(
+        self, category: str, delta_bytes: int, *, step: int | None = None, phase: str | None = None
+    ) -> None:
+        """Record a memory change of ``delta_bytes`` (negative when freed) in ``category``."""
+        t = self.tracer.now()
+        op = "alloc" if delta_bytes >= 0 else "free"
+        attrs = {"category": category}
+        self.record(
+            "memory", op, t, t, step=step, phase=phase, nbytes=int(delta_bytes), attrs=attrs
+        )
+
+    def mark(self, label: str, **attrs: Any) -> None:
+        """A zero-length event naming a moment of the run."""
+        t = self.tracer.now()
+        self.record("mark", label, t, t, attrs=attrs or None)
+
+
+def nbytes_of(t: torch.Tensor) -> int:
+    """Bytes of a tensor's elements."""
+    return t.numel() * t.element_size()
+
+
+def _where(what: str, peer: int | None, step: int | None, phase: str | None) -> str:
+    return f"{phase or 'no phase'} step {step}: {what} rank {peer}"
+
+
+def rank_output(ctx: RankContext, result: Any) -> RankOutput:
+    """A job's return value (tensors detached and moved to the CPU) with the rank's record."""
+    return RankOutput(to_cpu(result), ctx.tracer.events, ctx.tracer.snapshots)
+
+
+def to_cpu(obj: Any) -> Any:
+    """``obj`` with every tensor in it detached and on the CPU (lists, tuples and dicts walked)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,155 @@
+"""Workers interpret plans: :func:`run_plan` executes a plan of ``plans/`` on one rank.
+
+For every step, the rank posts an ``irecv`` for each chunk it receives and an ``isend`` for each
+chunk it sends, both non-blocking, so the order of posting cannot deadlock. A ``copy`` lands
+straight in the buffer (unless this rank also sends that chunk in the step); a ``reduce`` lands in
+a scratch buffer and is added segment by segment as the segments arrive, so the addition overlaps
+the rest of the transfer. Sends read the buffer before any update of that step: the plan's
+semantics. Every send, recv and reduction is recorded once per transfer, with its step, phase,
+chunk and tag ``step * num_chunks + chunk``: the events
+:func:`~edu_parallel.models.simulation.plan_events` plans.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..plans.layout import SEGMENT_BYTES
+from ..plans.plan import Plan
+from .context import RankContext
+
+_SCRATCH_LIMIT = 256 << 20  # scratch buffers up to this size are kept between jobs
+_scratch: dict[tuple[torch.dtype, str], torch.Tensor] = {}
+
+
+def scratch(numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A receive buffer of at least ``numel`` elements, reused across jobs (no page faults)."""
+    key = (dtype, str(device))
+    buf = _scratch.get(key)
+    if buf is None or buf.numel() < numel:
+        buf = torch.empty(numel, dtype=dtype, device=device)
+        if numel * buf.element_size() <= _SCRATCH_LIMIT:
+            _scratch[key] = buf
+    return buf
+
+
+def run_plan(
+    ctx: RankContext,
+    plan: Plan,
+    buf: torch.Tensor,
+    segment_bytes: int = SEGMENT_BYTES,
+    *,
+    step: int | None = None,
+    phase: str | None = None,
+    snapshots: bool = True,
+) -> torch.Tensor:
+    """Run ``plan`` on this rank's contiguous 1-D ``buf`` in place and return it.
+
+    Events carry the plan's step index and phase, unless the plan runs inside a larger job
+    (a training step): then ``step``/``phase`` label every event, and ``snapshots=False`` keeps
+    per-step copies of the buffer out of the trace. :func:`replay_plan` is the same plan on
+    in-process tensors, with the same additions in the same order.
+    """
+    if plan.world_size != ctx.world_size:
+        raise ValueError(
+            f"plan.world_size={plan.world_size} is not valid: expected the cluster's"
+            f" {ctx.world_size}"
+        )
+    if buf.dim() != 1 or not buf.is_contiguous():
+        raise ValueError(
+            f"buf.shape={tuple(buf.shape)} is not valid: expected a contiguous 1-D tensor"
+        )
+    r, c = ctx.rank, plan.num_chunks
+    chunks = torch.tensor_split(buf, c)  # views; the first numel % c chunks are one longer
+    largest = max(x.numel() for x in chunks)
+    if snapshots:
+        ctx.tracer.snapshot(-1, None, buf)
+    for i, pstep in enumerate(plan.steps):
+        incoming = [t for t in pstep.transfers if t.dst == r]
+        outgoing = [t for t in pstep.transfers if t.src == r]
+        if not incoming and not outgoing:
+            continue
+        sent_chunks = {t.chunk for t in outgoing}
+        staged = [t for t in incoming if t.op == "reduce" or t.to_chunk in sent_chunks]
+        pool = scratch(largest * len(staged), buf.dtype, buf.device)
+        where = {}  # transfer -> tensor its data lands in
+        for t in incoming:
+            if chunks[t.chunk].numel() != chunks[t.to_chunk].numel():
+                raise ValueError(
+                    f"transfer {t.text()} moves {chunks[t.chunk].numel()} elements into a chunk of "
+                    f"{chunks[t.to_chunk].numel()}: use a size divisible by {c} chunks"
+                )
+        for j, t in enumerate(staged):
+            where[t] = pool[j * largest : j * largest + chunks[t.to_chunk].numel()]
+        for t in incoming:
+            where.setdefault(t, chunks[t.to_chunk])  # a copy into a chunk nobody reads: in place
+        label = (i, pstep.phase) if step is None else (step, phase or pstep.phase)
+        kw = {"step": label[0], "phase": label[1], "segment_bytes": segment_bytes}
+        sends = [
+            ctx.isend(chunks[t.chunk], t.dst, tag=i * c + t.chunk, chunk=t.chunk, **kw)
+            for t in outgoing
+        ]
+        recvs = [
+            (t, ctx.irecv(where[t], t.src, tag=i * c + t.chunk, op=t.op, chunk=t.to_chunk, **kw))
+            for t in incoming
+        ]
+        for t, pending in recvs:
+            ctx.tracer.where(f"{pstep.phase} step {i}: waiting on recv from rank {t.src}")
+            if t.op == "reduce":
+                target, offset, start = chunks[t.to_chunk], 0, None
+                for seg in pending.segments():
+                    start = ctx.tracer.now() if start is None else start
+                    target[offset : offset + seg.numel()].add_(seg)
+                    offset += seg.numel()
+                nbytes = target.numel() * target.element_size()
+                ctx.record_compute(
+                    "reduce",
+                    nbytes,
+                    start or ctx.tracer.now(),
+                    ctx.tracer.now(),
+                    step=label[0],
+                    phase=label[1],
+                    chunk=t.to_chunk,
+                )
+            else:
+                pending.wait()
+        ctx.wait_all(sends)
+        for t, _ in recvs:
+            if t.op == "copy" and where[t] is not chunks[t.to_chunk]:
+                chunks[t.to_chunk].copy_(where[t])
+        if snapshots:
+            ctx.tracer.snapshot(i, pstep.phase, buf)
+    return buf
+
+
+def replay_plan(plan: Plan, bufs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """:func:`run_plan` on in-process tensors ``bufs[r]`` (rank r's 1-D buffer), in place.
+
+    The same chunks (``torch.tensor_split``), the same reads (every transfer of a step reads the
+    state at the start of the step) and the same additions in the same order (``local += received``,
+    incoming transfers in plan order), so a 16-bit sum rounds exactly as on the ranks: a
+    single-process reference that reduces with this function agrees with the cluster bit for bit.
+    """
+    if len(bufs) != plan.world_size:
+        raise ValueError(
+            f"len(bufs)={len(bufs)} is not valid: expected plan.world_size={plan.world_size}"
+        )
+    chunks = [torch.tensor_split(b, plan.num_chunks) for b in bufs]
+    for step in plan.steps:
+        before = {(t.src, t.chunk): chunks[t.src][t.chunk].clone() for t in step.transfers}
+        for t in step.transfers:
+            target = chunks[t.dst][t.to_chunk]
+            if t.op == "reduce":
+                target.add_(before[(t.src, t.chunk)])
+            else:
+                target.copy_(before[(t.src, t.chunk)])
+    return bufs
+
+
+def same_result(got: torch.Tensor, expected: torch.Tensor, world_size: int, exact: bool) -> bool:
+    """Equal bit for bit when ``exact`` (integers, moved data), else equal up to the rounding of
+    another order of additions: ``rtol = atol = 1e-5 * N`` (float32/64), ``2e-2 * N`` (16-bit)."""
+    if exact:
+        return bool(torch.equal(got, expected))
+    tol = (1e-5 if got.dtype in (torch.float32, torch.float64) else 2e-2) * world_size
+    return bool(torch.allclose(got.float(), expected.float(), rtol=tol, atol=tol))

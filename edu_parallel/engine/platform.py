@@ -1,0 +1,71 @@
+"""How ranks start on this machine: the ``torch.distributed`` backend (NCCL with one GPU per rank,
+else gloo), the process start method (fork on Linux CPU, spawn where fork is unsafe), and the
+parent warmed once before a fork."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from ..core.errors import bad_value, check_choice
+
+BACKENDS = ("auto", "gloo", "nccl")
+START_METHODS = ("auto", "fork", "spawn", "forkserver")
+
+
+def cuda_device_count() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve_backend(backend: str, world_size: int) -> str:
+    """``"auto"`` -> NCCL when there is one CUDA device per rank, else gloo; checks it can run."""
+    check_choice("backend", backend, BACKENDS)
+    gpus = cuda_device_count() if backend in ("auto", "nccl") else 0
+    if backend == "auto":
+        return "nccl" if gpus >= world_size else "gloo"
+    if backend == "nccl" and gpus < world_size:
+        raise bad_value(
+            "backend",
+            backend,
+            f"'gloo' here: 'nccl' needs one CUDA device per rank ({world_size}), "
+            f"this machine has {gpus}",
+        )
+    return backend
+
+
+def resolve_start_method(start_method: str, backend: str) -> str:
+    """fork on Linux CPU (fast); spawn where fork is unsafe: CUDA, or macOS."""
+    check_choice("start_method", start_method, START_METHODS)
+    if start_method != "auto":
+        return start_method
+    if (
+        backend == "nccl"
+        or sys.platform != "linux"
+        or "torch.cuda" in sys.modules
+        and _cuda_initialized()
+    ):
+        return "spawn"
+    return "fork"
+
+
+def _cuda_initialized() -> bool:
+    return bool(torch.cuda.is_initialized())
+
+
+_warm = False
+
+
+def warm_parent() -> None:
+    """Pay once, in the parent, for lazy imports that every forked rank would pay on its own.
+
+    The first ``tensor.backward(gradient)`` of a process imports torch's symbolic-shape helpers
+    (sympy, about 0.5 s). Four ranks doing that at once on two cores added about 1.5 s to the first
+    training job of a cluster (tensor parallelism, pipelines); done before the fork, the ranks
+    inherit it and share its memory.
+    """
+    global _warm
+    if not _warm:
+        _warm = True
+        x = torch.zeros(1, requires_grad=True)
+        (x * 1.0).backward(torch.ones(1))

@@ -1,0 +1,104 @@
+"""Run the same concept functions under ``torchrun``, on an existing ``env://`` group.
+
+``torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB`` starts two
+processes; each builds a :class:`TorchrunExecutor`, which joins the group torchrun describes
+(``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), runs the function on its rank and
+gathers results and events on rank 0. Rank 0 prints and writes the trace; the others return None.
+This is the path from a laptop to a real multi-GPU cluster: the concept code does not change.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..core.dims import ParallelDims
+from ..core.errors import bad_value, check_positive
+from .context import RankContext, Tracer, rank_output
+from .executor import RunResult, check_importable, job_meta
+from .platform import resolve_backend
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def in_torchrun() -> bool:
+    """True when this process was started by torchrun (or another env:// launcher)."""
+    return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+def torchrun_dims() -> ParallelDims:
+    """The degrees of this torchrun job: ``WORLD_SIZE`` ranks (no local limit)."""
+    return ParallelDims(int(os.environ["WORLD_SIZE"]))
+
+
+class TorchrunExecutor:
+    """The :class:`~edu_parallel.engine.executor.Executor` of a process that is one rank of a
+    torchrun job. ``dims`` (default: from ``WORLD_SIZE``) are the run's validated degrees."""
+
+    def __init__(
+        self, backend: str = "auto", timeout: float = 30.0, dims: ParallelDims | None = None
+    ):
+        self.dims = torchrun_dims() if dims is None else dims
+        self.world_size = self.dims.world_size
+        self.rank = int(os.environ["RANK"])
+        self.timeout = check_positive("timeout", timeout)
+        local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        # One GPU per local rank is what matters on a multi-node job.
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
+        self.backend = resolve_backend(backend, min(self.world_size, local))
+        self.device = (
+            torch.device("cuda", local_rank)
+            if self.backend == "nccl" and gpus
+            else torch.device("cpu")
+        )
+        if self.backend == "nccl":
+            torch.cuda.set_device(self.device)
+        if not dist.is_initialized():
+            dist.init_process_group(
+                self.backend, init_method="env://", timeout=timedelta(seconds=self.timeout)
+            )
+
+    def run(self, fn: Any, *args: Any, trace: bool = True, **kwargs: Any) -> RunResult | None:
+        """Run ``fn(ctx, *args)`` on this rank; rank 0 gets every rank's results and events."""
+        check_importable(fn)
+        dist.barrier()
+        t0 = time.perf_counter()
+        tracer = Tracer(self.rank, t0, trace)
+        ctx = RankContext(self.rank, self.world_size, self.backend, self.device, tracer)
+        output = rank_output(ctx, fn(ctx, *args, **kwargs))
+        gathered: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(output, gathered, dst=0)
+        if self.rank != 0:
+            return None
+        meta = job_meta(self, fn, "torchrun")
+        return RunResult.merge(gathered, meta, time.perf_counter() - t0)
+
+    def sized(self, world_size: int) -> AbstractContextManager[TorchrunExecutor]:
+        """This executor: torchrun fixed the world size, so another one is an error."""
+        if world_size != self.world_size:
+            raise bad_value(
+                "world_size", world_size, f"{self.world_size}, the world size torchrun started"
+            )
+        return self._same()
+
+    @contextmanager
+    def _same(self) -> Iterator[TorchrunExecutor]:
+        yield self
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def __enter__(self) -> TorchrunExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

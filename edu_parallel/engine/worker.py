@@ -1,0 +1,127 @@
+"""The worker side of a :class:`~edu_parallel.engine.cluster.Cluster`: one process per rank.
+
+A worker joins the ``torch.distributed`` group once, then loops: receive a job (an importable
+function and its arguments), run it with a :class:`~edu_parallel.engine.context.RankContext`, send
+back the result and the recorded events. It publishes its current step in shared memory so the
+parent can say where a hung or dead rank was. It ignores SIGINT (the parent handles Ctrl-C) and dies
+with its parent (PR_SET_PDEATHSIG on Linux; end-of-file on its pipe everywhere).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import sys
+import traceback
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from .context import RankContext, Tracer, rank_output
+from .messages import Close, Done, Failed, Init, Job, Ready
+
+STATUS_BYTES = 160  # per rank, in the shared status buffer
+
+
+def loopback_interface() -> str:
+    """Name of the loopback interface, for GLOO_SOCKET_IFNAME (gloo then binds 127.0.0.1 only)."""
+    return "lo0" if sys.platform == "darwin" else "lo"
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:  # pragma: no cover - unusual libc
+            pass
+
+
+def write_status(buf: Any, rank: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")[: STATUS_BYTES - 1]
+    buf[rank * STATUS_BYTES : rank * STATUS_BYTES + len(data) + 1] = data + b"\0"
+
+
+def read_status(buf: Any, rank: int) -> str:
+    raw = bytes(buf[rank * STATUS_BYTES : (rank + 1) * STATUS_BYTES])
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _send(conn: Any, msg: Ready | Done | Failed) -> None:
+    conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def worker_main(
+    rank: int, world_size: int, backend: str, conn: Any, status: Any, parent_pid: int
+) -> None:
+    """Entry point of a worker process (fork or spawn)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before we set the death signal
+        os._exit(1)
+    os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
+    code = 0
+    try:
+        code = _serve(rank, world_size, backend, conn, status)
+    finally:
+        conn.close()
+        os._exit(code)  # skip atexit and destructors inherited from the parent
+
+
+def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> int:
+    torch.set_num_threads(1)  # N ranks share the machine's cores
+    try:
+        init = pickle.loads(conn.recv_bytes())
+        if not isinstance(init, Init):
+            raise TypeError(f"expected Init first, got {init!r}")
+        write_status(status, rank, "joining the process group")
+        timeout = timedelta(seconds=init.timeout_s)
+        store = dist.TCPStore(
+            "127.0.0.1", init.port, world_size + 1, is_master=False, timeout=timeout
+        )
+        device = torch.device("cpu")
+        if backend == "nccl":
+            device = torch.device("cuda", rank)
+            torch.cuda.set_device(device)
+        dist.init_process_group(
+            backend, store=store, rank=rank, world_size=world_size, timeout=timeout
+        )
+        _send(conn, Ready(os.getpid()))
+    except (EOFError, OSError):
+        return 1
+    except BaseException:  # report and stop: the parent raises WorkerError
+        _send(conn, Failed(-1, traceback.format_exc(), "joining the process group"))
+        return 1
+    write_status(status, rank, "idle")
+    while True:
+        try:
+            msg = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return 0
+        if isinstance(msg, Close):
+            dist.destroy_process_group()
+            return 0
+        ctx = RankContext(rank, world_size, backend, device, _tracer(rank, status, msg))
+        _send_result(conn, status, msg, ctx)
+
+
+def _tracer(rank: int, status: Any, job: Job) -> Tracer:
+    publish = lambda text: write_status(status, rank, text)  # noqa: E731
+    return Tracer(rank, job.t0, job.trace, job.snapshot_limit, publish)
+
+
+def _send_result(conn: Any, status: Any, job: Job, ctx: RankContext) -> None:
+    """Run ``job`` on this rank and send :class:`Done` or, if it raised, :class:`Failed`."""
+    ctx.tracer.where(f"starting {getattr(job.fn, '__qualname__', job.fn)}")
+    try:
+        output = rank_output(ctx, job.fn(ctx, *job.args, **job.kwargs))
+        data = pickle.dumps(Done(job.job_id, output), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        where = read_status(status, ctx.rank)
+        _send(conn, Failed(job.job_id, traceback.format_exc(), where))
+        return
+    conn.send_bytes(data)
+    write_status(status, ctx.rank, "idle")

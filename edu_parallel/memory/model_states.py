@@ -1,0 +1,272 @@
+"""How much GPU memory does training a model need? Model states, activations, communication.
+
+Pure arithmetic, no torch: every function returns bytes (decimal GB = 1e9 bytes in the text, as
+in the ZeRO paper) and the formula it used, with its source.
+
+**Model states** (:func:`model_state_bytes`), after Rajbhandari et al. 2019, "ZeRO: Memory
+Optimizations Toward Training Trillion Parameter Models", §3.1 and Fig. 1. With ``Ψ`` parameters
+and Adam, each parameter costs ``2 + 2 + K`` bytes:
+
+=============  ==========================================  ====  ================
+precision      per parameter                                 K    total
+=============  ==========================================  ====  ================
+``mixed``      param16 2, grad16 2, master32 4, adam_m 4,    12   16Ψ
+               adam_v 4
+``fp32``       param32 4, grad32 4, adam_m 4, adam_v 4        8   16Ψ
+``bf16-pure``  param16 2, grad16 2, adam_m 2, adam_v 2        4    8Ψ
+=============  ==========================================  ====  ================
+
+Our accounting for ``fp32``: the fp32 parameters *are* the optimizer's master copy, so there is
+no ``master32`` line; the paper's K (optimizer-only bytes) is then 8 and the total 4Ψ + 4Ψ + 8Ψ =
+16Ψ, the same as mixed precision. ``bf16-pure`` keeps everything, Adam moments included, in
+16-bit (no fp32 master: cheaper, less accurate updates).
+
+ZeRO partitions across the data-parallel degree ``N``: stage 1 the optimizer states (master32,
+adam_m, adam_v), stage 2 also the gradients, stage 3 also the parameters. For mixed precision this
+gives the paper's four lines: DP 16Ψ, ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N.
+
+Tensor parallelism (degree ``tp``) and pipeline parallelism (``pp``) split the model itself, so
+each GPU holds ``Ψ/(tp·pp)`` parameters, and the data-parallel degree is ``N = gpus/(tp·pp)``.
+
+**CPU offload** (DeepSpeed): ``offload="optimizer"`` is ZeRO-Offload (Ren et al. 2021,
+"ZeRO-Offload: Democratizing Billion-Scale Model Training", §4): the optimizer states (master32,
+adam_m, adam_v) live in CPU memory and Adam runs on the CPU; DeepSpeed allows it with ZeRO stages
+1, 2 and 3. ``offload="all"`` also moves the parameters to CPU memory (ZeRO-Infinity, Rajbhandari
+et al. 2021, §5; DeepSpeed's ``offload_param``), which needs stage 3. We count the gradient
+partition on the GPU, where it is produced and reduce-scattered (DeepSpeed then streams it to the
+CPU in buckets; the ZeRO-Offload paper's Fig. 2 places the fp16 gradients on the CPU, which would
+move another ``2Ψ/N`` there). For ``fp32``, ``"optimizer"`` moves adam_m and adam_v (the params,
+being the master copy, stay for the forward pass) and ``"all"`` moves param32 as well. CPU bytes
+are reported per GPU (the share of host memory that one GPU's rank needs).
+
+**Activations** (:func:`edu_parallel.memory.activations.activation_bytes`): Korthikanti
+et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, §4,
+eqs. (1)-(3) and Table 2.
+
+**Communication** (:func:`edu_parallel.memory.communication.comm_bytes_per_step`): ZeRO
+paper §7 with the exact ring volumes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import bad_value, check_choice, check_int, check_positive
+
+GB = 1e9  # the ZeRO paper's GB: 16 · 7.5e9 bytes = 120 GB
+
+# (category, bytes per parameter, kind). kind decides the ZeRO stage that partitions it and
+# where offload puts it; see the module docstring's table.
+PRECISIONS: dict[str, tuple[tuple[str, int, str], ...]] = {
+    "mixed": (
+        ("param16", 2, "param"),
+        ("grad16", 2, "grad"),
+        ("master32", 4, "optim"),
+        ("adam_m", 4, "optim"),
+        ("adam_v", 4, "optim"),
+    ),
+    "fp32": (
+        ("param32", 4, "param"),
+        ("grad32", 4, "grad"),
+        ("adam_m", 4, "optim"),
+        ("adam_v", 4, "optim"),
+    ),
+    "bf16-pure": (
+        ("param16", 2, "param"),
+        ("grad16", 2, "grad"),
+        ("adam_m", 2, "optim"),
+        ("adam_v", 2, "optim"),
+    ),
+}
+# ZeRO §5: stage 0 = plain data parallelism, 1 = P_os, 2 = P_os+g, 3 = P_os+g+p
+ZERO_STAGES = (0, 1, 2, 3)
+ZERO_STAGE_NAMES = {0: "DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+PARTITIONED_FROM_STAGE = {"optim": 1, "grad": 2, "param": 3}
+OFFLOADS = ("none", "optimizer", "all")
+OFFLOADED_KINDS = {"none": (), "optimizer": ("optim",), "all": ("optim", "param")}
+OFFLOAD_STAGES = {"none": ZERO_STAGES, "optimizer": (1, 2, 3), "all": (3,)}
+# bytes per gradient element on the wire (the gradients are communicated in their own dtype)
+COMM_BYTES_PER_ELEMENT = {"mixed": 2, "fp32": 4, "bf16-pure": 2}
+RECOMPUTE = ("none", "selective", "full")
+
+
+def _check_parallel(gpus: Any, tp: Any, pp: Any) -> tuple[int, int, int]:
+    """Return (gpus, tp, pp) as ints, with gpus divisible by tp·pp."""
+    gpus = check_int("gpus", gpus, 1)
+    tp = check_int("tp", tp, 1)
+    pp = check_int("pp", pp, 1)
+    if gpus % (tp * pp):
+        raise bad_value("gpus", gpus, f"a multiple of tp*pp = {tp}*{pp} = {tp * pp}")
+    return gpus, tp, pp
+
+
+def _check_stage_and_offload(zero: Any, precision: Any, offload: Any) -> tuple[int, str, str]:
+    zero = check_int("zero", zero, 0, 3)
+    precision = check_choice("precision", precision, PRECISIONS)
+    offload = check_choice("offload", offload, OFFLOADS)
+    stages = OFFLOAD_STAGES[offload]
+    if zero not in stages:
+        raise bad_value(
+            "offload",
+            offload,
+            f"'none' with zero={zero}: offload combined with a stage that does not support it "
+            f"(offload={offload!r} needs zero in {', '.join(map(str, stages))})",
+        )
+    return zero, precision, offload
+
+
+def _coefficient(x: float) -> str:
+    return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Model-state bytes per GPU (and per GPU's share of CPU memory), by category."""
+
+    params: float
+    gpus: int
+    zero: int
+    precision: str
+    offload: str
+    tp: int
+    pp: int
+    dp: int  # N, the data-parallel degree gpus / (tp·pp)
+    params_per_gpu: float  # Ψ/(tp·pp): the model-parallel shard before ZeRO
+    bytes_per_gpu: float
+    cpu_bytes_per_gpu: float
+    breakdown: dict[str, float] = field(default_factory=dict)  # GPU bytes by category
+    cpu_breakdown: dict[str, float] = field(default_factory=dict)  # CPU bytes by category
+    formula: str = ""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "params": self.params,
+            "gpus": self.gpus,
+            "zero": self.zero,
+            "precision": self.precision,
+            "offload": self.offload,
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "params_per_gpu": self.params_per_gpu,
+            "bytes_per_gpu": self.bytes_per_gpu,
+            "cpu_bytes_per_gpu": self.cpu_bytes_per_gpu,
+            "breakdown": dict(self.breakdown),
+            "cpu_breakdown": dict(self.cpu_breakdown),
+            "formula": self.formula,
+        }
+
+
+def _state_coefficients(zero: int, precision: str, offload: str) -> dict[str, float]:
+    """Bytes per parameter of Ψ/(tp·pp), split into (gpu|cpu) x (whole|partitioned over N)."""
+    coefficients = {"gpu_whole": 0.0, "gpu_shard": 0.0, "cpu_whole": 0.0, "cpu_shard": 0.0}
+    for _name, nbytes, kind in PRECISIONS[precision]:
+        where = "cpu" if kind in OFFLOADED_KINDS[offload] else "gpu"
+        how = "shard" if zero >= PARTITIONED_FROM_STAGE[kind] else "whole"
+        coefficients[f"{where}_{how}"] += nbytes
+    return coefficients
+
+
+def model_state_bytes(
+    params: float,
+    gpus: int,
+    zero: int = 0,
+    precision: str = "mixed",
+    offload: str = "none",
+    tp: int = 1,
+    pp: int = 1,
+) -> MemoryEstimate:
+    """Parameters, gradients and Adam states per GPU (ZeRO paper §3.1, Fig. 1; see module doc).
+
+    >>> round(model_state_bytes(7.5e9, 64, zero=1).bytes_per_gpu / 1e9, 2)
+    31.41
+    """
+    params = check_positive("params", params)
+    gpus, tp, pp = _check_parallel(gpus, tp, pp)
+    zero, precision, offload = _check_stage_and_offload(zero, precision, offload)
+    model_parallel = tp * pp
+    Psi = params / model_parallel  # Ψ per GPU: TP and PP split every weight matrix / layer
+    N = gpus // model_parallel  # ZeRO's N: the data-parallel degree
+    breakdown: dict[str, float] = {}
+    cpu_breakdown: dict[str, float] = {}
+    for name, nbytes, kind in PRECISIONS[precision]:
+        # ZeRO §5.1-5.3: a partitioned state keeps 1/N of its bytes on each data-parallel rank
+        partitioned = zero >= PARTITIONED_FROM_STAGE[kind]
+        category_bytes = nbytes * Psi / (N if partitioned else 1)
+        on_cpu = kind in OFFLOADED_KINDS[offload]  # ZeRO-Offload §4 / ZeRO-Infinity §5
+        breakdown[name] = 0.0 if on_cpu else category_bytes
+        cpu_breakdown[name] = category_bytes if on_cpu else 0.0
+    gpu_total = sum(breakdown.values())
+    cpu_total = sum(cpu_breakdown.values())
+
+    c = _state_coefficients(zero, precision, offload)
+
+    def side(whole: float, shard: float, total: float) -> str:
+        terms = [f"{_coefficient(whole)}Ψ"] if whole else []
+        terms += [f"{_coefficient(shard)}Ψ/N"] if shard else []
+        return (" + ".join(terms) or "0") + f" = {total / GB:.4g} GB"
+
+    stage = "DP (no ZeRO)" if zero == 0 else f"ZeRO-{zero}"
+    K = sum(nbytes for _n, nbytes, kind in PRECISIONS[precision] if kind == "optim")
+    formula = (
+        f"{stage}, {precision} Adam (K={K}), offload={offload}: "
+        f"GPU {side(c['gpu_whole'], c['gpu_shard'], gpu_total)}"
+        + (f"; CPU {side(c['cpu_whole'], c['cpu_shard'], cpu_total)}" if offload != "none" else "")
+        + f"; Ψ = params/(tp·pp) = {params:.4g}/{model_parallel} = {Psi:.4g}, "
+        f"N = gpus/(tp·pp) = {N}  [Rajbhandari et al. 2019, §3.1, Fig. 1"
+        + ("; Ren et al. 2021, ZeRO-Offload" if offload != "none" else "")
+        + ("; Rajbhandari et al. 2021, ZeRO-Infinity" if offload == "all" else "")
+        + "]"
+    )
+    return MemoryEstimate(
+        params=params,
+        gpus=gpus,
+        zero=zero,
+        precision=precision,
+        offload=offload,
+        tp=tp,
+        pp=pp,
+        dp=N,
+        params_per_gpu=Psi,
+        bytes_per_gpu=gpu_total,
+        cpu_bytes_per_gpu=cpu_total,
+        breakdown=breakdown,
+        cpu_breakdown=cpu_breakdown,
+        formula=formula,
+    )
+
+
+def largest_model_that_fits(
+    gpu_bytes: float,
+    gpus: int,
+    zero: int = 0,
+    precision: str = "mixed",
+    offload: str = "none",
+    tp: int = 1,
+    pp: int = 1,
+) -> int:
+    """The most parameters whose model states fit in ``gpu_bytes`` per GPU (activations aside).
+
+    Inverts :func:`model_state_bytes`, which is linear in Ψ: bytes = Ψ·(whole + shard/N)/(tp·pp).
+    """
+    gpu_bytes = check_positive("gpu_bytes", gpu_bytes)
+    gpus, tp, pp = _check_parallel(gpus, tp, pp)
+    zero, precision, offload = _check_stage_and_offload(zero, precision, offload)
+    N = gpus // (tp * pp)
+    c = _state_coefficients(zero, precision, offload)
+    bytes_per_param = (c["gpu_whole"] + c["gpu_shard"] / N) / (tp * pp)  # > 0: grads stay on GPU
+    params = math.floor(gpu_bytes / bytes_per_param)
+
+    def fits(n: int) -> bool:
+        return (
+            model_state_bytes(n, gpus, zero, precision, offload, tp, pp).bytes_per_gpu <= gpu_bytes
+        )
+
+    # float rounding can put the floor one off either way; settle it with the forward formula
+    while params > 0 and not fits(params):
+        params -= 1
+    while fits(params + 1):
+        params += 1
+    return params

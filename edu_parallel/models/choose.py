@@ -1,0 +1,132 @@
+"""Choose an all-reduce algorithm the way NCCL does: predict each candidate's time, take the least.
+
+NCCL's tuner (``src/graph/tuning.cc``) keeps, per collective, algorithm and protocol, a latency
+and a bandwidth, and picks the smallest ``latency + bytes / bandwidth`` for each call. The ring's
+latency counts ``2(n-1)`` steps, the tree's ``2·log2`` levels, so tiny messages on many ranks go
+to the tree; the ring moves the least data per rank (``2(n-1)/n·S``), so bandwidth-bound
+messages go to the ring (errata E9: the choice is per message size and topology, not "tree for
+cross-node, ring for large clusters"). :func:`choose_allreduce` does the same with
+:func:`~edu_parallel.models.cost.predict`; :func:`crossover_size` finds where two algorithms cost
+the same, by bisection. Formulas after Thakur, Rabenseifner & Gropp 2005.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import bad_value, check_int
+from ..core.units import format_bytes
+from .cost import ALLREDUCE_ALGOS, NAME_ALIASES, Prediction, predict
+from .topology import Topology
+
+CANDIDATES = ("ring", "tree", "double-tree")
+CROSSOVER_RANGE = (1.0, float(1 << 50))  # 1 B .. 1 PiB
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The fastest candidate, why, and every candidate's predicted seconds."""
+
+    algo: str
+    reason: str
+    times: dict[str, float]
+    predictions: dict[str, Prediction] = field(repr=False)
+
+
+def _micro(t: float) -> str:
+    return f"{t * 1e6:.3g} µs" if t < 1e-3 else f"{t * 1e3:.3g} ms"
+
+
+def choose_allreduce(
+    nbytes: float, world_size: int, topology_or_link: Any, candidates: tuple[str, ...] | None = None
+) -> Choice:
+    """The candidate with the least predicted time for ``nbytes`` per rank on ``world_size`` ranks.
+
+    ``candidates`` default to ring, tree and double-tree, plus hierarchical when a
+    :class:`~edu_parallel.models.topology.Topology` has several nodes of several ranks.
+    """
+    n = check_int("world_size", world_size, 1)
+    if candidates is None:
+        candidates = CANDIDATES
+        topo = topology_or_link
+        if isinstance(topo, Topology) and topo.nodes > 1 and topo.gpus_per_node > 1:
+            candidates += ("hierarchical",)
+    names = [NAME_ALIASES.get(c, c) for c in candidates]
+    if not names or any(c not in ALLREDUCE_ALGOS for c in names):
+        raise bad_value(
+            "candidates", candidates, "a non-empty tuple of " + ", ".join(ALLREDUCE_ALGOS)
+        )
+    preds = {c: predict(c, n, nbytes, topology_or_link) for c in names}
+    ranked = sorted(names, key=lambda c: (preds[c].time_s, names.index(c)))
+    best = preds[ranked[0]]
+    reason = f"{best.name}: {format_bytes(best.nbytes)} on {n} rank{'s' if n != 1 else ''}"
+    if n == 1 or len(ranked) == 1:
+        return Choice(
+            best.name,
+            reason + ": nothing to compare",
+            {c: p.time_s for c, p in preds.items()},
+            preds,
+        )
+    # compare with the ring when something else wins (the NCCL question), else with the runner-up
+    other = preds["ring"] if best.name != "ring" and "ring" in preds else preds[ranked[1]]
+    bound = "latency" if best.latency_s >= best.bandwidth_s + best.compute_s else "bandwidth"
+    reason += (
+        f" is {bound}-bound ({_micro(best.latency_s)} of α terms, {_micro(best.bandwidth_s)} of S/B"
+        f" terms); predicted {_micro(best.time_s)} against {other.name}'s {_micro(other.time_s)}. "
+    )
+    if best.latency_s < other.latency_s:
+        reason += (
+            f"Its α terms are {_micro(best.latency_s)} against {_micro(other.latency_s)}: "
+            "ring latency grows with n (2(n-1)·α), a tree's with log2 n (2⌈log2 n⌉·α)"
+        )
+    else:
+        reason += (
+            f"Its S/B terms are {_micro(best.bandwidth_s)} against {_micro(other.bandwidth_s)}: "
+            "bandwidth-bound messages favour the algorithm that moves the least per rank, "
+            "the ring's 2(n-1)/n·S"
+        )
+    try:
+        cross = crossover_size(n, topology_or_link, best.name, other.name)
+        reason += f"; the two cross at {format_bytes(cross)}"
+    except ValueError:
+        pass
+    reason += " (NCCL src/graph/tuning.cc picks per size from such a model; errata E9)"
+    return Choice(best.name, reason, {c: p.time_s for c, p in preds.items()}, preds)
+
+
+def crossover_size(world_size: int, link: Any, a: str = "ring", b: str = "tree") -> float:
+    """Bytes per rank where ``a`` and ``b`` have equal predicted time, by bisection between 1 B and
+    1 PiB. Raises ValueError when one of them is faster at every size in that range."""
+    n = check_int("world_size", world_size, 2)
+    for param, value in (("a", a), ("b", b)):
+        if NAME_ALIASES.get(value, value) not in ALLREDUCE_ALGOS:
+            raise bad_value(param, value, "one of " + ", ".join(ALLREDUCE_ALGOS))
+
+    def gap(s: float) -> float:
+        return predict(a, n, s, link).time_s - predict(b, n, s, link).time_s
+
+    lo, hi = CROSSOVER_RANGE
+    g_lo, g_hi = gap(lo), gap(hi)
+    if g_lo == 0.0:
+        return lo
+    if (g_lo > 0) == (g_hi > 0) or g_hi == 0.0:
+        faster = a if g_lo < 0 else b
+        raise bad_value(
+            "world_size",
+            world_size,
+            f"one where {a!r} and {b!r} cross between 1 B and 1 PiB (here {faster!r} is faster at"
+            " every size)",
+        )
+    for _ in range(200):  # geometric bisection: sizes span 15 decades
+        mid = (lo * hi) ** 0.5 if hi / lo > 4 else (lo + hi) / 2
+        g_mid = gap(mid)
+        if g_mid == 0.0:
+            return mid
+        if (g_mid > 0) == (g_lo > 0):
+            lo, g_lo = mid, g_mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return (lo + hi) / 2

@@ -1,0 +1,328 @@
+"""Alpha-beta predictions: how long each all-reduce algorithm and each collective should take.
+
+Hockney's model: one message of ``m`` bytes costs ``α + m/B`` (latency plus size over bandwidth);
+a reduction costs ``γ = 1/reduce_Bps`` seconds per byte. :func:`predict` sums those terms the way
+an algorithm pays them on ``n`` ranks with ``S`` bytes per rank, in the one-port, full-duplex
+model of :func:`~edu_parallel.models.retiming.retime` (a rank sends one message and receives one at
+a time):
+
+    >>> p = predict("ring", 64, 1 << 30, "nvlink4-h100")
+    >>> p.formula, p.latency_s, p.bandwidth_s, p.busbw_gbps
+
+Formulas are those of Thakur, Rabenseifner & Gropp 2005, "Optimization of Collective
+Communication Operations in MPICH" (IJHPCA 19(1)), and of NCCL's tuner (``src/graph/tuning.cc``:
+ring latency ``2(nRanks-1)`` steps, tree ``2·log2`` levels, tree algbw ``0.9·busBw/2``).
+
+How they relate to the retimed traces of this package's plans (``tests/test_costmodel.py``):
+ring, naive, hierarchical, the ring all-gather and reduce-scatter, and the parameter server with
+one server are equal to them; the binary tree is equal without reduction cost; the sharded
+parameter server and Rabenseifner are lower bounds (retime's first-come port schedule can lose a
+step to the optimum; the plan sends a block as one message per chunk); the double tree is NCCL's
+pipelined model, which the unpipelined plan does not reach. Bandwidths follow nccl-tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..core.errors import bad_value, check_int, check_non_negative, check_positive
+from ..core.metrics import bus_factor
+from ..plans.collectives import CLI_NAMES
+from ..plans.plan import COLLECTIVES
+from .retiming import CostModel
+from .topology import LINKS, MAX_TOPOLOGY_RANKS, Link, Topology
+
+ALLREDUCE_ALGOS = ("ring", "naive", "tree", "double-tree", "ps", "rabenseifner", "hierarchical")
+# the other collectives, each modelled by its one algorithm (rings, chains, direct exchanges)
+OTHER_COLLECTIVES = tuple(c for c in COLLECTIVES if c != "all_reduce")
+NAMES = ALLREDUCE_ALGOS + OTHER_COLLECTIVES
+NAME_ALIASES = {
+    "double_tree": "double-tree",
+    "all_reduce": "ring",
+    "allreduce": "ring",
+    **{typed: name for typed, name in CLI_NAMES.items() if typed != name},  # "allgather", ...
+}
+LINK_ALIASES = {
+    "nvlink4": "nvlink4-h100",
+    "nvlink": "nvlink4-h100",
+    "h100": "nvlink4-h100",
+    "nvlink3": "nvlink3-a100",
+    "a100": "nvlink3-a100",
+    "pcie5": "pcie5-x16",
+    "pcie": "pcie5-x16",
+    "ib-ndr": "ib-ndr-400",
+    "ndr": "ib-ndr-400",
+    "ib-xdr": "ib-xdr-800",
+    "xdr": "ib-xdr-800",
+}
+_CEIL_LOG2 = lambda n: (n - 1).bit_length()  # noqa: E731  ceil(log2 n) for n >= 1
+# NCCL src/graph/tuning.cc: "if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)"
+TREE_BW_EFFICIENCY = 0.9
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted time of ``name`` on ``world_size`` ranks, ``nbytes`` per rank, split into the α
+    terms (``latency_s``), the ``S/B`` terms (``bandwidth_s``) and the ``γ`` terms (``compute_s``).
+    """
+
+    name: str
+    world_size: int
+    nbytes: float
+    link: str
+    time_s: float
+    latency_s: float
+    bandwidth_s: float
+    compute_s: float
+    algbw_gbps: float
+    busbw_gbps: float
+    formula: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Plain JSON: infinite bandwidth (one rank, zero time) becomes None."""
+        d = asdict(self)
+        for k in ("algbw_gbps", "busbw_gbps"):
+            d[k] = None if math.isinf(d[k]) else d[k]
+        return d
+
+
+@dataclass(frozen=True)
+class _Terms:
+    latency: float
+    bandwidth: float
+    compute: float
+    formula: str
+    gamma: str = ""  # the γ term as text, shown when reductions cost time
+
+
+def link_preset(name: str, param: str = "link") -> Link:
+    """A preset of :data:`~edu_parallel.models.topology.LINKS` by name or short alias
+    (``nvlink4``)."""
+    key = LINK_ALIASES.get(name, name) if isinstance(name, str) else name
+    if key not in LINKS:
+        aliases = ", ".join(f"{a}={t}" for a, t in LINK_ALIASES.items())
+        raise bad_value(param, name, f"one of {', '.join(LINKS)} (aliases: {aliases})")
+    return LINKS[key]
+
+
+def tree_levels(world_size: int) -> int:
+    """Whole-buffer messages on the critical path of one phase of the heap-numbered binary tree
+    (children ``2r+1``, ``2r+2``) in the one-port model, where a parent takes its two children
+    one after the other, the first ready first: ``floor(log2(n+1)) + floor(log2(2(n+1)/3)) - 1``.
+    A full tree (``n+1`` a power of two) gives ``2·floor(log2 n)``: two messages per level."""
+    m = check_int("world_size", world_size, 1) + 1
+    return (m.bit_length() - 1) + ((2 * m // 3).bit_length() - 1) - 1
+
+
+# ---------------------------------------------------------------- all-reduce algorithms
+def _ring(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    # Patarasuk & Yuan 2009; Thakur et al. 2005 §4.4: reduce-scatter + all-gather, 2(n-1) steps of
+    # S/n
+    steps, chunk = 2 * (n - 1), S / n
+    return _Terms(
+        steps * a, steps * chunk / B, (n - 1) * chunk * g, "2(n-1)·α + 2(n-1)/n·S/B", "(n-1)/n·S·γ"
+    )
+
+
+def _naive(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    # Flat tree: the root's one incoming port takes n-1 whole buffers, then its outgoing port sends
+    # n-1
+    messages = 2 * (n - 1)
+    return _Terms(
+        messages * a, messages * S / B, (n - 1) * S * g, "2(n-1)·α + 2(n-1)·S/B", "(n-1)·S·γ"
+    )
+
+
+def _tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    # Binary tree reduce + broadcast, whole buffer per edge (Thakur et al. 2005 §4.2 tree
+    # algorithms,
+    # unpipelined); in the one-port model a parent serializes its two children: L messages per phase
+    L = tree_levels(n)
+    messages = 2 * L
+    return _Terms(
+        messages * a,
+        messages * S / B,
+        L * S * g,
+        "2L·α + 2L·S/B, L = ⌊log2(n+1)⌋ + ⌊log2(2(n+1)/3)⌋ - 1",
+        "L·S·γ",
+    )
+
+
+def _double_tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    # NCCL src/graph/tuning.cc: tree latency 2·log2(n)·lat; tree busBw = 0.9·busBw and algbw =
+    # busBw/2 (pipelined, each tree S/2, every rank moves at most 2S each way: errata E5), so
+    # 2·S/(0.9·B); an inner rank reduces 2 children x S/2
+    depth = _CEIL_LOG2(n)
+    bandwidth = 2 * S / (TREE_BW_EFFICIENCY * B)
+    return _Terms(2 * depth * a, bandwidth, S * g, "2⌈log2 n⌉·α + 2·S/(0.9·B)", "S·γ")
+
+
+def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> _Terms:
+    # Li et al. 2014 (OSDI), k co-located servers each own S/k: a server's incoming port takes n-1
+    # shards in the push, its outgoing port sends n-1 in the pull (k=1 is the naive all-reduce)
+    messages, shard = 2 * (n - 1), S / k
+    return _Terms(
+        messages * a,
+        messages * shard / B,
+        (n - 1) * shard * g,
+        "2(n-1)·α + 2(n-1)/k·S/B",
+        "(n-1)/k·S·γ",
+    )
+
+
+def _rabenseifner(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    # Thakur et al. 2005 §4.4: recursive halving + doubling, 2·lg p·α + 2(p-1)/p·S/B + (p-1)/p·S·γ;
+    # for n not a power of two, fold to p = 2^⌊log2 n⌋ first and unfold after: + 2α + 2S/B + S·γ
+    p = 1 << (n.bit_length() - 1)
+    fold = 0 if p == n else 1
+    latency = 2 * (p.bit_length() - 1) * a + 2 * fold * a
+    bandwidth = 2 * (p - 1) / p * S / B + 2 * fold * S / B
+    compute = (p - 1) / p * S * g + fold * S * g
+    text = "2·log2 n·α + 2(n-1)/n·S/B" + (
+        "; n not a power of two: p=2^⌊log2 n⌋, + 2α + 2S/B" if fold else ""
+    )
+    return _Terms(latency, bandwidth, compute, text, "(p-1)/p·S·γ" + (" + S·γ" if fold else ""))
+
+
+def _hierarchical(topo: Topology, S: float, g: float) -> _Terms:
+    # edu_parallel.comm.hierarchical: pipelined chain reduce in each node (g+K-2 steps of S/K), ring
+    # all-reduce among the K leaders (2(K-1) steps of S/K), chain broadcast (g+K-2 steps)
+    K, G = topo.nodes, topo.gpus_per_node
+    a1, B1, a2, B2 = (
+        topo.intra.alpha_s,
+        topo.intra.bandwidth_Bps,
+        topo.inter.alpha_s,
+        topo.inter.bandwidth_Bps,
+    )
+    chain = G + K - 2 if G > 1 else 0
+    ring = 2 * (K - 1)
+    chunk = S / K
+    latency = 2 * chain * a1 + ring * a2
+    bandwidth = 2 * chain * chunk / B1 + ring * chunk / B2
+    compute = (chain + K - 1) * chunk * g
+    text = "2(g+K-2)·(α₁ + S/(K·B₁)) + 2(K-1)·(α₂ + S/(K·B₂)), K nodes of g ranks"
+    return _Terms(latency, bandwidth, compute, text, "(g+2K-3)/K·S·γ" if G > 1 else "(K-1)/K·S·γ")
+
+
+# ---------------------------------------------------------------- collectives (Thakur et al. 2005)
+def _collective(name: str, n: int, S: float, a: float, B: float, g: float) -> _Terms:
+    """``S``: each rank's buffer (all_gather: the gathered output; gather/scatter: the root's)."""
+    part = (n - 1) / n * S / B  # every rank but one holds S/n that must move
+    if name == "all_gather":  # §4.1 ring: (p-1)α + (p-1)/p·nβ
+        return _Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
+    if name == "reduce_scatter":  # §4.3 pairwise exchange / ring: + (p-1)/p·nγ
+        return _Terms(
+            (n - 1) * a, part, (n - 1) / n * S * g, "(n-1)·α + (n-1)/n·S/B", "(n-1)/n·S·γ"
+        )
+    if name in ("broadcast", "reduce"):  # pipelined chain (NCCL ring; retime.collective_time)
+        return _Terms((n - 1) * a, S / B, 0.0, "(n-1)·α + S/B")
+    if name == "all_to_all":  # §4.5 pairwise exchange: (p-1)α + (p-1)/p·nβ
+        return _Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
+    # gather, scatter: §4 binomial tree, ⌈lg p⌉α + (p-1)/p·nβ
+    return _Terms(_CEIL_LOG2(n) * a, part, 0.0, "⌈log2 n⌉·α + (n-1)/n·S/B")
+
+
+def _resolve(link: Any, reduce_Bps: float | None) -> tuple[Link | Topology, float | None]:
+    if isinstance(link, CostModel):
+        return (link.topology or link.link), (
+            reduce_Bps if reduce_Bps is not None else link.reduce_Bps
+        )
+    if isinstance(link, str):
+        return link_preset(link), reduce_Bps
+    if isinstance(link, Link | Topology):
+        return link, reduce_Bps
+    raise bad_value(
+        "link", link, "a Link, a Topology, a CostModel or a preset name such as 'nvlink4-h100'"
+    )
+
+
+def predict(
+    name: str,
+    world_size: int,
+    nbytes: float,
+    link: Any,
+    *,
+    reduce_Bps: float | None = None,
+    servers: int | None = None,
+    nodes: int | None = None,
+) -> Prediction:
+    """Predicted time of all-reduce algorithm or collective ``name`` (see :data:`NAMES`).
+
+    ``link``: a :class:`Link`, a preset name (``"nvlink4-h100"``, alias ``"nvlink4"``), a
+    :class:`~edu_parallel.models.topology.Topology` (flat algorithms use its bottleneck link) or a
+    :class:`CostModel` (its topology or link, and its ``reduce_Bps``). ``reduce_Bps``: bytes/s of
+    the reduction (None: free). ``servers``: parameter servers for ``"ps"`` (default 1;
+    ``"ps-sharded"`` is ``"ps"`` with 2, as in ``allreduce.ALGOS``).
+    ``nodes``: for ``"hierarchical"`` with a single link (both levels use it).
+    """
+    key = NAME_ALIASES.get(name, name) if isinstance(name, str) else name
+    n = check_int("world_size", world_size, 1, MAX_TOPOLOGY_RANKS)
+    if key == "ps-sharded":  # allreduce.ALGOS' two-server parameter server
+        key, servers = "ps", min(2, n) if servers is None else servers
+    if key not in NAMES:
+        raise bad_value("name", name, "one of " + ", ".join(NAMES))
+    S = check_non_negative("nbytes", nbytes, "a finite number of bytes >= 0")
+    where, reduce_Bps = _resolve(link, reduce_Bps)
+    g = 1.0 / check_positive("reduce_Bps", reduce_Bps) if reduce_Bps is not None else 0.0
+    if servers is not None and key != "ps":
+        raise bad_value("servers", servers, f"None unless name is 'ps' (name={name!r})")
+    if nodes is not None and key != "hierarchical":
+        raise bad_value(
+            "nodes",
+            nodes,
+            f"None unless name is 'hierarchical' (name={name!r}); pass a Topology to time a flat"
+            " algorithm across nodes",
+        )
+    if isinstance(where, Topology):
+        where.check_world_size(n)
+        if nodes is not None and nodes != where.nodes:
+            raise bad_value("nodes", nodes, f"None or the topology's {where.nodes}")
+    if key == "hierarchical":
+        if not isinstance(where, Topology):
+            if nodes is None:
+                raise bad_value(
+                    "nodes",
+                    nodes,
+                    "the number of nodes (or pass a Topology as link) for 'hierarchical'",
+                )
+            where = Topology.split(n, nodes, where)
+        terms = _hierarchical(where, S, g) if n > 1 else _Terms(0.0, 0.0, 0.0, "0 (one rank)")
+    else:
+        flat = where.bottleneck() if isinstance(where, Topology) else where
+        a, B = flat.alpha_s, flat.bandwidth_Bps
+        k = check_int("servers", 1 if servers is None else servers, 1, n)
+        if n == 1:
+            terms = _Terms(0.0, 0.0, 0.0, "0 (one rank)")
+        elif key in OTHER_COLLECTIVES:
+            terms = _collective(key, n, S, a, B, g)
+        elif key == "ps":
+            terms = _ps(n, S, a, B, g, k)
+        else:
+            terms = {
+                "ring": _ring,
+                "naive": _naive,
+                "tree": _tree,
+                "double-tree": _double_tree,
+                "rabenseifner": _rabenseifner,
+            }[key](n, S, a, B, g)
+    formula = terms.formula + (f" + {terms.gamma}" if g and terms.gamma and n > 1 else "")
+    time_s = terms.latency + terms.bandwidth + terms.compute
+    algbw = S / time_s / 1e9 if time_s > 0 else math.inf
+    factor = bus_factor("all_reduce" if key in ALLREDUCE_ALGOS else key, n)
+    busbw = algbw * factor if n > 1 else 0.0  # one rank: nothing crosses a bus
+    label = where.describe() if isinstance(where, Topology) else where.name
+    return Prediction(
+        key,
+        n,
+        S,
+        label,
+        time_s,
+        terms.latency,
+        terms.bandwidth,
+        terms.compute,
+        algbw,
+        busbw,
+        formula,
+    )

@@ -1,0 +1,147 @@
+"""All-reduce algorithms side by side: bytes every rank sent and received, the busiest rank, steps.
+
+:func:`traffic_table` runs every algorithm at every world size, on virtual ranks
+(:func:`simulated_runner`, the default) or on real ones (a runner from
+:func:`edu_parallel.comm.compare.cluster_traffic_runner`), and counts from the *trace*, not from a
+formula:
+
+* ``sent`` / ``recv``: bytes per rank;
+* ``busiest_bytes``: the largest ``max(sent, recv)`` over ranks, the load that sets a
+  bandwidth-bound run's time when every rank has one link of the same speed;
+* ``steps``: the steps in which the trace shows any transfer, the number of latency (``alpha``)
+  terms (equal to the plan's steps, ``plan_steps``: every step of these plans moves data);
+* ``max_messages``: the most messages one rank sent. A transfer moves one chunk, so a step that
+  sends a block of chunks (Rabenseifner) counts one message per chunk.
+
+This is the evidence for errata E5 (../shared/syllabus/ERRATA.md): a single reduce-to-root tree
+(:mod:`edu_parallel.plans.naive`) and a single parameter server load one rank with ``(N-1)·D``,
+sharding the server over ``k`` ranks divides that by about ``k``; a binary tree's inner ranks carry
+``3D``; NCCL's double binary tree keeps every rank at or below ``2D`` and the ring at ``2(N-1)/N·D``
+(Thakur, Rabenseifner & Gropp 2005; NCCL ``src/graph/trees.cc``; Li et al. 2014). The trees'
+and Rabenseifner's advantage is in ``steps``: ``O(log N)`` against the ring's ``2(N-1)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core.errors import bad_value, check_choice, check_int
+from ..core.trace import Trace
+from ..plans.algorithms import ALGOS, build_plan, formula_bytes
+from ..plans.plan import MAX_PLAN_RANKS, Plan
+from .simulation import simulate
+
+Runner = Callable[[str, int, int], Trace]  # (algo, world_size, nbytes) -> trace of one run
+
+
+def simulated_runner(dtype: str = "float32") -> Runner:
+    """Run the plan on virtual ranks (:func:`edu_parallel.models.simulation.simulate`, no data)."""
+
+    def runner(algo: str, world_size: int, nbytes: int) -> Trace:
+        trace, _ = simulate(build_plan(algo, world_size), nbytes, dtype, with_data=False)
+        return trace
+
+    return runner
+
+
+def traffic_row(algo: str, trace: Trace) -> dict[str, Any]:
+    """One row of the table from one run's trace (its meta holds the plan and the sizes)."""
+    n, d = int(trace.meta["world_size"]), int(trace.meta["nbytes"])
+    plan = Plan.from_text(trace.meta["plan"])
+    sent, recv = list(trace.sent_bytes()), list(trace.recv_bytes())
+    load = [max(s, r) for s, r in zip(sent, recv, strict=True)]
+    busiest = max(range(n), key=lambda r: load[r])  # the lowest such rank
+    messages = [0] * n
+    for e in trace.events:
+        if e.kind == "send":
+            messages[e.rank] += 1
+    formula = formula_bytes(algo, n, d)
+    return {
+        "algo": algo,
+        "world_size": n,
+        "nbytes": d,
+        "supported": True,
+        "source": trace.meta.get("source", "cluster"),
+        "sent": sent,
+        "recv": recv,
+        "busiest_rank": busiest,
+        "busiest_bytes": load[busiest],
+        "busiest_over_d": load[busiest] / d,
+        "mean_bytes": sum(load) / n,
+        "formula_busiest_bytes": max(max(formula["sent"]), max(formula["recv"])),
+        "steps": len({e.step for e in trace.events if e.step is not None}),
+        "plan_steps": len(plan.steps),
+        "max_messages": max(messages, default=0),
+        "note": "",
+    }
+
+
+def traffic_table(
+    algos: Iterable[str],
+    world_sizes: Iterable[int],
+    nbytes: int,
+    runner: Runner | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (algorithm, world size), from runs of ``runner`` (default: simulation).
+
+    A combination the algorithm does not support (Rabenseifner on a world size that is not a
+    power of two) gives a row with ``supported=False``, the reason in ``note`` and no numbers.
+    """
+    algos = [check_choice("algos", a, ALGOS) for a in algos]
+    sizes = [check_int("world_sizes", n, 1, MAX_PLAN_RANKS) for n in world_sizes]
+    nbytes = check_int("nbytes", nbytes, 1)
+    if runner is None:
+        runner = simulated_runner()
+    elif not callable(runner):
+        raise bad_value("runner", runner, "None or a callable runner(algo, world_size, nbytes)")
+    rows = []
+    for algo in algos:
+        for n in sizes:
+            try:
+                build_plan(algo, n)
+            except ValueError as exc:
+                rows.append(
+                    {
+                        "algo": algo,
+                        "world_size": n,
+                        "nbytes": nbytes,
+                        "supported": False,
+                        "note": str(exc),
+                    }
+                )
+                continue
+            rows.append(traffic_row(algo, runner(algo, n, nbytes)))
+    return rows
+
+
+def _per_rank(values: list[int], d: int, limit: int) -> str:
+    cells = [f"{v / d:.2f}" for v in values[:limit]]
+    return " ".join(cells) + (" ..." if len(values) > limit else "")
+
+
+def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
+    """The table as text: per-rank bytes in units of D (the buffer), busiest rank, steps."""
+    head = (
+        f"{'algo':<13}{'N':>3}{'steps':>6}{'msgs':>5}{'busiest':>8}{'load/D':>8}  "
+        f"{'sent per rank / D':<{5 * max_ranks + 4}} recv per rank / D"
+    )
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        if not row["supported"]:
+            lines.append(f"{row['algo']:<13}{row['world_size']:>3}   n/a: {row['note']}")
+            continue
+        d = row["nbytes"]
+        lines.append(
+            f"{row['algo']:<13}{row['world_size']:>3}{row['steps']:>6}{row['max_messages']:>5}"
+            f"{'r' + str(row['busiest_rank']):>8}{row['busiest_over_d']:>8.3f}  "
+            f"{_per_rank(row['sent'], d, max_ranks):<{5 * max_ranks + 4}} "
+            f"{_per_rank(row['recv'], d, max_ranks)}"
+        )
+    sources = sorted({row["source"] for row in rows if row["supported"]})
+    lines.append(
+        f"D = {rows[0]['nbytes'] if rows else 0:,} bytes per rank; counted from the trace "
+        f"({', '.join(sources) or 'no runs'}); load = max(sent, recv); msgs = most "
+        "messages one rank sent"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""Pipeline parallelism: schedules as data, timed by a model and executed on real ranks.
+
+* ``schedule.py``: :class:`Action` (``"1F0"``, torch.distributed.pipelining's names) and
+  :class:`Schedule`, with a text form and a validator that reports every problem;
+  ``builders.py``: GPipe, 1F1B, interleaved 1F1B and ZB-H1.
+* ``timing.py``: a schedule timed event by event, its bubble and stashed activations, and the
+  bubble formulas (pure Python).
+* ``model.py``, ``execute.py``: the seeded model cut into stages, and one rank executing its row;
+  ``report.py``: a run with gradients checked against one process (:func:`run_pipeline`).
+
+Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
+first use, so schedules and timing import without torch.
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_exports
+
+_LAZY = {
+    "KINDS": "schedule",
+    "Action": "schedule",
+    "Schedule": "schedule",
+    "dependencies": "schedule",
+    "validate_schedule": "schedule",
+    "explain_schedule": "schedule",
+    "SCHEDULES": "builders",
+    "build_schedule": "builders",
+    "run_orders": "builders",
+    "Span": "timing",
+    "Timeline": "timing",
+    "time_schedule": "timing",
+    "gpipe_bubble": "timing",
+    "megatron_bubble": "timing",
+    "interleaved_bubble": "timing",
+    "bubble_formula": "timing",
+    "check_layers": "model",
+    "stage_bounds": "model",
+    "make_batch": "model",
+    "microbatch_loss": "model",
+    "reference_grads": "model",
+    "pipeline_job": "execute",
+    "PipelineReport": "report",
+    "check_pipeline_args": "report",
+    "executed_orders": "report",
+    "run_pipeline": "report",
+    "format_pipeline": "report",
+    "pipeline_runner": "report",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -1,0 +1,175 @@
+"""The pipeline schedules, built: each rank's order of actions, placed in unit-time slots.
+
+Builders fix each rank's *order* of actions, then :func:`run_orders` runs every action as early as
+its order and dependencies allow; with one-slot actions (``t_f = t_b = t_w``, no communication
+time) that gives the :class:`~edu_parallel.pipeline_parallel.schedule.Schedule` grid.
+
+* ``gpipe``: all forwards, then all backwards (GPipe, Huang et al. 2019, §2.3, Fig. 2c; backwards
+  in microbatch order, as in Megatron's Fig. 3 and ``torch.distributed.pipelining``). Any M >= 1.
+* ``1f1b``: PipeDream-Flush (Narayanan et al. 2021, arXiv 2104.04473, §2.2.1, Fig. 4 top):
+  rank i runs ``min(P-1-i, M)`` warm-up forwards, then alternates one forward / one backward, then
+  drains the remaining backwards. Any M >= 1 (Megatron clamps the warm-up to M; with M < P it
+  degenerates to GPipe's order): it stashes at most ``min(P-i, M)`` microbatches on stage i.
+* ``interleaved``: Megatron's interleaved 1F1B (§2.2.2, Fig. 4 bottom): v model chunks per rank,
+  stage ``s = chunk*P + rank``; forwards go through chunks in groups of P microbatches; warm-up
+  ``2(P-1-i) + (v-1)P`` (all forwards when M == P). M must be a multiple of P, as in Megatron.
+  With ``chunks=1`` it is the ``1f1b`` order.
+* ``zb-h1``: Zero Bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241, §2.1, Fig. 3 top): the 1F1B
+  order with B split into B (input grad) and W (weight grad); rank i delays each W by i
+  microbatches (so every rank holds at most P in flight, the first rank's 1F1B peak) and the
+  delayed W's fill the cool-down bubble. Any M >= 1; its bubble formula needs M >= P.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import bad_value, check_choice, check_int
+from .schedule import Action, Schedule
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+
+
+def run_orders(
+    orders: list[list[Action]], num_stages: int, duration: dict[str, float], comm: float = 0.0
+) -> list[list[float]]:
+    """Event-driven run of each rank's actions in its order: an action starts when its rank is
+    free and its dependencies (:func:`~edu_parallel.pipeline_parallel.schedule.dependencies`, here
+    on integer ids for speed) have ended, + ``comm`` when a dependency ran on another rank.
+    ``orders`` must hold every action once, each on rank ``stage % P``. Returns the start of every
+    action, aligned with ``orders``; raises ValueError naming the stuck actions when the orders
+    deadlock."""
+    p = len(orders)
+    m = 1 + max((a.microbatch for row in orders for a in row), default=0)
+    kid, sm = {"F": 0, "B": 1, "W": 2}, 3 * m
+    encoded = [
+        [
+            (
+                (a.stage * m + a.microbatch) * 3 + kid[a.kind],
+                kid[a.kind],
+                duration[a.kind],
+                (a.stage + (1 if a.kind == "F" else -1)) % p,
+            )
+            for a in row
+        ]
+        for row in orders
+    ]
+    last = (num_stages - 1) * sm  # ids >= last belong to the last stage
+    ends: list[float | None] = [None] * (num_stages * sm)  # id = (stage * m + mb) * 3 + kind
+    starts: list[list[float]] = [[] for _ in range(p)]
+    free = [0.0] * p
+    todo, queued = list(range(p)), [True] * p
+    while todo:
+        r = todo.pop()
+        queued[r] = False
+        row, out = encoded[r], starts[r]
+        i, n = len(out), len(row)
+        while i < n:
+            ident, k, dur, nxt = row[i]
+            if k == 0:
+                deps: tuple[int, ...] = (ident - sm,) if ident >= sm else ()
+            elif k == 1:
+                deps = (ident - 1, ident + sm) if ident < last else (ident - 1,)
+            else:
+                deps = (ident - 1,)
+            start = free[r]
+            for d in deps:
+                done = ends[d]
+                if done is None:
+                    break
+                if d // sm % p != r:
+                    done += comm
+                if done > start:
+                    start = done
+            else:
+                out.append(start)
+                ends[ident] = free[r] = start + dur
+                i += 1
+                if not queued[nxt] and nxt != r:
+                    queued[nxt] = True
+                    todo.append(nxt)
+                continue
+            break
+    stuck = [
+        f"r{r} at {row[len(out)].text()}"
+        for r, (row, out) in enumerate(zip(orders, starts, strict=True))
+        if len(out) < len(row)
+    ]
+    if stuck:
+        raise bad_value("orders", "; ".join(stuck[:8]), "orders that do not deadlock")
+    return starts
+
+
+def _place(name: str, orders: list[list[Action]], p: int, m: int, v: int) -> Schedule:
+    """Unit-time slots: every action takes one slot, run as early as its order allows."""
+    starts = run_orders(orders, p * v, {"F": 1, "B": 1, "W": 1})
+    length = 1 + int(max(max(row, default=0) for row in starts))
+    rows: list[list[Action | None]] = [[None] * length for _ in range(p)]
+    for r, (order, row_starts) in enumerate(zip(orders, starts, strict=True)):
+        for a, t in zip(order, row_starts, strict=True):
+            rows[r][int(t)] = a
+    return Schedule(name, p, m, v, tuple(tuple(row) for row in rows))
+
+
+# ----------------------------------------------------------------------------- builders
+def _gpipe(p: int, m: int) -> list[list[Action]]:
+    return [[Action(r, kind, k) for kind in "FB" for k in range(m)] for r in range(p)]
+
+
+def _one_f_one_b(p: int, m: int, defer_w: bool = False) -> list[list[Action]]:
+    orders = []
+    for r in range(p):
+        warm, delay = min(p - 1 - r, m), r
+        row = [Action(r, "F", k) for k in range(warm)]
+        for k in range(m):
+            if warm + k < m:
+                row.append(Action(r, "F", warm + k))
+            row.append(Action(r, "B", k))
+            if defer_w and k >= delay:
+                row.append(Action(r, "W", k - delay))
+        if defer_w:
+            row += [Action(r, "W", k) for k in range(max(0, m - delay), m)]
+        orders.append(row)
+    return orders
+
+
+def _interleaved(p: int, m: int, v: int) -> list[list[Action]]:
+    total = m * v
+    orders = []
+    for r in range(p):
+
+        def at(k: int, kind: str, r: int = r) -> Action:  # k-th forward or backward of rank r
+            chunk = (k // p) % v
+            chunk = v - 1 - chunk if kind == "B" else chunk
+            return Action(chunk * p + r, kind, (k // (p * v)) * p + k % p)
+
+        warm = total if m == p else min((p - r - 1) * 2 + (v - 1) * p, total)
+        row = [at(k, "F") for k in range(warm)]
+        for k in range(total - warm):
+            row += [at(warm + k, "F"), at(k, "B")]
+        row += [at(k, "B") for k in range(total - warm, total)]
+        orders.append(row)
+    return orders
+
+
+def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int = 1) -> Schedule:
+    """Build a named schedule for ``P = num_ranks``, ``M = num_microbatches``, ``v = chunks``."""
+    check_choice("name", name, SCHEDULES)
+    p = check_int("num_ranks", num_ranks, 1)
+    m = check_int("num_microbatches", num_microbatches, 1)
+    v = check_int("chunks", chunks, 1)
+    if name != "interleaved" and v != 1:
+        raise bad_value(
+            "chunks", v, f"1 for schedule {name!r} (only 'interleaved' has model chunks)"
+        )
+    if name == "gpipe":
+        return _place(name, _gpipe(p, m), p, m, 1)
+    if name in ("1f1b", "zb-h1"):
+        return _place(name, _one_f_one_b(p, m, defer_w=name == "zb-h1"), p, m, 1)
+    if m % p:
+        raise bad_value(
+            "num_microbatches", m, f"a multiple of num_ranks={p} for 'interleaved' (v={v} chunks)"
+        )
+    orders = _one_f_one_b(p, m) if v == 1 else _interleaved(p, m, v)
+    return _place(name, orders, p, m, v)
+
+
+# ----------------------------------------------------------------------------- checking

@@ -1,0 +1,121 @@
+"""The model a pipeline lesson trains: a seeded MLP cut into consecutive stages.
+
+``layers`` blocks of ``Linear(h, h) + GeLU`` in float64, built from ``seed`` so that every rank
+(and the parent's single-process reference) builds bit-identical weights without sending them.
+Stage ``s`` holds the blocks ``stage_bounds(layers, S)[s]``; with ``v`` chunks per rank
+(Megatron-LM 2021, interleaved 1F1B, arXiv 2104.04473) there are ``S = P * v`` stages and stage
+``s`` lives on rank ``s % P``.
+
+The batch is ``M`` microbatches of ``microbatch_size`` rows (GPipe, arXiv 1811.06965); the loss
+is ``sum_m MSE(model(x_m), y_m) / M``, so the gradients equal those of one full-batch step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..core.errors import bad_value, check_int
+
+DTYPE = torch.float64  # exact enough that a pipeline and the reference agree to ~1e-15
+
+
+def check_layers(layers: int, num_stages: int) -> int:
+    """``layers`` must give every one of the ``num_stages`` stages at least one block."""
+    layers = check_int("layers", layers, 1)
+    stage_bounds(layers, num_stages)  # raises, naming layers and the minimum
+    return layers
+
+
+def stage_bounds(layers: int, num_stages: int) -> list[tuple[int, int]]:
+    """Consecutive block ranges ``[lo, hi)`` per stage, as even as possible (earlier ones longer).
+
+    >>> stage_bounds(5, 2)
+    [(0, 3), (3, 5)]
+    """
+    if num_stages < 1:
+        raise bad_value("num_stages", num_stages, "an integer >= 1")
+    if layers < num_stages:
+        raise bad_value(
+            "layers",
+            layers,
+            f"an integer >= {num_stages}: one Linear+GeLU block per stage at least "
+            f"({num_stages} stages = stages * chunks)",
+        )
+    base, extra = divmod(layers, num_stages)
+    bounds, lo = [], 0
+    for s in range(num_stages):
+        hi = lo + base + (1 if s < extra else 0)
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
+
+
+def build_blocks(layers: int, hidden: int, seed: int) -> list[torch.nn.Sequential]:
+    """All ``layers`` blocks ``Linear(h, h) + GeLU``, seeded: the same on every process."""
+    gen = torch.Generator().manual_seed(seed)
+    scale = 1.0 / hidden**0.5  # keeps activations O(1) through many layers
+    blocks = []
+    for _ in range(layers):
+        lin = torch.nn.Linear(hidden, hidden, dtype=DTYPE)
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(hidden, hidden, generator=gen, dtype=DTYPE) * scale)
+            lin.bias.copy_(torch.randn(hidden, generator=gen, dtype=DTYPE) * 0.1)
+        blocks.append(torch.nn.Sequential(lin, torch.nn.GELU()))
+    return blocks
+
+
+def build_stage(
+    stage: int, num_stages: int, layers: int, hidden: int, seed: int
+) -> torch.nn.Sequential:
+    """Stage ``stage``'s chunk of the seeded model (built whole, then cut: same weights)."""
+    lo, hi = stage_bounds(layers, num_stages)[stage]
+    return torch.nn.Sequential(*build_blocks(layers, hidden, seed)[lo:hi])
+
+
+def make_batch(
+    microbatches: int, microbatch_size: int, hidden: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets, both ``(M, mb, h)``, seeded by ``seed + 1`` (not the weights' stream)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(microbatches, microbatch_size, hidden, generator=gen, dtype=DTYPE)
+    y = torch.randn(microbatches, microbatch_size, hidden, generator=gen, dtype=DTYPE)
+    return x, y
+
+
+def microbatch_loss(out: torch.Tensor, target: torch.Tensor, microbatches: int) -> torch.Tensor:
+    """This microbatch's share of the loss: ``MSE(out, target) / M`` (a scalar)."""
+    return torch.nn.functional.mse_loss(out, target) / microbatches
+
+
+def reference_grads(
+    num_stages: int, layers: int, hidden: int, microbatches: int, microbatch_size: int, seed: int
+) -> dict[int, list[torch.Tensor]]:
+    """Weight gradients per stage from one process: the whole model, every microbatch, one backward.
+
+    What a correct pipeline schedule must reproduce (up to float rounding from summation order).
+    """
+    blocks = build_blocks(layers, hidden, seed)
+    model = torch.nn.Sequential(*blocks)
+    x, y = make_batch(microbatches, microbatch_size, hidden, seed)
+    loss = sum(microbatch_loss(model(x[m]), y[m], microbatches) for m in range(microbatches))
+    loss.backward()  # type: ignore[union-attr]
+    out = {}
+    for s, (lo, hi) in enumerate(stage_bounds(layers, num_stages)):
+        params = [p for b in blocks[lo:hi] for p in b.parameters()]
+        out[s] = [p.grad.detach().clone() for p in params]  # type: ignore[union-attr]
+    return out
+
+
+def grads_match(
+    got: dict[int, list[torch.Tensor]], want: dict[int, list[torch.Tensor]], rtol: float = 1e-9
+) -> bool:
+    """Every stage present in both, every gradient ``allclose`` (float64: summation order only)."""
+    if set(got) != set(want):
+        return False
+    for s, ref in want.items():
+        if len(got[s]) != len(ref):
+            return False
+        for g, r in zip(got[s], ref, strict=True):
+            if g is None or g.shape != r.shape or not torch.allclose(g, r, rtol=rtol, atol=1e-12):
+                return False
+    return True

@@ -1,0 +1,363 @@
+"""Pipeline parallelism on real ranks: run a schedule, check the gradients, measure the bubble.
+
+:func:`run_pipeline` builds a schedule (GPipe, Huang et al. 2019, arXiv 1811.06965; 1F1B and
+interleaved 1F1B, Narayanan et al. "Megatron-LM" 2021, arXiv 2104.04473; ZB-H1, Qi et al. 2023,
+"Zero Bubble Pipeline Parallelism", arXiv 2401.10241), runs it on the first ``P`` ranks of a
+cluster with :func:`~edu_parallel.pipeline_parallel.execute.pipeline_job`, and returns a
+:class:`PipelineReport`:
+
+* ``matches_reference``: every stage's weight gradients equal (``allclose``) those of the same
+  model and batch trained on one process, so the schedule changes *when* work runs, not the maths;
+* ``bubble_fraction_measured``: the executed per-rank order (read back from the trace) retimed
+  with ``t_f``, ``t_b``, ``t_w`` by :func:`~edu_parallel.pipeline_parallel.timing.time_schedule`;
+  four ranks on two cores cannot show real parallel timing, so the wall-clock trace is kept but
+  labelled measured, and the bubble comes from the retimed *executed* order;
+* ``bubble_fraction_formula``: GPipe's share of total time ``(P-1)/(M+P-1)`` (ZB-H1 and
+  interleaved: their papers' bubble in the same convention), with Megatron's ``(P-1)/M``
+  (relative to ideal time) beside it (ERRATA E3: two conventions, one number);
+* ``peak_activations_per_stage``: the most microbatches whose activations were alive at once on
+  each stage, counted from the tensors kept during the run: GPipe ``M``, 1F1B ``min(P-i, M)`` on
+  stage ``i`` (ERRATA E2: 1F1B takes the stash from O(M) to O(P), not to O(1)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..core.errors import bad_value, check_choice, check_int, check_non_negative, check_positive
+from ..core.trace import Trace
+from ..engine.executor import Executor
+from .builders import SCHEDULES, build_schedule
+from .execute import pipeline_job
+from .model import check_layers, grads_match, reference_grads
+from .schedule import Action, Schedule
+from .timing import Timeline, bubble_formula, time_schedule
+
+__all__ = [
+    "PipelineReport",
+    "check_pipeline_args",
+    "executed_orders",
+    "format_pipeline",
+    "pipeline_job",
+    "run_pipeline",
+]
+
+
+def check_pipeline_args(
+    schedule: str,
+    stages: int,
+    microbatches: int,
+    chunks: int,
+    layers: int | None,
+    world_size: int | None,
+    hidden: int = 32,
+    microbatch_size: int = 4,
+    seed: int = 0,
+    t_f: float = 1.0,
+    t_b: float = 2.0,
+    t_w: float = 0.0,
+    t_comm: float = 0.0,
+) -> tuple[Schedule, int]:
+    """Validate every argument before any work starts; return the schedule and the layer count.
+
+    ``world_size`` None (the CLI before it knows the executor) skips the ``stages`` upper bound.
+    """
+    check_choice("schedule", schedule, SCHEDULES)
+    p = check_int("stages", stages, 1)
+    if world_size is not None and p > world_size:
+        raise bad_value(
+            "stages",
+            stages,
+            f"an integer in [1, {world_size}]: stage s runs on rank s % stages, and this cluster "
+            f"has world_size={world_size} ranks",
+        )
+    m = check_int("microbatches", microbatches, 1)
+    v = check_int("chunks", chunks, 1)
+    if schedule != "interleaved" and v != 1:
+        raise bad_value(
+            "chunks",
+            chunks,
+            f"1 for schedule={schedule!r} (only 'interleaved' puts several model chunks on a rank)",
+        )
+    if schedule == "interleaved" and m % p:
+        raise bad_value(
+            "microbatches",
+            microbatches,
+            f"a multiple of stages={p} for "
+            f"schedule='interleaved' (Megatron-LM 2021 §2.2.2), e.g. {p * -(-m // p)}",
+        )
+    layers = check_layers(2 * p * v if layers is None else layers, p * v)
+    check_int("hidden", hidden, 1, 1024)
+    check_int("microbatch_size", microbatch_size, 1, 1024)
+    check_int("seed", seed, 0)
+    check_positive("t_f", t_f), check_positive("t_b", t_b)
+    check_non_negative("t_w", t_w), check_non_negative("t_comm", t_comm)
+    return build_schedule(schedule, p, m, v), layers
+
+
+@dataclass
+class PipelineReport:
+    """What a pipeline run shows: schedule, bubble (measured and formula), memory, correctness."""
+
+    schedule: str  # the schedule's name, e.g. "1f1b"
+    stages: int  # P, ranks that take part
+    microbatches: int  # M
+    chunks: int  # v, model chunks per rank (virtual stages S = P * v)
+    layers: int
+    schedule_text: str  # Schedule.to_text(): the planned slot grid
+    executed_orders: list[list[str]]  # per rank, the actions in the order they ran ("1F0")
+    follows_schedule: bool  # executed orders == the schedule's rows without idle slots
+    bubble_fraction_measured: float  # retimed executed order, share of total time
+    bubble_fraction_formula: float  # GPipe convention (share of total)
+    bubble_relative_to_ideal_measured: float  # Megatron convention (bubble / ideal)
+    bubble_relative_to_ideal_formula: float
+    formula: dict[str, Any]  # bubble_formula(): text, source, when it is exact
+    peak_activations_per_stage: list[int]  # counted from live tensors during the run
+    peak_activations_retimed: list[int]  # the same, read off the retimed timeline
+    peak_activation_bytes_per_rank: list[int]  # bytes autograd saved, at the worst moment
+    matches_reference: bool
+    max_abs_err: float
+    times: dict[str, float]  # t_f, t_b, t_w, t_comm used for the retimed timeline
+    wall_s_per_rank: list[float]  # measured, on a shared machine: not parallel timing
+    trace: Trace = field(repr=False)  # wall clock, measured
+    timeline: Timeline = field(repr=False)  # retimed executed order
+
+    @property
+    def matches_builtin(self) -> bool:
+        """The CLI's exit status reads this name: here it is the single-process check."""
+        return self.matches_reference
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "concept": "pipeline",
+            "schedule": self.schedule_text,
+            "schedule_name": self.schedule,
+            "stages": self.stages,
+            "world_size": self.trace.meta.get("world_size", self.stages),
+            "microbatches": self.microbatches,
+            "chunks": self.chunks,
+            "layers": self.layers,
+            "executed_orders": self.executed_orders,
+            "follows_schedule": self.follows_schedule,
+            "bubble_fraction_measured": self.bubble_fraction_measured,
+            "bubble_fraction_formula": self.bubble_fraction_formula,
+            "bubble_relative_to_ideal_measured": self.bubble_relative_to_ideal_measured,
+            "bubble_relative_to_ideal_formula": self.bubble_relative_to_ideal_formula,
+            "formula": self.formula,
+            "peak_activations_per_stage": self.peak_activations_per_stage,
+            "peak_activations_retimed": self.peak_activations_retimed,
+            "peak_activation_bytes_per_rank": self.peak_activation_bytes_per_rank,
+            "matches_reference": self.matches_reference,
+            "max_abs_err": self.max_abs_err,
+            "times": self.times,
+            "makespan_retimed": self.timeline.makespan,
+            "wall_s_per_rank": self.wall_s_per_rank,
+        }
+
+
+def executed_orders(trace: Trace, num_ranks: int) -> list[list[Action]]:
+    """Each rank's F/B/W compute events, by start time, as Actions: what really ran, in order."""
+    orders: list[list[Action]] = [[] for _ in range(num_ranks)]
+    events = sorted(trace.select("compute"), key=lambda e: (e.rank, e.start))  # stable
+    for e in events:
+        if e.op in ("F", "B", "W") and e.rank < num_ranks and e.attrs:
+            orders[e.rank].append(Action(int(e.attrs["stage"]), e.op, int(e.attrs["microbatch"])))
+    return orders
+
+
+def run_pipeline(
+    cluster: Executor,
+    schedule: str = "1f1b",
+    stages: int | None = None,
+    microbatches: int = 8,
+    chunks: int = 1,
+    layers: int | None = None,
+    hidden: int = 32,
+    t_f: float = 1.0,
+    t_b: float = 2.0,
+    t_w: float = 0.0,
+    seed: int = 0,
+    *,
+    microbatch_size: int = 4,
+    t_comm: float = 0.0,
+    timeout: float | None = None,
+) -> PipelineReport | None:
+    """Run ``schedule`` with ``stages`` ranks (default: all), ``microbatches`` and ``chunks``.
+
+    The model is ``layers`` seeded blocks ``Linear(hidden, hidden) + GeLU`` (default ``2 * P * v``),
+    cut into ``P * v`` consecutive stages; stage ``s`` runs on rank ``s % P``; ranks ``>= P`` idle.
+    ``t_f``, ``t_b``, ``t_w`` (per model chunk) retime the executed order; without ``W`` actions
+    a B costs ``t_b + t_w``. Under torchrun only rank 0 gets the report (others None).
+    """
+    world = cluster.world_size
+    p = world if stages is None else stages
+    sched, layers = check_pipeline_args(
+        schedule,
+        p,
+        microbatches,
+        chunks,
+        layers,
+        world,
+        hidden,
+        microbatch_size,
+        seed,
+        t_f,
+        t_b,
+        t_w,
+        t_comm,
+    )
+    text = sched.to_text()
+    kw = {} if timeout is None else {"timeout": timeout}
+    out = cluster.run(pipeline_job, text, layers, hidden, microbatch_size, seed, **kw)
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    results = out.results[: sched.num_ranks]
+    trace = out.trace
+    got = {s: g for r in results for s, g in r["grads"].items()}
+    want = reference_grads(
+        sched.num_stages, layers, hidden, sched.num_microbatches, microbatch_size, seed
+    )
+    err = max(
+        (
+            float((g - w).abs().max())
+            for s in want
+            if s in got
+            for g, w in zip(got[s], want[s], strict=True)
+        ),
+        default=float("inf"),
+    )
+    orders = executed_orders(trace, sched.num_ranks)
+    timeline = replace(time_schedule(orders, t_f, t_b, t_w, t_comm), name=sched.name)
+    formula = bubble_formula(
+        sched.name, sched.num_ranks, sched.num_microbatches, sched.chunks, t_f, t_b, t_w
+    )
+    share = timeline.bubble_fraction()
+    peak = [0] * sched.num_stages
+    for r in results:
+        for s, n in r["peak_live"].items():
+            peak[s] = n
+    trace.meta.update(
+        {
+            "concept": "pipeline",
+            "schedule": sched.name,
+            "schedule_text": text,
+            "clock": "measured",
+            "stages": sched.num_ranks,
+            "num_stages": sched.num_stages,
+            "microbatches": sched.num_microbatches,
+            "chunks": sched.chunks,
+            "layers": layers,
+            "hidden": hidden,
+            "microbatch_size": microbatch_size,
+        }
+    )
+    return PipelineReport(
+        schedule=sched.name,
+        stages=sched.num_ranks,
+        microbatches=sched.num_microbatches,
+        chunks=sched.chunks,
+        layers=layers,
+        schedule_text=text,
+        executed_orders=[[a.text() for a in row] for row in orders],
+        follows_schedule=orders == sched.orders(),
+        bubble_fraction_measured=share,
+        bubble_fraction_formula=formula["share_of_total"],
+        bubble_relative_to_ideal_measured=share / (1 - share) if share < 1 else float("inf"),
+        bubble_relative_to_ideal_formula=formula["relative_to_ideal"],
+        formula=formula,
+        peak_activations_per_stage=peak,
+        peak_activations_retimed=timeline.peak_activations_per_stage(),
+        peak_activation_bytes_per_rank=[r["peak_activation_bytes"] for r in results],
+        matches_reference=grads_match(got, want),
+        max_abs_err=err,
+        times={"t_f": float(t_f), "t_b": float(t_b), "t_w": float(t_w), "t_comm": float(t_comm)},
+        wall_s_per_rank=[r["end"] - r["start"] for r in results],
+        trace=trace,
+        timeline=timeline,
+    )
+
+
+def _grid(timeline: Timeline, unit: float) -> list[str]:
+    """The retimed timeline as text: one row per rank, one cell per ``unit`` of time.
+
+    An action longer than one unit shows its label, then ``-`` cells; ``.`` is an idle unit."""
+    width = max(len(s.action.text()) for s in timeline.spans) + 1
+    cols = int(round(timeline.makespan / unit))
+    rows = []
+    for r in range(timeline.num_ranks):
+        cells = ["." + " " * (width - 1)] * cols
+        for s in timeline.spans:
+            if s.rank == r:
+                first, last = int(round(s.start / unit)), int(round(s.end / unit))
+                for c in range(first, min(max(last, first + 1), cols)):
+                    label = s.action.text() if c == first else "-" * (width - 1)
+                    cells[c] = label.ljust(width)
+        rows.append(f"r{r}  " + "".join(cells).rstrip())
+    return rows
+
+
+def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
+    """The CLI's text: retimed grid, bubble against the formula, peak activations, the check."""
+    tl, f = report.timeline, report.formula
+    lines = [
+        (
+            f"{report.schedule} pipeline: P={report.stages} ranks, M={report.microbatches} "
+            f"microbatches, v={report.chunks} chunk(s), {report.layers} Linear+GeLU blocks"
+        ),
+        "",
+    ]
+    t = report.times
+    unit = min(x for x in (t["t_f"], t["t_b"], t["t_w"]) if x > 0)
+    lines.append(
+        f"executed order, retimed with t_f={t['t_f']:g} t_b={t['t_b']:g} "
+        f"t_w={t['t_w']:g} (one column = {unit:g}; '.' = idle):"
+    )
+    if tl.makespan / unit <= max_columns:
+        lines += _grid(tl, unit)
+    else:
+        lines.append(f"   ({len(tl.spans)} actions; too wide to draw, see report.timeline)")
+    lines.append(f"follows the schedule's order: {'yes' if report.follows_schedule else 'NO'}")
+    lines.append("")
+    lines.append(
+        f"bubble (share of total, GPipe):       measured {report.bubble_fraction_measured:.4f}"
+        f"   formula {report.bubble_fraction_formula:.4f}"
+    )
+    lines.append(
+        "bubble (relative to ideal, Megatron): measured "
+        f"{report.bubble_relative_to_ideal_measured:.4f}   formula "
+        f"{report.bubble_relative_to_ideal_formula:.4f}"
+    )
+    lines.append(f"formula: {f['formula']}  [{f['source']}; exact when {f['exact_when']}]")
+    lines.append("")
+    lines.append("peak live microbatch activations per stage (counted during the run):")
+    lines.append(
+        "  " + "  ".join(f"s{s}:{n}" for s, n in enumerate(report.peak_activations_per_stage))
+    )
+    lines.append(
+        "matches the single-process reference: "
+        f"{'yes' if report.matches_reference else 'NO'} (max |diff| {report.max_abs_err:.2e})"
+    )
+    wall = " ".join(f"r{r}:{w * 1e3:.1f}ms" for r, w in enumerate(report.wall_s_per_rank))
+    lines.append(f"wall clock per rank (measured, ranks share this machine's cores): {wall}")
+    return "\n".join(lines)
+
+
+def pipeline_runner(cluster: Executor) -> Any:
+    """``run(schedule, P, M, v=1, t_f=1, t_b=2, t_w=0) -> PipelineReport`` on ``cluster`` (P <= its
+    world size): the real-run hook of the pipeline widget and of the lesson's quiz."""
+
+    def run(
+        schedule: str,
+        stages: int,
+        microbatches: int,
+        chunks: int = 1,
+        t_f: float = 1.0,
+        t_b: float = 2.0,
+        t_w: float = 0.0,
+    ) -> PipelineReport | None:
+        return run_pipeline(
+            cluster, schedule, stages, microbatches, chunks, t_f=t_f, t_b=t_b, t_w=t_w
+        )
+
+    return run

@@ -1,0 +1,38 @@
+"""How a plan cuts each rank's buffer: chunk bounds, chunk bytes, and the trace ``meta`` of a run.
+
+A plan names chunks ``0..num_chunks-1``; a buffer of ``numel`` elements is cut into near-equal
+chunks like ``torch.tensor_split`` (:func:`~edu_parallel.core.inputs.chunk_bounds`). Every runner
+of a plan (real ranks, the simulation) describes its run with :func:`plan_meta`, the keys of
+:data:`edu_parallel.core.schema.META` that renderers read back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.inputs import Buffer, chunk_bounds
+from .plan import Plan
+
+# Messages above this travel in 4 MiB pieces, so a receiver adds piece k while k+1 is on the wire.
+SEGMENT_BYTES = 4 << 20
+
+
+def chunk_bytes(plan: Plan, buffer: Buffer) -> list[int]:
+    """Bytes of each of the plan's chunks of ``buffer``."""
+    bounds = chunk_bounds(buffer.numel, plan.num_chunks)
+    return [(bounds[k + 1] - bounds[k]) * buffer.itemsize for k in range(plan.num_chunks)]
+
+
+def plan_meta(plan: Plan, buffer: Buffer) -> dict[str, Any]:
+    """The ``meta`` of a run of ``plan`` on ``buffer``: what ran, on what, cut how."""
+    return {
+        "concept": plan.name,
+        "collective": plan.collective,
+        "world_size": plan.world_size,
+        "nbytes": buffer.real_bytes,
+        "dtype": buffer.dtype,
+        "input": buffer.pattern,
+        "plan": plan.to_text(),
+        "chunk_bounds": chunk_bounds(buffer.numel, plan.num_chunks),
+        "chunk_bytes": chunk_bytes(plan, buffer),
+    }

@@ -1,0 +1,33 @@
+"""The strategy map: one tiny model trained one step under DP, TP, TP+SP, PP and EP, same ranks.
+
+* ``formulas.py``: the model's sizes (:class:`MapConfig`, checked by :func:`check_map_args`) and
+  the bytes each strategy sends and holds (pure Python); ``model.py``: its weights, data and
+  measuring tools;
+* ``strategies.py``: one rank's step under each strategy, built from the parallelism folders;
+* ``table.py``: a strategy's row per rank read off its trace; ``report.py``: every strategy run,
+  checked against one process, tabulated (:func:`run_strategy_map`).
+
+Imports the layers below it and ``data_parallel/``, ``tensor_parallel/``, ``expert_parallel/``,
+``pipeline_parallel/``. Names load on first use, so the formulas import without torch.
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_exports
+
+_LAZY = {
+    "MapConfig": "formulas",
+    "STRATEGIES": "formulas",
+    "STRATEGY_NAMES": "formulas",
+    "block_params": "formulas",
+    "formula_sent_bytes": "formulas",
+    "formula_param_bytes": "formulas",
+    "strategy_job": "strategies",
+    "StrategyMapReport": "report",
+    "check_map_args": "formulas",
+    "measure": "table",
+    "run_strategy_map": "report",
+    "format_strategy_map": "report",
+    "map_runner": "report",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -1,0 +1,41 @@
+"""Tensor parallelism, executed: Megatron's column- and row-parallel layers on real ranks.
+
+* ``layers.py``: ``f`` (identity forward, all-reduce backward) and ``g`` (all-reduce forward,
+  identity backward) as autograd functions, the column- and row-parallel ``nn.Linear``, the MLP
+  block and sequence parallelism; every collective is traced in its pass.
+* ``formulas.py``: modes, argument checks and the bytes each layer sends (pure Python).
+* ``job.py``: one rank's run of a layer; ``report.py``: the check against a dense layer, bytes
+  from the trace (:func:`run_tp`).
+
+Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
+first use, so the formulas import without torch.
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_exports
+
+_LAZY = {
+    "column_parallel_linear": "layers",
+    "row_parallel_linear": "layers",
+    "megatron_mlp": "layers",
+    "shard_linear": "layers",
+    "dense_mlp": "layers",
+    "f_then_linear": "layers",
+    "linear_then_g": "layers",
+    "MODES": "formulas",
+    "RULES": "formulas",
+    "expected_collectives": "formulas",
+    "allreduce_message_bytes": "formulas",
+    "tp_sent_bytes": "formulas",
+    "sp_sent_bytes_per_pass": "formulas",
+    "check_tp_args": "formulas",
+    "TPReport": "report",
+    "tp_job": "job",
+    "make_problem": "job",
+    "dense_reference": "job",
+    "run_tp": "report",
+    "format_tp": "report",
+    "tp_runner": "report",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

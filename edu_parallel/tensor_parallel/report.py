@@ -1,0 +1,249 @@
+"""Parent side of tensor parallelism: run :func:`~edu_parallel.tensor_parallel.job.tp_job`, check
+it against a dense layer, read the bytes off the trace, report.
+
+Modes (the layers of Megatron's MLP, arXiv 1909.08053 §3, with ``ffn`` = 4h by default):
+
+* ``column``: ``nn.Linear(h, ffn)`` column-parallel, X (b, s, h) replicated;
+* ``row``: ``nn.Linear(ffn, h)`` row-parallel, X (b, s, ffn) split along its last dim;
+* ``mlp``: both, with GeLU between; ``mlp-sp``: the same with sequence parallelism
+  (Korthikanti et al. 2022, arXiv 2205.05198 §4.2.2), X and Y split along the sequence.
+
+``rule="syllabus"`` (column and row only, forward only) applies the collectives the course outline
+names (errata E4): all-reduce after the column layer, all-gather after the row layer.
+
+Every rank builds the same full weights, input and upstream gradient dY from ``seed`` (as if rank
+0 had broadcast them), keeps its shard, runs forward and ``backward(dY)``, and returns its pieces.
+The parent compares each rank's Y, dX, dW and db with the same block of a dense ``nn.Linear`` run
+on one process (``torch.allclose`` with :data:`TOLERANCES`; float64 by default). Bytes: the
+trace's collective events converted to ring volume by
+:func:`~edu_parallel.core.metrics.ring_sent_bytes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..core.metrics import ring_sent_bytes
+from ..core.trace import Trace
+from ..engine.executor import Executor
+from .formulas import (
+    ITEMSIZE,
+    TOLERANCES,
+    allreduce_message_bytes,
+    check_tp_args,
+    expected_collectives,
+    short_op,
+    tp_sent_bytes,
+)
+from .job import classify_local, dense_reference, expected_piece, make_problem, tp_job
+
+
+@dataclass
+class TPReport:
+    """What the lesson and ``edu-parallel run tp`` show for one tensor-parallel run."""
+
+    mode: str
+    rule: str
+    world_size: int
+    batch: int
+    seq: int
+    hidden: int
+    ffn: int
+    dtype: str
+    seed: int
+    gather_output: bool
+    matches_dense: bool
+    max_abs_diff: dict[str, float | None]  # None: the shapes differ
+    rtol: float
+    atol: float
+    forward_collectives: list[str]
+    backward_collectives: list[str]
+    expected_forward: list[str]
+    expected_backward: list[str]
+    same_collectives_on_every_rank: bool
+    collectives: list[dict[str, Any]]  # rank 0, in order: op, traced_op, phase, nbytes, sent_bytes
+    per_rank_sent_bytes: list[float]  # ring volume from the trace, forward + backward
+    per_rank_sent_bytes_by_phase: list[dict[str, float]]
+    message_bytes_formula: int  # b*s*h*itemsize
+    sent_bytes_formula: float | None  # tp_sent_bytes (Megatron's rule only)
+    local_output_kind: list[str]
+    local_output_shape: list[int]
+    output_shape: list[int]
+    dense_output_shape: list[int]
+    trace: Trace = field(repr=False)
+
+    @property
+    def matches_builtin(self) -> bool:  # the CLI's exit status
+        return self.matches_dense
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "trace"}
+        return {"concept": "tp", **data}
+
+
+def run_tp(
+    cluster: Executor,
+    mode: str = "mlp",
+    batch: int = 2,
+    seq: int = 4,
+    hidden: int = 8,
+    ffn: int | None = None,
+    seed: int = 0,
+    dtype: str = "float64",
+    rule: str = "megatron",
+    gather_output: bool = False,
+) -> TPReport | None:
+    """Run ``mode`` on every rank of ``cluster`` (TP degree = its world size) and check it."""
+    args = check_tp_args(
+        mode, cluster.world_size, batch, seq, hidden, ffn, seed, dtype, rule, gather_output
+    )
+    mode, t, batch, seq, hidden, ffn, seed, dtype, rule, gather_output = args
+    out = cluster.run(tp_job, mode, batch, seq, hidden, ffn, seed, dtype, rule, gather_output)
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    rtol, atol = TOLERANCES[dtype]
+    problem = make_problem(mode, batch, seq, hidden, ffn, seed, dtype)
+    dense = dense_reference(mode, problem)
+    res = out.results
+    diffs: dict[str, float | None] = {}
+    ok = True
+    for name in [k for k in res[0] if k != "local"]:
+        if rule == "syllabus":  # the outline claims its collective yields the full Y
+            pieces = [dense[name]] * t
+        else:
+            pieces = [expected_piece(mode, name, dense, r, t, gather_output) for r in range(t)]
+        if any(pc is None for pc in pieces):
+            got, want = [torch.stack([rr[name] for rr in res]).sum(0)], [dense[name]]
+        else:
+            got, want = [rr[name] for rr in res], pieces
+        if any(a.shape != b.shape for a, b in zip(got, want, strict=True)):
+            diffs[name], ok = None, False
+            continue
+        diffs[name] = max(float((a - b).abs().max()) for a, b in zip(got, want, strict=True))
+        ok = ok and all(
+            torch.allclose(a, b, rtol=rtol, atol=atol) for a, b in zip(got, want, strict=True)
+        )
+    ev = sorted(
+        (e for e in out.trace.events if e.kind == "collective"), key=lambda e: (e.rank, e.start)
+    )
+    seqs = [[(e.op, e.phase, e.nbytes) for e in ev if e.rank == r] for r in range(t)]
+    colls = [
+        {
+            "op": short_op(e.op),
+            "traced_op": e.op,
+            "phase": e.phase,
+            "nbytes": e.nbytes,
+            "sent_bytes": float(ring_sent_bytes(e.op, e.nbytes, t)),
+        }
+        for e in ev
+        if e.rank == 0
+    ]
+    by_phase = [{"forward": 0.0, "backward": 0.0} for _ in range(t)]
+    for e in ev:
+        by_phase[e.rank][e.phase] += ring_sent_bytes(e.op, e.nbytes, t)
+    itemsize = ITEMSIZE[dtype]
+    fwd, bwd = expected_collectives(mode, gather_output, rule)
+    # What the collective after the local matmul must produce: Y, less the row bias added after it.
+    reduced = dense["y"] - problem["b2"] if "b2" in problem else dense["y"]
+    out.trace.meta.update({"concept": "tp", "mode": mode, "rule": rule, "world_size": t})
+    return TPReport(
+        mode=mode,
+        rule=rule,
+        world_size=t,
+        batch=batch,
+        seq=seq,
+        hidden=hidden,
+        ffn=ffn,
+        dtype=dtype,
+        seed=seed,
+        gather_output=gather_output,
+        matches_dense=ok,
+        max_abs_diff=diffs,
+        rtol=rtol,
+        atol=atol,
+        forward_collectives=[c["op"] for c in colls if c["phase"] == "forward"],
+        backward_collectives=[c["op"] for c in colls if c["phase"] == "backward"],
+        expected_forward=fwd,
+        expected_backward=bwd,
+        same_collectives_on_every_rank=all(s == seqs[0] for s in seqs),
+        collectives=colls,
+        per_rank_sent_bytes=[sum(d.values()) for d in by_phase],
+        per_rank_sent_bytes_by_phase=by_phase,
+        message_bytes_formula=allreduce_message_bytes(batch, seq, hidden, itemsize),
+        sent_bytes_formula=(
+            tp_sent_bytes(mode, t, batch, seq, hidden, itemsize, ffn, gather_output)
+            if rule == "megatron"
+            else None
+        ),
+        local_output_kind=classify_local([rr["local"] for rr in res], reduced, rtol, atol),
+        local_output_shape=list(res[0]["local"].shape),
+        output_shape=list(res[0]["y"].shape),
+        dense_output_shape=list(dense["y"].shape),
+        trace=out.trace,
+    )
+
+
+def format_tp(report: TPReport) -> str:
+    """Readable output: the check, the collectives by pass, the bytes against the formula."""
+    r = report
+    what = {
+        "column": "column-parallel nn.Linear(h, ffn)",
+        "row": "row-parallel nn.Linear(ffn, h)",
+        "mlp": "Megatron MLP (column -> GeLU -> row)",
+        "mlp-sp": "Megatron MLP with sequence parallelism",
+    }[r.mode]
+    rule = "" if r.rule == "megatron" else " with the SYLLABUS's collectives (errata E4)"
+    diffs = ", ".join(
+        f"{k} {'shape differs' if v is None else f'{v:.1e}'}" for k, v in r.max_abs_diff.items()
+    )
+    lines = [
+        (
+            f"{what}{rule} on {r.world_size} ranks: b={r.batch} s={r.seq} h={r.hidden} ffn={r.ffn}"
+            f" {r.dtype}"
+        ),
+        (
+            f"matches a dense nn.Linear on one process: {'yes' if r.matches_dense else 'NO'} "
+            f"(max |diff|: {diffs}; allclose rtol={r.rtol:g} atol={r.atol:g})"
+        ),
+        (
+            f"output shape {r.output_shape} (dense {r.dense_output_shape}); before its collective"
+            f" each rank held {r.local_output_shape}: {', '.join(sorted(set(r.local_output_kind)))}"
+        ),
+        (
+            f"forward collectives:  {r.forward_collectives or 'none'}   (expected"
+            f" {r.expected_forward or 'none'})"
+        ),
+        (
+            f"backward collectives: {r.backward_collectives or 'none'}   (expected"
+            f" {r.expected_backward or 'none'})"
+        ),
+    ]
+    for c in r.collectives:
+        lines.append(
+            f"  {c['phase']:<8} {c['traced_op']:<22} message {c['nbytes']:>8,} B, rank 0 sends"
+            f" {c['sent_bytes']:>10,.1f} B"
+        )
+    lines.append(
+        "sent per rank (ring volume from the trace):"
+        f" {[round(b, 1) for b in r.per_rank_sent_bytes]}"
+    )
+    if r.sent_bytes_formula is not None:
+        lines.append(
+            f"formula: b*s*h*itemsize = {r.message_bytes_formula:,} B per all-reduce; "
+            f"per rank {r.sent_bytes_formula:,.1f} B"
+        )
+    return "\n".join(lines)
+
+
+def tp_runner(cluster: Executor, **kwargs: Any) -> Any:
+    """``run(mode, world_size) -> TPReport`` for predict-then-run quizzes: ``cluster`` when the
+    world size matches, else a short-lived one of that size."""
+
+    def run(mode: str, world_size: int) -> TPReport | None:
+        with cluster.sized(world_size) as ranks:
+            return run_tp(ranks, mode, **kwargs)
+
+    return run

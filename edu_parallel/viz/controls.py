@@ -1,0 +1,100 @@
+"""The controls every animated figure and every widget shares.
+
+* :func:`play_controls`: the play / pause buttons and the frame slider of a plotly figure whose
+  frames are named; they run in exported HTML too, without a kernel.
+* :func:`show_in` and :class:`WidgetView`: how a widget puts a figure into its output area (only
+  inside a kernel, so the widget's state and figures stay testable without a browser) and how it
+  displays itself in a notebook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def play_controls(
+    names: Sequence[str],
+    *,
+    duration_ms: int,
+    labels: Sequence[str] | None = None,
+    prefix: str | None = "step: ",
+    y: float = -0.06,
+    slider_y: float | None = None,
+    slider_x: float = 0.16,
+    transition_ms: int = 0,
+    redraw: bool = True,
+    font_size: int | None = None,
+) -> dict[str, Any]:
+    """``updatemenus`` and ``sliders`` for ``fig.update_layout``: play (one frame every
+    ``duration_ms``), pause, and a slider with one step per frame name (``labels`` shown instead
+    of the names; ``prefix`` None hides the current value). ``y`` places the buttons in paper
+    coordinates, the slider just above them unless ``slider_y`` says otherwise."""
+    play = {
+        "frame": {"duration": duration_ms, "redraw": redraw},
+        "transition": {"duration": transition_ms},
+        "fromcurrent": True,
+        "mode": "immediate",
+    }
+    jump = {**play, "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
+    pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}
+    font = {} if font_size is None else {"font": {"size": font_size}}
+    current = {"visible": False} if prefix is None else {"prefix": prefix, **font}
+    steps = [
+        {"label": label, "method": "animate", "args": [[name], jump]}
+        for name, label in zip(names, names if labels is None else labels, strict=True)
+    ]
+    return {
+        "updatemenus": [
+            {
+                "type": "buttons",
+                "direction": "left",
+                "x": 0.0,
+                "y": y,
+                "xanchor": "left",
+                "yanchor": "top",
+                "showactive": False,
+                "buttons": [
+                    {"label": "▶ play", "method": "animate", "args": [None, play]},
+                    {"label": "❚❚ pause", "method": "animate", "args": [[None], pause]},
+                ],
+            }
+        ],
+        "sliders": [
+            {
+                "active": 0,
+                "x": slider_x,
+                "len": 1.0 - slider_x,
+                "y": y + 0.02 if slider_y is None else slider_y,
+                "yanchor": "top",
+                "currentvalue": current,
+                **font,
+                "steps": steps,
+            }
+        ],
+    }
+
+
+def show_in(output: Any, figure: Any) -> None:
+    """Show ``figure`` in ``output`` (an ``ipywidgets.Output``), replacing what it showed; does
+    nothing outside a kernel, so a widget can be driven and checked without a browser."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - ipywidgets depends on IPython
+        return
+    if get_ipython() is None:
+        return
+    with output:
+        output.clear_output(wait=True)
+        if figure is not None:
+            display(figure)
+
+
+class WidgetView:
+    """A widget class whose ``widget`` attribute is its ipywidgets box; notebooks display it."""
+
+    widget: Any
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,110 @@
+"""The run's degrees are validated once (:class:`ParallelDims`) and passed down; a run of the CLI
+parses its size once, builds its plan once, and its checks never rewrite the arguments."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from edu_parallel import Cluster
+from edu_parallel.app import cli
+from edu_parallel.app.concepts import CONCEPTS
+from edu_parallel.core import dims as dims_module
+from edu_parallel.core import inputs
+from edu_parallel.core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from edu_parallel.engine.executor import Executor
+from edu_parallel.engine.torchrun import TorchrunExecutor
+from edu_parallel.plans import algorithms
+
+
+def test_degrees_multiply_to_the_world_size() -> None:
+    d = ParallelDims(8, tp=2, pp=2)
+    assert (d.world_size, d.dp, d.tp, d.pp, d.ep) == (8, 2, 2, 2, 1)
+    assert d.degrees == {"dp": 2, "tp": 2, "pp": 2}
+    assert ParallelDims(8, dp=4, tp=2, ep=8).dp == 4
+    assert ParallelDims(4.0).world_size == 4  # a whole float is taken, as check_int takes it
+    assert ParallelDims.local(16).max_world_size == MAX_LOCAL_WORLD_SIZE
+
+
+def test_one_error_names_every_bad_factor() -> None:
+    with pytest.raises(ValueError) as err:
+        ParallelDims(8, tp=3, pp=0, ep="x")
+    text = str(err.value)
+    assert "tp=3 is not valid: expected a divisor of world_size=8" in text
+    assert "pp=0 is not valid: expected an integer in [1, 8]" in text
+    assert "ep='x' is not valid" in text
+    cases = [
+        (dict(world_size=0), "world_size=0 is not valid: expected an integer >= 1"),
+        (dict(world_size=17, max_world_size=16), "expected an integer in [1, 16]"),
+        (
+            dict(world_size=8, tp=2, dp=3),
+            "dp=3 is not valid: expected -1 or world_size / (tp * pp) = 4",
+        ),
+        (dict(world_size=8, tp=4, pp=4), "tp * pp = 4 * 4 is not valid"),
+        (dict(world_size=8, pp=2, ep=8), "ep=8 is not valid: expected a divisor of dp * tp = 4"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ParallelDims(**kwargs)
+
+
+def test_executors_share_one_interface() -> None:
+    for cls in (Cluster, TorchrunExecutor):
+        assert all(callable(getattr(cls, m)) for m in ("run", "sized", "close", "__enter__"))
+    with pytest.raises(ValueError, match="world_size=17 is not valid: expected an integer in"):
+        Cluster(ParallelDims(17))  # dims validated without the local limit are checked against it
+
+
+@pytest.mark.multiprocess
+def test_a_cluster_takes_the_dims_it_is_given(cluster2) -> None:
+    assert isinstance(cluster2, Executor) and cluster2.dims == ParallelDims(2)
+    dims = ParallelDims.local(2)
+    with Cluster(dims, timeout=20) as c:
+        assert c.dims is dims and c.world_size == 2
+        with c.sized(2) as same, c.sized(3) as other:
+            assert same is c and other.world_size == 3 and other.backend == c.backend
+        assert not other.alive
+
+
+@pytest.mark.multiprocess
+def test_run_ring_validates_parses_and_plans_once(monkeypatch, capsys) -> None:
+    """``edu-parallel run ring``: one ParallelDims, one parse of --size, one plan (the ranks and the
+    report receive it), where four checks, four plans and two parses used to be."""
+    counts = {"dims": 0, "parse": 0, "plan": 0}
+
+    def counting(name, fn):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(dims_module.ParallelDims, "_check", counting("dims", ParallelDims._check))
+    monkeypatch.setattr(inputs, "parse_size", counting("parse", inputs.parse_size))
+    monkeypatch.setattr(algorithms, "build_plan", counting("plan", algorithms.build_plan))
+    code = cli.main(["run", "ring", "--world-size", "3", "--size", "1KiB", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["matches_builtin"] and out["world_size"] == 3
+    assert counts == {"dims": 1, "parse": 1, "plan": 1}
+
+
+def test_help_states_the_limit_the_cluster_enforces(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "ring", "--help"])
+    assert f"ranks, 1..{MAX_LOCAL_WORLD_SIZE}" in capsys.readouterr().out
+
+
+def test_checks_do_not_rewrite_the_arguments() -> None:
+    parser = cli.build_parser()
+    for argv in (["run", "pipeline"], ["run", "pipeline", "--stages", "2"], ["run", "zero"]):
+        a = parser.parse_args(argv)
+        before = dict(vars(a))
+        concept = CONCEPTS[a.concept]
+        spec = concept.check(a, ParallelDims.local(concept.world_size(a)))
+        assert vars(a) == before and isinstance(spec, dict)
+    a = parser.parse_args(["run", "pipeline"])
+    assert CONCEPTS["pipeline"].world_size(a) == 4  # --world-size, else --stages, else 4
+    spec = CONCEPTS["pipeline"].check(a, ParallelDims.local(4))
+    assert spec["stages"] == 4 and a.stages is None
