@@ -87,8 +87,7 @@ def _bench(a: argparse.Namespace) -> int:
     )
     sizes = comm.size_sweep(a.min_size, a.max_size, a.factor)
     check_dtype(a.dtype)
-    dims, _ = run_dims(a.world_size)
-    with engine.Cluster(dims, a.backend, timeout=a.timeout) as cluster:
+    with engine.Cluster(ParallelDims.local(a.world_size), a.backend, timeout=a.timeout) as cluster:
         progress = None if a.json else comm.progress_bar
         rows = comm.bench_collectives(cluster, names, sizes, a.dtype, progress)
     print(json.dumps(rows) if a.json else comm.format_bench(rows))

@@ -143,13 +143,13 @@ def report_from_run(
     """Build the report from per-rank job results and the merged trace (cluster or torchrun)."""
     plan, buf = run.plan, run.buffer
     n = plan.world_size
-    trace.meta.update({**plan_meta(plan, buf), "algo": run.algo})
+    trace.meta.update({**plan_meta(plan, buf.numel, buf.dtype, buf.pattern), "algo": run.algo})
     if traced:
         sent, recv = trace.sent_bytes(), trace.recv_bytes()
         counted = trace.sent_bytes(per_phase=True)
         per_phase = {p: counted.get(p, [0] * n) for p in plan.phases()}
     else:
-        sizes = chunk_bytes(plan, buf)
+        sizes = chunk_bytes(plan, buf.numel, buf.dtype)
         per_phase = plan.sent_bytes(sizes)
         sent = [sum(v[r] for v in per_phase.values()) for r in range(n)]
         recv = [0] * n

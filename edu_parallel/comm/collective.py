@@ -221,11 +221,11 @@ def report_from_run(
     """Build the report from per-rank job results and the merged trace."""
     plan, buf, name = run.plan, run.buffer, run.collective
     n, real = plan.world_size, buf.real_bytes
-    trace.meta.update({**plan_meta(plan, buf), "root": run.root})
+    trace.meta.update({**plan_meta(plan, buf.numel, buf.dtype, buf.pattern), "root": run.root})
     if traced:
         sent, recv = list(trace.sent_bytes()), list(trace.recv_bytes())
     else:
-        sizes = chunk_bytes(plan, buf)
+        sizes = chunk_bytes(plan, buf.numel, buf.dtype)
         sent, recv = [0] * n, [0] * n
         for step in plan.steps:
             for t in step.transfers:

@@ -84,7 +84,11 @@ def run_hierarchical(
     if out is None:  # a non-zero rank under torchrun
         return None
     out.trace.meta.update(
-        {**plan_meta(plan, buffer), "nodes": shape.nodes, "gpus_per_node": shape.gpus_per_node}
+        {
+            **plan_meta(plan, buffer.numel, buffer.dtype, buffer.pattern),
+            "nodes": shape.nodes,
+            "gpus_per_node": shape.gpus_per_node,
+        }
     )
     time_s = max(max(r["end"] - r["start"] for r in out.results), 1e-9)
     real = buffer.real_bytes

@@ -13,6 +13,7 @@ from ..core.errors import check_int
 from ..core.inputs import chunk_bounds, make_input, numel_for
 from ..core.trace import Event, Snapshot, Trace
 from ..core.units import DTYPES, check_dtype
+from ..plans.layout import chunk_bytes, plan_meta
 from ..plans.plan import Plan
 
 SNAPSHOT_LIMIT = 4096  # bytes per rank; larger runs carry no buffer snapshots
@@ -107,24 +108,16 @@ def simulate(
     numel = numel_for(nbytes, dtype)
     bounds = chunk_bounds(numel, plan.num_chunks)
     item = DTYPES[dtype]
-    chunk_bytes = [(bounds[k + 1] - bounds[k]) * item for k in range(plan.num_chunks)]
+    sizes = chunk_bytes(plan, numel, dtype)
     if with_data is None:
         with_data = n <= 64
     trace = Trace(
         meta={
-            "concept": plan.name,
-            "collective": plan.collective,
-            "world_size": n,
-            "nbytes": numel * item,
-            "dtype": dtype,
-            "input": pattern,
-            "plan": plan.to_text(),
-            "chunk_bounds": bounds,
-            "chunk_bytes": chunk_bytes,
+            **plan_meta(plan, numel, dtype, pattern),
             "source": "simulation",
             "time_unit": "step",
         },
-        events=plan_events(plan, chunk_bytes),
+        events=plan_events(plan, sizes),
     )
     if not with_data:
         return trace, None

@@ -10,29 +10,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.inputs import Buffer, chunk_bounds
+from ..core.inputs import chunk_bounds
+from ..core.units import DTYPES
 from .plan import Plan
 
 # Messages above this travel in 4 MiB pieces, so a receiver adds piece k while k+1 is on the wire.
 SEGMENT_BYTES = 4 << 20
 
 
-def chunk_bytes(plan: Plan, buffer: Buffer) -> list[int]:
-    """Bytes of each of the plan's chunks of ``buffer``."""
-    bounds = chunk_bounds(buffer.numel, plan.num_chunks)
-    return [(bounds[k + 1] - bounds[k]) * buffer.itemsize for k in range(plan.num_chunks)]
+def chunk_bytes(plan: Plan, numel: int, dtype: str) -> list[int]:
+    """Bytes of each of the plan's chunks of a buffer of ``numel`` elements of ``dtype``."""
+    bounds = chunk_bounds(numel, plan.num_chunks)
+    return [(bounds[k + 1] - bounds[k]) * DTYPES[dtype] for k in range(plan.num_chunks)]
 
 
-def plan_meta(plan: Plan, buffer: Buffer) -> dict[str, Any]:
-    """The ``meta`` of a run of ``plan`` on ``buffer``: what ran, on what, cut how."""
+def plan_meta(plan: Plan, numel: int, dtype: str, pattern: str) -> dict[str, Any]:
+    """The ``meta`` of a run of ``plan`` on buffers of ``numel`` elements of ``dtype`` filled with
+    ``pattern``: what ran, on what, cut how."""
     return {
         "concept": plan.name,
         "collective": plan.collective,
         "world_size": plan.world_size,
-        "nbytes": buffer.real_bytes,
-        "dtype": buffer.dtype,
-        "input": buffer.pattern,
+        "nbytes": numel * DTYPES[dtype],
+        "dtype": dtype,
+        "input": pattern,
         "plan": plan.to_text(),
-        "chunk_bounds": chunk_bounds(buffer.numel, plan.num_chunks),
-        "chunk_bytes": chunk_bytes(plan, buffer),
+        "chunk_bounds": chunk_bounds(numel, plan.num_chunks),
+        "chunk_bytes": chunk_bytes(plan, numel, dtype),
     }
