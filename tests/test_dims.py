@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -108,3 +110,20 @@ def test_checks_do_not_rewrite_the_arguments() -> None:
     assert CONCEPTS["pipeline"].world_size(a) == 4  # --world-size, else --stages, else 4
     spec = CONCEPTS["pipeline"].check(a, ParallelDims.local(4))
     assert spec["stages"] == 4 and a.stages is None
+
+
+def test_a_bad_option_of_a_comm_concept_is_named_before_torch_loads() -> None:
+    """``edu-parallel run ring --size 1XB`` checks everything from ``plans/`` and ``core/``: the
+    one-line error comes before torch (2 s to import here) or any process."""
+    code = (
+        "import sys\n"
+        "from edu_parallel.app.cli import main\n"
+        "code = main(['run', 'ring', '--world-size', '3', '--size', '1XB'])\n"
+        "print(code, 'torch' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["2", "False"], run.stderr
+    assert run.stderr.strip().splitlines() == [
+        "error: size='1XB' is not valid: expected a byte count > 0 and <= 1GiB, such as 4096, "
+        "64KiB, 1MiB"
+    ]

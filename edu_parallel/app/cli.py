@@ -24,6 +24,7 @@ from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import EngineError
 from ..core.units import check_dtype
+from ..engine.executor import in_torchrun, torchrun_dims
 from ..plans.algorithms import build_plan
 from ..plans.checker import explain
 from .concepts import CONCEPTS
@@ -42,17 +43,10 @@ class _Parser(argparse.ArgumentParser):
         raise CLIError(f"{self.prog}: {message}")
 
 
-def run_dims(world_size: int) -> tuple[ParallelDims, bool]:
-    """The run's degrees, checked once: torchrun's ``WORLD_SIZE`` when it launched this process,
-    else ``--world-size`` ranks of a local cluster. Also says whether this is torchrun."""
-    if engine.in_torchrun():
-        return engine.torchrun_dims(), True
-    return ParallelDims.local(world_size), False
-
-
 def _run(a: argparse.Namespace) -> int:
     concept = CONCEPTS[a.concept]
-    dims, torchrun = run_dims(concept.world_size(a))
+    torchrun = in_torchrun()  # then the launcher's WORLD_SIZE, else --world-size local ranks
+    dims = torchrun_dims() if torchrun else ParallelDims.local(concept.world_size(a))
     spec = concept.check(a, dims)
     if torchrun:
         executor = engine.TorchrunExecutor(a.backend, a.timeout, dims)

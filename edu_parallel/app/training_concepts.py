@@ -17,8 +17,8 @@ from .. import (
     strategy_map,
     tensor_parallel,
 )
-from ..core.dims import ParallelDims
-from ..core.errors import check_choice
+from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from ..core.errors import check_choice, check_int
 from ..expert_parallel.formulas import DEFAULTS as MOE
 from ..pipeline_parallel.builders import SCHEDULES
 from ..strategy_map.formulas import STRATEGIES
@@ -54,10 +54,12 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
 
 
 def _pipeline_world_size(a: argparse.Namespace) -> int:
-    """``--world-size``, else ``--stages``, else 4."""
+    """``--world-size``, else ``--stages`` (checked here, so its error names it), else 4."""
     if a.world_size is not None:
         return a.world_size
-    return a.stages if a.stages is not None else 4
+    if a.stages is None:
+        return 4
+    return check_int("stages", a.stages, 1, MAX_LOCAL_WORLD_SIZE)
 
 
 def _pipeline_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:

@@ -27,7 +27,7 @@ _LAZY = {
     "replay_plan": "execute",
     "same_result": "execute",
     "TorchrunExecutor": "torchrun",
-    "in_torchrun": "torchrun",
-    "torchrun_dims": "torchrun",
+    "in_torchrun": "executor",
+    "torchrun_dims": "executor",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

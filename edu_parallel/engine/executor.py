@@ -4,16 +4,18 @@ Two executors implement it: :class:`~edu_parallel.engine.cluster.Cluster` (a per
 forked ranks on this machine) and :class:`~edu_parallel.engine.torchrun.TorchrunExecutor` (this
 process is one rank of a ``torchrun`` job). Runners are written against the interface, so the
 same concept code runs in a notebook and on a GPU cluster. This module imports no torch, so the
-command line and the runners' annotations can name the interface without loading it.
+command line can name the interface, and tell whether torchrun started it, without loading it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.dims import ParallelDims
 from ..core.errors import bad_value
 from ..core.trace import Trace
 from .messages import RankOutput
@@ -87,3 +89,16 @@ def job_meta(executor: Executor, fn: Job, source: str) -> dict[str, Any]:
         "source": source,
         "fn": f"{fn.__module__}.{fn.__qualname__}",
     }
+
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def in_torchrun() -> bool:
+    """True when this process was started by torchrun (or another env:// launcher)."""
+    return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+def torchrun_dims() -> ParallelDims:
+    """The degrees of this torchrun job: ``WORLD_SIZE`` ranks (no local limit)."""
+    return ParallelDims(int(os.environ["WORLD_SIZE"]))

@@ -22,20 +22,8 @@ import torch.distributed as dist
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value, check_positive
 from .context import RankContext, Tracer, rank_output
-from .executor import RunResult, check_importable, job_meta
+from .executor import RunResult, check_importable, job_meta, torchrun_dims
 from .platform import resolve_backend
-
-TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
-def in_torchrun() -> bool:
-    """True when this process was started by torchrun (or another env:// launcher)."""
-    return all(v in os.environ for v in TORCHRUN_VARS)
-
-
-def torchrun_dims() -> ParallelDims:
-    """The degrees of this torchrun job: ``WORLD_SIZE`` ranks (no local limit)."""
-    return ParallelDims(int(os.environ["WORLD_SIZE"]))
 
 
 class TorchrunExecutor:
