@@ -52,6 +52,32 @@ def test_run_ring_json_has_the_documented_keys():
     assert data["busbw_gbps"] == pytest.approx(data["algbw_gbps"] * 4 / 3)
 
 
+def test_run_ddp_json_has_the_documented_keys():
+    out = cli(
+        "run",
+        "ddp",
+        "--world-size",
+        "2",
+        "--model",
+        "deep",
+        "--bucket-mb",
+        "2",
+        "--link",
+        "ib-ndr-400",
+        "--rows",
+        "4096",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [b["bytes"] for b in data["buckets"]] == [2 * (2**20 + 2048)] * 4
+    assert data["matches_reference"] and data["matches_torch_ddp_buckets"]
+    assert data["per_rank_sent_bytes"] == [data["formula_sent_bytes"]] * 2
+    assert data["messages_per_step"] == 4 * 2 * (2 - 1)
+    for key in ("overlap_fraction_measured", "overlap_fraction_modelled", "step_time_s"):
+        assert 0 <= data[key] < 60
+
+
 def test_run_prints_a_step_table_and_writes_traces(tmp_path):
     trace, chrome = tmp_path / "t.json", tmp_path / "c.json"
     out = cli(
@@ -97,6 +123,11 @@ def test_run_prints_a_step_table_and_writes_traces(tmp_path):
             "algo='magic' is not valid: expected one of 'ring', 'naive'",
         ),
         (["run", "teleport"], "invalid choice: 'teleport'"),
+        (["run", "ddp", "--bucket-mb", "0"], "bucket-mb=0.0 is not valid: expected a finite"),
+        (["run", "ddp", "--accumulate", "0"], "accumulate=0 is not valid"),
+        (["run", "ddp", "--world-size", "3"], "world_size=3 is not valid with accumulate=1"),
+        (["run", "ddp", "--freeze", "3"], "freeze=3 is not valid: expected at most 2"),
+        (["run", "ddp", "--link", "wifi"], "link='wifi' is not valid"),
         (["plan", "magic"], "algo='magic'"),
     ],
 )
@@ -157,7 +188,11 @@ def test_the_same_concept_runs_under_torchrun(tmp_path):
 
 @pytest.mark.parametrize(
     "args, key",
-    [(["map", "--strategies", "dp,tp"], "runs"), (["fsdp", "--steps", "1"], "matches_zero3")],
+    [
+        (["map", "--strategies", "dp,tp"], "runs"),
+        (["fsdp", "--steps", "1"], "matches_zero3"),
+        (["ddp", "--steps", "2"], "matches_torch_ddp_buckets"),
+    ],
 )
 def test_concepts_of_several_jobs_run_under_torchrun(args, key):
     """Rank 1 must take part in every job of the concept, not stop after the first."""

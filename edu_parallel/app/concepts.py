@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from .comm_concepts import COMM_CONCEPTS
 from .concept import Concept
+from .ddp_concept import DDP
 from .training_concepts import TRAINING_CONCEPTS
 
 CONCEPTS: dict[str, Concept] = {
     name: concept
-    for concept in (*COMM_CONCEPTS, *TRAINING_CONCEPTS)
+    for concept in (*COMM_CONCEPTS, DDP, *TRAINING_CONCEPTS)
     for name in (concept.name, *concept.aliases)
 }

@@ -23,7 +23,17 @@ SPLITS_MARK = "all_to_all_splits"  # after every MoE all-to-all: send_bytes / re
 EXCHANGES = ("counts", "dispatch", "combine", "combine_grad", "dispatch_grad")
 HOLDS_MARK = "holds"  # strategy map: one parameter tensor (or slice of one) a rank holds
 STEP_END_MARK = "step_end"  # a training job finished step ``attrs["step"]``
-MARKS = (SPLITS_MARK, HOLDS_MARK, STEP_END_MARK)
+STEP_START_MARK = "step_start"  # a training job starts step ``attrs["step"]`` (ranks lined up)
+BUCKET_READY_MARK = "bucket_ready"  # data parallel: every gradient of ``attrs["bucket"]`` is in
+GRAD_READY_MARK = "grad_ready"  # data parallel: ``attrs["param"]``'s gradient is accumulated
+MARKS = (
+    SPLITS_MARK,
+    HOLDS_MARK,
+    STEP_END_MARK,
+    STEP_START_MARK,
+    BUCKET_READY_MARK,
+    GRAD_READY_MARK,
+)
 
 # ``memory`` events: ``attrs["category"]``. ZeRO §3.1's model states, in 16-bit/32-bit mixed
 # precision with Adam, then the buffers that come and go around a collective.
@@ -96,10 +106,15 @@ META: dict[str, MetaKey] = {
     "makespan": MetaKey(_NUM, "Timeline.to_trace", "end of the last action, in model time"),
     # data parallel
     "stage": MetaKey(_INT, "run_zero", "ZeRO stage: 0 (DP), 1, 2, 3"),
-    "steps": MetaKey(_INT, "run_zero, run_fsdp", "training steps"),
+    "steps": MetaKey(_INT, "run_zero, run_fsdp, run_ddp", "training steps"),
     "psi": MetaKey(_INT, "run_zero, run_fsdp", "parameters of the model"),
     "padded_numel": MetaKey(_INT, "run_zero", "flat parameter length, padded to N equal shards"),
     "granularity": MetaKey(_STR, "run_fsdp", "'layer' or 'model': the fully_shard units"),
+    "model": MetaKey(_STR, "run_ddp", "the MLP of the data-parallel lesson: mlp, deep, tied"),
+    "sync": MetaKey(_STR, "run_ddp", "per-param, bucketed or overlap"),
+    "bucket_cap_mb": MetaKey((int, float, type(None)), "run_ddp", "None: DDP's default"),
+    "accumulate": MetaKey(_INT, "run_ddp", "micro-batches per optimizer step K"),
+    "buckets": MetaKey(_STR, "run_ddp", "the bucket plan's text form (BucketPlan.from_text)"),
     "reshard_after_forward": MetaKey(
         (bool, type(None)), "run_fsdp", "FSDP2's option; None: torch's default"
     ),

@@ -4,6 +4,14 @@
   checked against (bit for bit: the reference replays the ring's summation order).
 * ``zero.py``: one rank's training step under DP or ZeRO-1/2/3, with a memory ledger in the trace;
   ``zero_report.py``: run a stage, check it, read memory and bytes off the trace (:func:`run_zero`).
+* ``buckets.py``: DDP's gradient buckets as pure data (reverse registration order, 25 MiB cap,
+  1 MiB first bucket, one dtype and device each), with a text form and a validator;
+  ``ddp_config.py``: the validated :class:`DdpConfig` of a run and its formulas;
+  ``ddp_model.py``: its model, data and one-process references; ``ddp.py``: the rank's trainer
+  (per-parameter, bucketed, or overlapped with backward through post-accumulate-grad hooks and a
+  communication stream; gradient accumulation; a comm-hook seam); ``ddp_torch.py``: torch's own
+  DDP on the same ranks; ``overlap.py``: overlap measured from the trace and retimed for a GPU;
+  ``ddp_report.py``: run, check, sweep (:func:`run_ddp`, :func:`sweep_buckets`).
 * ``fsdp.py``: ``fully_shard`` on the ranks, its collectives recorded by the profiler;
   ``fsdp_report.py``: FSDP2 beside ZeRO-3 on the same cluster (:func:`run_fsdp`).
 
@@ -32,6 +40,27 @@ _LAZY = {
     "run_zero": "zero_report",
     "format_zero": "zero_report",
     "zero_runner": "zero_report",
+    "ParamSpec": "buckets",
+    "Bucket": "buckets",
+    "BucketPlan": "buckets",
+    "assign_buckets": "buckets",
+    "bucket_limits": "buckets",
+    "validate_buckets": "buckets",
+    "DdpConfig": "ddp_config",
+    "DDP_MODELS": "ddp_config",
+    "SYNCS": "ddp_config",
+    "allreduce_mean_hook": "ddp",
+    "train_ddp": "ddp",
+    "ddp_job": "ddp",
+    "torch_ddp_run": "ddp_torch",
+    "measure": "overlap",
+    "gpu_retime": "overlap",
+    "DdpReport": "ddp_report",
+    "check_ddp_args": "ddp_report",
+    "run_ddp": "ddp_report",
+    "format_ddp": "ddp_report",
+    "sweep_buckets": "ddp_report",
+    "ddp_runner": "ddp_report",
     "FsdpUnavailableError": "fsdp",
     "GRANULARITIES": "fsdp",
     "require_fsdp2": "fsdp",

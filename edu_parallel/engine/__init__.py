@@ -6,6 +6,8 @@
 * :class:`RankContext` (``context.py``): what a job ``fn(ctx, ...)`` sees on its rank: traced
   sends, receives, collectives, compute and memory.
 * :func:`run_plan` (``execute.py``): a rank interprets a plan of ``plans/``.
+* :class:`CommStream` (``stream.py``): a rank's communication stream, a thread that runs
+  collectives in issue order while the rank computes (DDP's overlap of all-reduce and backward).
 * ``worker.py`` and ``messages.py``: the worker process and what it says to the parent;
   ``platform.py``: the backend and the process start method this machine allows.
 
@@ -26,6 +28,7 @@ _LAZY = {
     "run_plan": "execute",
     "replay_plan": "execute",
     "same_result": "execute",
+    "CommStream": "stream",
     "TorchrunExecutor": "torchrun",
     "in_torchrun": "executor",
     "torchrun_dims": "executor",

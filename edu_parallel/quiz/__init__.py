@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
+from .banks_ddp import ddp_quiz
 from .banks_map import map_quiz
 from .banks_moe import moe_quiz
 from .banks_pipeline import pipeline_quiz
@@ -41,6 +42,7 @@ __all__ = [
     "Runner",
     "algorithms_quiz",
     "collectives_quiz",
+    "ddp_quiz",
     "get_quiz",
     "map_quiz",
     "moe_quiz",

@@ -7,6 +7,9 @@
   :func:`timeline` (a Gantt of each rank's events), ``cost.py``'s crossover plot.
 * Pipelines: :func:`pipeline_gantt` with a time cursor, :func:`activation_memory_figure`,
   :func:`bubble_vs_microbatches_figure`, and the :class:`PipelineWidget` explorer.
+* Data parallel (lesson 05): :func:`streams_figure` (each rank's compute and comm streams, the
+  buckets' all-reduces under backward), :func:`bucket_fill_animation` (gradients filling buckets,
+  issued, reduced), :func:`sweep_figure` (step time against bucket size).
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
 * Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
@@ -22,6 +25,9 @@ from __future__ import annotations
 from .bars import bytes_bars, bytes_bars_plotly, default_formula
 from .collective import before_after
 from .cost import crossover_figure
+from .ddp import streams_figure
+from .ddp_buckets import bucket_fill_animation
+from .ddp_sweep import cap_label, sweep_figure
 from .fsdp import collective_sequence, gathered_memory_figure
 from .grid import step_grid
 from .memory_ledger import Ledger, LedgerFrame, ledger
@@ -57,9 +63,11 @@ __all__ = [
     "before_after",
     "bubble_curves",
     "bubble_vs_microbatches_figure",
+    "bucket_fill_animation",
     "build_frames",
     "bytes_bars",
     "bytes_bars_plotly",
+    "cap_label",
     "collective_sequence",
     "crossover_figure",
     "default_formula",
@@ -77,6 +85,8 @@ __all__ = [
     "sent_bars_figure",
     "split_figure",
     "step_grid",
+    "streams_figure",
+    "sweep_figure",
     "time_axis_label",
     "timeline",
     "tp_animation",

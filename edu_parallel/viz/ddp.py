@@ -1,0 +1,277 @@
+"""Data-parallel renderers (lesson 05): the two streams of a rank, and the bucket-size sweep.
+
+They read the trace of :func:`~edu_parallel.data_parallel.ddp.train_ddp` (or the retimed trace of
+:func:`~edu_parallel.data_parallel.overlap.gpu_retime`) and the table of
+:func:`~edu_parallel.data_parallel.ddp_report.sweep_buckets`; they never run anything and never
+import torch (plotly is imported inside the functions).
+
+* :func:`streams_figure`: per rank a ``compute`` row (forward, backward per layer, optimizer) and a
+  ``comm`` row (one all-reduce bar per bucket, coloured by bucket), a triangle where each bucket was
+  issued, a dotted line while the compute thread waited on a bucket (measured traces only), the
+  synchronising micro-batch's backward shaded: the part of a comm bar inside the shade is hidden
+  communication; the subtitle gives the hidden share of all-reduce time.
+
+:func:`~edu_parallel.viz.ddp_buckets.bucket_fill_animation` animates the buckets filling up;
+:func:`~edu_parallel.viz.ddp_sweep.sweep_figure` draws step time against bucket size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import bad_value
+from ..core.schema import STEP_END_MARK, STEP_START_MARK
+from ..core.trace import Event, Trace
+from ..core.units import format_bytes
+from ..data_parallel.overlap import GRAD_SYNC, measure
+from .bars import PHASE_COLORS
+from .rank_timeline import time_axis_label
+
+COMPUTE_COLORS = {"forward": PHASE_COLORS[0], "backward": PHASE_COLORS[1]}
+COMPUTE_COLORS["optimizer"] = PHASE_COLORS[2]
+BUCKET_COLORS = ("#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b", "#ff9da6", "#17becf")
+WIDTH = 960  # every figure of this lesson fits a notebook column
+FONT = dict(size=12)
+
+
+def title_layout(text: str, subtitle: str | None = None) -> dict[str, Any]:
+    """A left-aligned title (and subtitle) below the top edge, clear of plotly's modebar."""
+    sub = {} if subtitle is None else dict(subtitle=dict(text=subtitle, font=dict(size=12)))
+    return dict(text=text, x=0.0, xanchor="left", y=0.98, yanchor="top", font=dict(size=15), **sub)
+
+
+def below(height: int, margin: dict[str, int], gap_px: int) -> float:
+    """The paper ``y`` that lies ``gap_px`` pixels below the plot area."""
+    return -gap_px / (height - margin["t"] - margin["b"])
+
+
+def legend_below(height: int, margin: dict[str, int], gap_px: int) -> dict[str, Any]:
+    """A horizontal legend ``gap_px`` pixels below the plot area (under the axis title)."""
+    return dict(orientation="h", x=0.0, y=below(height, margin, gap_px), yanchor="top", font=FONT)
+
+
+def bucket_color(bucket: int) -> str:
+    return BUCKET_COLORS[bucket % len(BUCKET_COLORS)]
+
+
+def ddp_steps(trace: Trace) -> list[int]:
+    """The training steps of the trace (those of its compute events), in order."""
+    return sorted({e.step for e in trace.events if e.kind == "compute" and e.step is not None})
+
+
+def pick_step(trace: Trace, step: int | None) -> int:
+    """``step`` if the trace ran it; None: the last step."""
+    steps = ddp_steps(trace)
+    if not steps:
+        raise bad_value("trace", trace.meta.get("concept", "run"), "a train_ddp trace")
+    if step is None:
+        return steps[-1]
+    if step not in steps:
+        raise bad_value("step", step, f"one of the trace's steps {steps}")
+    return step
+
+
+def step_events(trace: Trace, step: int, rank: int) -> list[Event]:
+    """``rank``'s events of ``step``: compute and collectives, and marks (``attrs["step"]``)."""
+    return [
+        e
+        for e in trace.events
+        if e.rank == rank
+        and (e.step == step if e.kind != "mark" else (e.attrs or {}).get("step") == step)
+    ]
+
+
+def sync_backward(events: list[Event]) -> list[Event]:
+    """The backward events of the synchronising (last) micro-batch, in time order."""
+    back = [e for e in events if e.kind == "compute" and e.op == "backward"]
+    last = max(((e.attrs or {}).get("microbatch", 0) for e in back), default=0)
+    return sorted(
+        (e for e in back if (e.attrs or {}).get("microbatch", 0) == last), key=lambda e: e.start
+    )
+
+
+def grad_syncs(events: list[Event]) -> list[Event]:
+    """The gradient all-reduces (phase ``grad_sync``) in bucket order."""
+    comm = [e for e in events if e.kind == "collective" and e.phase == GRAD_SYNC]
+    return sorted(comm, key=lambda e: (e.attrs or {}).get("bucket", 0))
+
+
+def step_origin(events: list[Event]) -> float:
+    """The step's time zero: its ``step_start`` mark, else its first event."""
+    marks = [e.start for e in events if e.kind == "mark" and e.op == STEP_START_MARK]
+    return min(marks) if marks else min((e.start for e in events), default=0.0)
+
+
+def time_unit(span_s: float) -> tuple[float, str]:
+    """``(factor, unit)`` that keeps ``span_s`` seconds readable: ms, else us."""
+    return (1e3, "ms") if span_s >= 1e-3 else (1e6, "\u00b5s")
+
+
+def axis_title(trace: Trace, unit: str) -> str:
+    """:func:`time_axis_label` in ``unit`` since the step began."""
+    return f"{time_axis_label(trace).replace('seconds', unit)}, since the step began"
+
+
+def hidden_fraction(trace: Trace, step: int) -> tuple[float, str]:
+    """Share of the all-reduce time that ran during backward, and where it comes from:
+    :func:`~edu_parallel.data_parallel.overlap.measure` when the trace has step marks, else
+    computed from the (retimed) events of ``step``."""
+    if any(e.kind == "mark" and e.op == STEP_END_MARK for e in trace.events):
+        m = measure(trace)
+        return m.overlap_fraction, "measured, median over steps, mean over ranks"
+    rank = min((e.rank for e in trace.events), default=0)
+    events = step_events(trace, step, rank)
+    back = sync_backward(events)
+    lo, hi = (back[0].start, max(e.end for e in back)) if back else (0.0, 0.0)
+    comm = grad_syncs(events)
+    total = sum(e.duration for e in comm)
+    hidden = sum(max(0.0, min(e.end, hi) - max(e.start, lo)) for e in comm)
+    return (hidden / total if total > 0 else 0.0), f"modelled, step {step} of r{rank}"
+
+
+def _compute_hover(e: Event) -> str:
+    a = e.attrs or {}
+    head = f"<b>r{e.rank} {e.op}</b>"
+    if e.op == "backward":
+        head += f" layer {a.get('layer')}"
+    if "microbatch" in a:
+        head += f", micro-batch {a['microbatch']}"
+    flops = f"<br>{a['flops'] / 1e6:,.2f} MFLOP, {a.get('rows')} rows" if "flops" in a else ""
+    return head + flops
+
+
+def streams_figure(
+    trace: Trace, ranks: list[int] | None = None, step: int | None = None, title: str | None = None
+) -> Any:
+    """Compute and communication stream of each rank in one step (see the module doc).
+
+    ``ranks`` default: rank 0 and the last rank (all ranks when there are at most two); ``step``
+    default: the last. Times are relative to the step's start; ``layout.meta`` holds ``origin_s``,
+    ``factor`` (seconds -> axis unit), ``unit``, ``step``, ``hidden``.
+    """
+    import plotly.graph_objects as go
+
+    step = pick_step(trace, step)
+    present = sorted({e.rank for e in trace.events if e.kind in ("compute", "collective")})
+    if ranks is None:
+        ranks = present if len(present) <= 2 else [present[0], present[-1]]
+    bad = [r for r in ranks if r not in present]
+    if bad or not ranks:
+        raise bad_value("ranks", ranks, f"a non-empty list of the trace's ranks {present}")
+    per_rank = {r: step_events(trace, step, r) for r in ranks}
+    origin = min(step_origin(evs) for evs in per_rank.values())
+    end = max(e.end for evs in per_rank.values() for e in evs)
+    factor, unit = time_unit(end - origin)
+
+    def x(t: float) -> float:
+        return (t - origin) * factor
+
+    rows = [f"r{r} {k}" for r in ranks for k in ("compute", "comm")]
+    fig = go.Figure()
+    for op, color in COMPUTE_COLORS.items():
+        evs = [e for r in ranks for e in per_rank[r] if e.kind == "compute" and e.op == op]
+        if evs:
+            fig.add_bar(
+                y=[f"r{e.rank} compute" for e in evs],
+                x=[e.duration * factor for e in evs],
+                base=[x(e.start) for e in evs],
+                orientation="h",
+                name=op,
+                marker=dict(color=color, line=dict(color="white", width=1)),
+                text=[f"L{e.attrs['layer']}" if op == "backward" else "" for e in evs],
+                textposition="inside",
+                insidetextanchor="middle",
+                hovertext=[_compute_hover(e) for e in evs],
+                hoverinfo="text",
+            )
+    comm = [e for r in ranks for e in grad_syncs(per_rank[r])]
+    for b in sorted({e.attrs["bucket"] for e in comm}):
+        evs = [e for e in comm if e.attrs["bucket"] == b]
+        fig.add_bar(
+            y=[f"r{e.rank} comm" for e in evs],
+            x=[e.duration * factor for e in evs],
+            base=[x(e.start) for e in evs],
+            orientation="h",
+            name=f"b{b} all-reduce",
+            marker=dict(color=bucket_color(b), line=dict(color="white", width=1)),
+            text=[f"b{b}"] * len(evs),
+            textposition="inside",
+            insidetextanchor="middle",
+            hovertext=[
+                f"<b>r{e.rank} b{b} all-reduce</b>, {format_bytes(e.nbytes)}<br>"
+                f"issued {x(e.attrs.get('issued', e.start)):.3g} {unit}, after layer "
+                f"{e.attrs.get('after_layer')} (None: after backward)<br>"
+                f"ran {x(e.start):.3g} - {x(e.end):.3g} {unit}"
+                for e in evs
+            ],
+            hoverinfo="text",
+        )
+    issued = [e for e in comm if e.attrs.get("issued") is not None]
+    fig.add_scatter(
+        x=[x(e.attrs["issued"]) for e in issued],
+        y=[f"r{e.rank} comm" for e in issued],
+        mode="markers",
+        name="bucket issued",
+        marker=dict(symbol="triangle-down", size=12, color="black", line=dict(color="white")),
+        hovertext=[f"r{e.rank} b{e.attrs['bucket']} issued" for e in issued],
+        hoverinfo="text+x",
+    )
+    retimed = bool(trace.meta.get("retimed_with"))  # its waited/released are still measured
+    waits = [
+        e
+        for e in comm
+        if not retimed and e.attrs.get("waited") is not None and e.attrs.get("released") is not None
+    ]
+    if waits:
+        xs: list[float | None] = []
+        ys: list[str | None] = []
+        for e in waits:
+            xs += [x(e.attrs["waited"]), x(e.attrs["released"]), None]
+            ys += [f"r{e.rank} compute"] * 2 + [None]
+        fig.add_scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            name="compute waits on a bucket",
+            line=dict(color="#555555", width=3, dash="dot"),
+            hoverinfo="x",
+        )
+    for i, r in enumerate(ranks):
+        back = sync_backward(per_rank[r])
+        if back:
+            fig.add_shape(
+                type="rect",
+                x0=x(back[0].start),
+                x1=x(max(e.end for e in back)),
+                y0=2 * i - 0.5,
+                y1=2 * i + 1.5,
+                fillcolor="#fde9a9",
+                opacity=0.55,
+                line_width=0,
+                layer="below",
+                name="backward of the synchronising micro-batch",
+                showlegend=i == 0,
+            )
+    frac, where = hidden_fraction(trace, step)
+    head = title or f"{trace.meta.get('sync', 'ddp')} data parallel: compute and comm streams"
+    buckets = len({e.attrs["bucket"] for e in comm})
+    legend_rows = -(-(700 + 125 * buckets) // 850)  # a horizontal legend wraps at the width
+    margin = dict(l=90, r=20, t=90, b=95 + 24 * legend_rows)
+    height = max(160, 46 * len(rows)) + margin["t"] + margin["b"]
+    fig.update_layout(
+        title=title_layout(
+            f"{head}, step {step}",
+            f"all-reduce hidden under backward: <b>{frac:.0%}</b> ({where})",
+        ),
+        barmode="overlay",
+        width=WIDTH,
+        height=height,
+        margin=margin,
+        font=FONT,
+        uniformtext=dict(minsize=11, mode="hide"),
+        legend=legend_below(height, margin, 70),
+        xaxis=dict(title=axis_title(trace, unit), rangemode="tozero"),
+        yaxis=dict(categoryorder="array", categoryarray=rows, autorange="reversed"),
+        meta=dict(origin_s=origin, factor=factor, unit=unit, step=step, hidden=frac),
+    )
+    return fig

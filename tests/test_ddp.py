@@ -1,0 +1,216 @@
+"""Data-parallel training on real ranks: buckets, overlap, accumulation, against torch's DDP."""
+
+import json
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from edu_parallel import Cluster
+from edu_parallel.core.errors import WorkerError
+from edu_parallel.core.schema import BUCKET_READY_MARK, GRAD_READY_MARK
+from edu_parallel.data_parallel import allreduce_mean_hook, format_ddp, measure, run_ddp
+from edu_parallel.data_parallel.buckets import MIB
+from edu_parallel.data_parallel.ddp_config import DdpConfig
+from edu_parallel.models.retiming import cost_model, ring_allreduce_time
+
+pytestmark = pytest.mark.multiprocess
+
+
+def by_step(trace, step, **match):
+    return [
+        e
+        for e in trace.events
+        if e.step == step and all(getattr(e, k) == v for k, v in match.items())
+    ]
+
+
+def marks(trace, name, rank=0, step=None):
+    return [
+        e
+        for e in trace.events
+        if e.kind == "mark"
+        and e.op == name
+        and e.rank == rank
+        and (step is None or e.attrs.get("step") == step)
+    ]
+
+
+@pytest.mark.parametrize("model", ["mlp", "tied"])
+@pytest.mark.parametrize("sync", ["per-param", "bucketed", "overlap"])
+def test_two_ranks_equal_one_process_and_torch_ddp_bit_for_bit(cluster2, model, sync):
+    r = run_ddp(cluster2, model, bucket_cap_mb=0.001, sync=sync, steps=2)
+    assert r.matches_reference and r.bitwise_equal_reference
+    assert r.matches_big_batch and r.matches_torch_ddp_buckets
+    assert r.matches_torch_ddp_grads and r.max_abs_diff_torch_ddp == 0.0  # a + b == b + a
+    assert r.per_rank_sent_bytes == [r.formula_sent_bytes] * 2
+
+
+@pytest.mark.parametrize("cap", [1e-6, 0.001, None])
+def test_bytes_per_step_do_not_depend_on_buckets_but_messages_do(cluster4, cap):
+    r = run_ddp(cluster4, "mlp", bucket_cap_mb=cap, steps=2, compare_torch=False)
+    config = DdpConfig(4, model="mlp", bucket_cap_mb=cap)
+    assert r.per_rank_sent_bytes == [2 * 3 / 4 * 816 * 4] * 4
+    assert r.messages_per_step == 2 * 3 * len(r.buckets) == config.messages_per_step()
+    assert r.collectives_per_step == len(r.buckets)
+    assert r.bitwise_equal_reference
+
+
+def test_the_deep_model_on_four_ranks_has_ddps_buckets_and_its_rebuild(cluster4):
+    r = run_ddp(cluster4, "deep", steps=2)
+    assert [b["bytes"] for b in r.buckets] == [MIB + 2048, 7 * (MIB + 2048)]
+    # DDP's first iteration reduces one bucket; from the second, the rebuilt ones (ours)
+    assert r.torch_ddp_bucket_sizes[0] == [8 * (MIB + 2048)]
+    assert r.torch_ddp_bucket_sizes[1] == [MIB + 2048, 7 * (MIB + 2048)]
+    assert r.matches_torch_ddp_buckets and r.matches_torch_ddp_grads
+    assert r.bitwise_equal_reference and r.matches_big_batch
+    data = r.to_json_dict()
+    for key in (
+        "buckets",
+        "matches_reference",
+        "matches_torch_ddp_buckets",
+        "per_rank_sent_bytes",
+        "messages_per_step",
+        "overlap_fraction_measured",
+        "step_time_s",
+    ):
+        assert key in data
+    assert "overlap_fraction_modelled" not in data
+    json.dumps(data)
+
+
+def test_overlap_issues_buckets_during_backward_and_waits_before_the_optimizer(cluster2):
+    r = run_ddp(cluster2, "mlp", bucket_cap_mb=0.001, sync="overlap", steps=2, compare_torch=False)
+    t = r.trace
+    for rank in (0, 1):
+        backward = [e for e in by_step(t, 2, rank=rank, op="backward")]
+        coll = sorted(by_step(t, 2, rank=rank, kind="collective"), key=lambda e: e.attrs["bucket"])
+        optimizer = by_step(t, 2, rank=rank, op="optimizer")[0]
+        assert [e.attrs["layer"] for e in backward] == [2, 1, 0]
+        assert len(coll) == 3 and [e.attrs["after_layer"] for e in coll] == [2, 1, 0]
+        first = coll[0]
+        assert first.attrs["issued"] < backward[-1].end  # issued while backward still ran
+        for e in coll:
+            a = e.attrs
+            assert a["issued"] <= e.start <= e.end <= a["released"] <= optimizer.start
+            assert a["waited"] <= a["released"]
+        grads = marks(t, GRAD_READY_MARK, rank, 2)
+        ready = marks(t, BUCKET_READY_MARK, rank, 2)
+        assert [g.attrs["param"] for g in grads] == [
+            "4.bias",
+            "4.weight",
+            "2.bias",
+            "2.weight",
+            "0.bias",
+            "0.weight",
+        ]
+        for b in ready:  # a bucket is issued after its last gradient is in
+            mine = [g.start for g in grads if g.attrs["bucket"] == b.attrs["bucket"]]
+            assert len(mine) == 2 and max(mine) <= b.start
+
+
+def test_bucketed_sync_issues_every_bucket_after_backward(cluster2):
+    r = run_ddp(cluster2, "mlp", bucket_cap_mb=0.001, sync="bucketed", steps=1, compare_torch=False)
+    backward_end = max(e.end for e in by_step(r.trace, 1, rank=0, op="backward"))
+    coll = by_step(r.trace, 1, rank=0, kind="collective")
+    assert len(coll) == 3
+    assert all(e.attrs["after_layer"] is None and e.attrs["issued"] >= backward_end for e in coll)
+    assert measure(r.trace).hidden_s == 0.0
+
+
+def test_accumulation_syncs_once_per_optimizer_step_and_equals_one_big_batch(cluster2):
+    k = 4
+    r = run_ddp(cluster2, "mlp", accumulate=k, steps=2)
+    t = r.trace
+    forwards = by_step(t, 1, rank=0, op="forward")
+    assert [e.attrs["microbatch"] for e in forwards] == list(range(k))
+    last_forward = forwards[-1].start
+    sends = by_step(t, 1, rank=0, kind="send")
+    assert sends and all(e.start > last_forward for e in sends)  # nothing before the k-th
+    assert r.per_rank_sent_bytes == [r.formula_sent_bytes] * 2  # per step, not k times
+    assert r.matches_big_batch and r.bitwise_equal_reference and r.matches_torch_ddp_grads
+
+
+def test_a_tied_weight_is_reduced_once_with_the_gradient_of_both_uses(cluster4):
+    r = run_ddp(cluster4, "tied", steps=1)
+    names = [p for b in r.buckets for p in b["params"]]
+    assert names.count("0.weight") == 1 and len(names) == len(set(names)) == 7
+    psi = 3 * 256 + 4 * 16  # the shared 16x16 weight counted once
+    assert r.per_rank_sent_bytes == [2 * 3 / 4 * psi * 4] * 4
+    assert r.matches_big_batch and r.matches_torch_ddp_buckets and r.bitwise_equal_reference
+
+
+def test_frozen_layers_are_not_reduced_and_torch_agrees(cluster2):
+    r = run_ddp(cluster2, "mlp", freeze=1, steps=1)
+    names = [p for b in r.buckets for p in b["params"]]
+    assert "0.weight" not in names and "0.bias" not in names and len(names) == 4
+    assert r.matches_torch_ddp_buckets and r.bitwise_equal_reference
+    assert {e.attrs["layer"] for e in by_step(r.trace, 1, rank=0, op="backward")} == {1, 2}
+
+
+def builtin_hook(ctx, flat, step):
+    """A communication hook of our own: torch's all_reduce instead of the engine's ring."""
+    flat.mul_(1.0 / ctx.world_size)
+    dist.all_reduce(flat)
+
+
+def test_a_comm_hook_replaces_the_reduction(cluster4):
+    r = run_ddp(cluster4, "mlp", steps=2, hook=builtin_hook)
+    assert r.matches_reference and r.matches_big_batch and r.matches_torch_ddp_grads
+    assert r.per_rank_sent_bytes == [0.0] * 4  # gloo's own messages are not the engine's
+    assert len(by_step(r.trace, 2, rank=0, kind="collective")) == len(r.buckets)
+
+
+def test_gpu_retiming_shows_the_u_shape_of_bucket_size(cluster4):
+    steps = {}
+    for cap in (1e-6, 2.0, 25.0):
+        r = run_ddp(
+            cluster4,
+            "deep",
+            bucket_cap_mb=cap,
+            steps=1,
+            link="ib-ndr-400",
+            rows=16384,
+            compare_torch=False,
+        )
+        m = r.modelled
+        model = cost_model("ib-ndr-400")
+        coll = [e for e in m.trace.events if e.kind == "collective"]
+        assert [e.duration for e in coll] == pytest.approx(
+            [ring_allreduce_time(4, e.nbytes, model) for e in coll]
+        )
+        pairs = zip(coll, coll[1:], strict=False)
+        assert all(a.end <= b.start + 1e-15 for a, b in pairs)  # one stream, in order
+        back = [e for e in m.trace.events if e.op == "backward"]
+        flops = sum(e.attrs["flops"] for e in back) * 16384 / back[0].attrs["rows"]
+        assert m.compute_s >= flops / 400e12
+        steps[cap] = m.step_time_s
+        assert 0.0 <= m.overlap_fraction <= 1.0
+    assert steps[2.0] < steps[1e-6] and steps[2.0] < steps[25.0]
+    assert r.modelled.overlap_fraction == 0.0  # one bucket: nothing left to overlap with
+
+
+def test_the_report_reads_as_text(cluster2):
+    r = run_ddp(cluster2, "mlp", steps=1, link="nvlink4-h100")
+    text = format_ddp(r)
+    assert "bit for bit" in text and "modelled on a GPU" in text and "b0:" in text
+    assert list(r.table().columns)[:3] == ["params", "first", "last"]
+    assert torch.isfinite(torch.tensor(r.losses)).all()
+
+
+def failing_hook(ctx, flat, step):
+    """Rank 1's communication thread fails in step 2 while the others wait in the ring."""
+    if ctx.rank == 1 and step == 2:
+        raise RuntimeError("a bucket could not be reduced")
+    allreduce_mean_hook(ctx, flat, step)
+
+
+def test_a_failure_on_the_communication_stream_names_the_rank_and_the_next_run_works():
+    with Cluster(4, timeout=20) as cluster:
+        start = time.perf_counter()
+        with pytest.raises(WorkerError) as err:
+            run_ddp(cluster, "mlp", steps=3, hook=failing_hook, compare_torch=False)
+        assert err.value.rank == 1 and "a bucket could not be reduced" in str(err.value)
+        assert time.perf_counter() - start < 15
+        assert run_ddp(cluster, "mlp", steps=1, compare_torch=False).bitwise_equal_reference
