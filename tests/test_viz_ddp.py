@@ -300,3 +300,10 @@ def test_cap_labels_name_the_sweep_points_whatever_number_type() -> None:
         "DDP default",
         "25 MiB",
     ]
+
+
+def test_a_bad_rank_or_a_non_trace_is_named_in_one_line() -> None:
+    with pytest.raises(ValueError, match=r"rank=5 is not valid: expected one of the trace's ranks"):
+        bucket_fill_animation(ddp_trace(), rank=5)
+    with pytest.raises(ValueError, match="trace='report' is not valid: expected a Trace"):
+        streams_figure("report")

@@ -14,7 +14,6 @@ from typing import Any
 
 from .. import data_parallel
 from ..core.dims import ParallelDims
-from ..core.errors import check_positive
 from ..data_parallel.ddp_config import DDP_MODELS, SYNCS
 from ..models.topology import LINKS
 from .concept import Concept
@@ -60,7 +59,7 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
 
 
 def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """Every option through DdpConfig; the link, FLOP/s and rows."""
+    """Every option through :func:`check_ddp_args` at once, named as the command line names it."""
     sync = "bucketed" if a.no_overlap else a.sync
     problems = []
     if a.no_overlap and a.sync not in ("overlap", "bucketed"):
@@ -77,30 +76,16 @@ def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
         "seed": a.seed,
         "freeze": a.freeze,
     }
+    gpu = {"link": a.link, "flops_per_s": a.flops, "rows": a.rows}
     try:
-        data_parallel.DdpConfig(dims.world_size, **spec)
-    except ValueError as exc:
-        text = str(exc).replace("bucket_cap_mb=", "bucket-mb=")
-        problems.append(text.replace("None: DDP's default", "leave it out for DDP's default"))
-    if a.link is not None and a.link not in LINKS:
-        problems.append(f"link={a.link!r} is not valid: expected one of {', '.join(LINKS)}")
-    for name in ("flops", "rows"):
-        try:
-            if getattr(a, name) is not None:
-                check_positive(name, getattr(a, name))
-        except ValueError as exc:
-            problems.append(str(exc))
-    if a.rows is not None and a.rows != int(a.rows):
-        problems.append(f"rows={a.rows!r} is not valid: expected a whole number of rows")
+        data_parallel.check_ddp_args(dims.world_size, **gpu, **spec)
+    except ValueError as exc:  # the options as the command line spells them
+        text = str(exc).replace("bucket_cap_mb=", "bucket-mb=").replace("flops_per_s=", "flops=")
+        text = text.replace("None: DDP's default", "leave it out for DDP's default")
+        problems.append(text.replace("expected None or ", "expected "))
     if problems:
         raise ValueError("; ".join(problems))
-    return {
-        **spec,
-        "link": a.link,
-        "flops_per_s": a.flops,
-        "rows": a.rows,
-        "compare_torch": not a.no_torch,
-    }
+    return {**spec, **gpu, "compare_torch": not a.no_torch}
 
 
 DDP = Concept(

@@ -34,6 +34,8 @@ MARKS = (
     BUCKET_READY_MARK,
     GRAD_READY_MARK,
 )
+# ``phase`` of the gradient all-reduce of data parallelism (DDP's buckets, the strategy map)
+GRAD_SYNC = "grad_sync"
 
 # ``memory`` events: ``attrs["category"]``. ZeRO §3.1's model states, in 16-bit/32-bit mixed
 # precision with Adam, then the buffers that come and go around a collective.

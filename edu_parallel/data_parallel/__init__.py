@@ -56,7 +56,7 @@ _LAZY = {
     "measure": "overlap",
     "gpu_retime": "overlap",
     "DdpReport": "ddp_report",
-    "check_ddp_args": "ddp_report",
+    "check_ddp_args": "ddp_config",
     "run_ddp": "ddp_report",
     "format_ddp": "ddp_report",
     "sweep_buckets": "ddp_report",

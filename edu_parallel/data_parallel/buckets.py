@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_positive
+from ..core.units import format_bytes
 
 MIB = 1 << 20
 DEFAULT_BUCKET_CAP_MB = 25  # torch.nn.parallel.distributed._DEFAULT_BUCKET_CAP_MB
@@ -193,10 +194,7 @@ def validate_buckets(plan: BucketPlan, params: list[ParamSpec]) -> list[str]:
     return out
 
 
-def buckets_text(plan: BucketPlan) -> str:
-    """One line per bucket with its size in MiB, for a lesson or the CLI."""
-    rows = []
-    for b in plan:
-        names = ", ".join(b.params) if len(b.params) <= 4 else f"{b.params[0]} ... {b.params[-1]}"
-        rows.append(f"b{b.index}: {len(b.params)} params, {b.nbytes / MIB:.3f} MiB  ({names})")
-    return "\n".join(rows)
+def bucket_line(index: int, params: list[str] | tuple[str, ...], nbytes: int) -> str:
+    """``b0: 2 params, 1.002 MiB (14.bias, 14.weight)``: one bucket, for a report or a quiz."""
+    shown = ", ".join(params) if len(params) <= 4 else f"{params[0]} ... {params[-1]}"
+    return f"b{index}: {len(params)} params, {format_bytes(nbytes)} ({shown})"

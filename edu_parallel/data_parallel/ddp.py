@@ -38,7 +38,13 @@ from typing import Any
 
 import torch
 
-from ..core.schema import BUCKET_READY_MARK, GRAD_READY_MARK, STEP_END_MARK, STEP_START_MARK
+from ..core.schema import (
+    BUCKET_READY_MARK,
+    GRAD_READY_MARK,
+    GRAD_SYNC,
+    STEP_END_MARK,
+    STEP_START_MARK,
+)
 from ..engine.context import RankContext
 from ..engine.execute import run_plan
 from ..engine.stream import CommStream, Handle
@@ -48,7 +54,6 @@ from .ddp_config import DdpConfig
 from .ddp_model import build_model, linears, microbatch, sgd_step, trained_params
 from .ddp_torch import torch_ddp_run
 
-GRAD_SYNC = "grad_sync"  # phase of every gradient all-reduce
 CommHook = Callable[[RankContext, torch.Tensor, int], None]
 
 

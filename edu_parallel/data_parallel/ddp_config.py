@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.errors import bad_value, check_int, check_positive
+from ..models.topology import LINKS
 from .buckets import ITEMSIZE, ParamSpec, assign_buckets, bucket_limits
 
 
@@ -145,10 +146,15 @@ class DdpConfig:
             out.append((ParamSpec(f"{2 * i}.bias", d_out, DTYPE), trained))
         return out
 
+    @property
+    def effective_cap_mb(self) -> float | None:
+        """The ``bucket_cap_mb`` DDP is given: ``per-param`` is a cap below any parameter's size
+        (``int(1e-9 MiB)`` = 0 bytes in DDP, 1 byte here), so every parameter is its own bucket."""
+        return 1e-9 if self.sync == "per-param" else self.bucket_cap_mb
+
     def buckets(self):  # noqa: ANN201 - a BucketPlan
-        """The bucket plan: one parameter per bucket for ``per-param``, else DDP's rule."""
-        cap = 1e-9 if self.sync == "per-param" else self.bucket_cap_mb  # 1 byte: one each
-        return assign_buckets(self.param_specs(), cap)
+        """The bucket plan: DDP's rule with :attr:`effective_cap_mb`."""
+        return assign_buckets(self.param_specs(), self.effective_cap_mb)
 
     @property
     def psi(self) -> int:
@@ -163,3 +169,39 @@ class DdpConfig:
     def messages_per_step(self) -> int:
         """Ring messages each rank sends per optimizer step: ``2(N-1)`` per bucket."""
         return 2 * (self.world_size - 1) * len(self.buckets())
+
+
+MAX_ROWS = 1 << 30  # rows per rank of the GPU model
+
+
+def check_ddp_args(
+    world_size: int,
+    link: str | None = None,
+    flops_per_s: float = 400e12,
+    rows: int | None = None,
+    **options: object,
+) -> DdpConfig:
+    """The run's :class:`DdpConfig` and its GPU-model options, checked together before anything
+    runs: one ValueError naming every bad option. ``link``: None or a preset of ``LINKS``;
+    ``flops_per_s`` > 0; ``rows``: None (the run's rows) or an integer in [1, 2^30]."""
+    problems = []
+    try:
+        config = DdpConfig(world_size, **options)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if link is not None and link not in LINKS:
+        problems.append(str(bad_value("link", link, "None or one of " + ", ".join(LINKS))))
+    try:
+        check_positive("flops_per_s", flops_per_s)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if rows is not None:
+        try:
+            if isinstance(rows, float) and rows != int(rows):
+                raise bad_value("rows", rows, f"None or an integer in [1, {MAX_ROWS}]")
+            check_int("rows", int(rows) if isinstance(rows, float) else rows, 1, MAX_ROWS)
+        except (ValueError, OverflowError):
+            problems.append(str(bad_value("rows", rows, f"None or an integer in [1, {MAX_ROWS}]")))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return config

@@ -23,14 +23,13 @@ from typing import Any
 import pandas as pd
 import torch
 
-from ..core.errors import check_choice
+from ..core.errors import bad_value
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
-from ..models.topology import LINKS
-from .buckets import MIB, BucketPlan
+from .buckets import MIB, BucketPlan, bucket_line
 from .ddp import CommHook, ddp_job
-from .ddp_config import DdpConfig
+from .ddp_config import DdpConfig, check_ddp_args
 from .ddp_model import big_batch_grads, build_model, reference_training, trained_params
 from .overlap import Measured, Modelled, gpu_retime, measure
 
@@ -129,13 +128,6 @@ class DdpReport:
         return pd.DataFrame(rows).set_index("bucket")
 
 
-def check_ddp_args(world_size: int, link: str | None = None, **options: Any) -> DdpConfig:
-    """The config, validated (every bad option named); ``link`` one of the presets or None."""
-    if link is not None:
-        check_choice("link", link, LINKS)
-    return DdpConfig(world_size, **options)
-
-
 def run_ddp(
     cluster: Executor,
     model: str = "mlp",
@@ -155,7 +147,11 @@ def run_ddp(
     """Train data-parallel on ``cluster`` and check it (see the module doc)."""
     options = dict(model=model, bucket_cap_mb=bucket_cap_mb, sync=sync, accumulate=accumulate)
     options.update(steps=steps, lr=lr, seed=seed, freeze=freeze)
-    config = check_ddp_args(cluster.world_size, link, **options)
+    config = check_ddp_args(cluster.world_size, link, flops_per_s, rows, **options)
+    if hook is not None and not callable(hook):
+        raise bad_value("hook", hook, "None or a function hook(ctx, flat, step) of a module")
+    if not isinstance(compare_torch, bool):
+        raise bad_value("compare_torch", compare_torch, "True or False")
     out = cluster.run(ddp_job, config, hook, compare_torch)
     if out is None:  # a non-zero rank under torchrun
         return None
@@ -233,10 +229,7 @@ def format_ddp(report: DdpReport) -> str:
         + (f" (max |diff| {r.max_abs_diff_torch_ddp:.1e})" if r.max_abs_diff_torch_ddp else ""),
         "",
     ]
-    for b in r.buckets:
-        names = b["params"]
-        shown = ", ".join(names) if len(names) <= 4 else f"{names[0]} ... {names[-1]}"
-        lines.append(f"  b{b['bucket']}: {len(names)} params, {format_bytes(b['bytes'])} ({shown})")
+    lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in r.buckets]
     sent = ", ".join(format_bytes(int(x)) for x in r.per_rank_sent_bytes)
     lines += [
         "",
@@ -271,6 +264,8 @@ def sweep_buckets(
     steps: int = 2,
 ) -> pd.DataFrame:
     """Step time against bucket size, measured on the ranks and retimed for a GPU."""
+    for cap in caps:  # every size checked before the first one runs
+        check_ddp_args(cluster.world_size, link, rows=rows, model=model, bucket_cap_mb=cap)
     rows_out = []
     for cap in caps:
         rep = run_ddp(

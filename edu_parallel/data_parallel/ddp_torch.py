@@ -32,8 +32,7 @@ def torch_ddp_run(ctx: RankContext, config: DdpConfig) -> dict[str, Any]:
     model = build_model(config)
     names = [name for name, _ in trained_params(model)]
     by_id = {id(p): name for name, p in trained_params(model)}
-    cap = 1e-9 if config.sync == "per-param" else config.bucket_cap_mb
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=config.effective_cap_mb)
     seen: list[list[dict[str, Any]]] = []
 
     def hook(_state, bucket):  # noqa: ANN001, ANN202 - DDP rejects string annotations

@@ -22,15 +22,19 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.schema import STEP_END_MARK, STEP_START_MARK
+from ..core.schema import GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Event, Trace
 from ..models.retiming import cost_model, ring_allreduce_time
 
-GRAD_SYNC = "grad_sync"
+
+def training_steps(trace: Trace) -> list[int]:
+    """The training steps of the trace (those of its compute events), in order."""
+    return sorted({e.step for e in trace.events if e.kind == "compute" and e.step is not None})
 
 
-def _steps(trace: Trace) -> list[int]:
-    steps = sorted({e.step for e in trace.events if e.step is not None and e.kind == "compute"})
+def measured_steps(trace: Trace) -> list[int]:
+    """The steps that are timed: all but the first (warm-up), unless there is only one."""
+    steps = training_steps(trace)
     return steps[1:] if len(steps) > 1 else steps
 
 
@@ -64,7 +68,7 @@ class Measured:
 def measure(trace: Trace) -> Measured:
     """See the module doc; ``trace`` is a :func:`train_ddp` trace."""
     n = trace.world_size
-    steps = _steps(trace)
+    steps = measured_steps(trace)
     starts, ends = _marks(trace, STEP_START_MARK), _marks(trace, STEP_END_MARK)
     last_micro = max(
         (e.attrs or {}).get("microbatch", 0) for e in trace.events if e.kind == "compute"
@@ -144,7 +148,7 @@ def gpu_retime(
     """The last step of rank 0 of ``trace`` timed by a GPU compute model and a link preset."""
     model = cost_model(link)
     n = trace.world_size
-    step = max(_steps(trace))
+    step = max(measured_steps(trace))
     mine = [e for e in trace.events if e.rank == 0 and e.step == step]
     compute = [e for e in mine if e.kind == "compute" and e.op in ("forward", "backward")]
     comm = sorted(

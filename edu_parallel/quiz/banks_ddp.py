@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import bad_value
 from ..core.units import format_bytes
-from ..data_parallel.buckets import ITEMSIZE
+from ..data_parallel.buckets import ITEMSIZE, bucket_line
 from ..data_parallel.ddp_config import DTYPE, DdpConfig
 from .banks import register_bank
 from .container import Quiz
@@ -63,10 +63,7 @@ def _choices(
 
 def _reveal(report: Any) -> str:
     lines = [f"the run made {len(report.buckets)} buckets:"]
-    for b in report.buckets:
-        names = b["params"]
-        shown = ", ".join(names) if len(names) <= 4 else f"{names[0]} ... {names[-1]}"
-        lines.append(f"  b{b['bucket']}: {len(names)} params, {format_bytes(b['bytes'])} ({shown})")
+    lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in report.buckets]
     sent = ", ".join(format_bytes(int(x)) for x in report.per_rank_sent_bytes)
     lines.append(
         f"messages per rank per step: {report.messages_per_step:g}"

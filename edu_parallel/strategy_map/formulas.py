@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.schema import GRAD_SYNC
 from ..expert_parallel.formulas import check_moe_args
 
 STRATEGIES = ("dp", "tp", "tp-sp", "pp", "ep")
@@ -22,7 +23,7 @@ DTYPE = "float32"  # every tensor of the model and the data: 4 bytes per element
 ITEMSIZE = 4
 MAX_LAYERS, MAX_HIDDEN, MAX_BATCH = 64, 256, 1024
 STEP = 0  # the one training step every event belongs to
-SYNC = "grad_sync"  # phase of the gradient all-reduce (DP, TP+SP, EP)
+SYNC = GRAD_SYNC  # phase of the gradient all-reduce (DP, TP+SP, EP)
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
-from ..core.schema import STEP_END_MARK, STEP_START_MARK
+from ..core.schema import GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
-from ..data_parallel.overlap import GRAD_SYNC, measure
+from ..data_parallel.overlap import measure, training_steps
 from .bars import PHASE_COLORS
 from .rank_timeline import time_axis_label
 
@@ -54,14 +54,11 @@ def bucket_color(bucket: int) -> str:
     return BUCKET_COLORS[bucket % len(BUCKET_COLORS)]
 
 
-def ddp_steps(trace: Trace) -> list[int]:
-    """The training steps of the trace (those of its compute events), in order."""
-    return sorted({e.step for e in trace.events if e.kind == "compute" and e.step is not None})
-
-
 def pick_step(trace: Trace, step: int | None) -> int:
     """``step`` if the trace ran it; None: the last step."""
-    steps = ddp_steps(trace)
+    if not isinstance(trace, Trace):
+        raise bad_value("trace", trace, "a Trace of a data-parallel run (report.trace)")
+    steps = training_steps(trace)
     if not steps:
         raise bad_value("trace", trace.meta.get("concept", "run"), "a train_ddp trace")
     if step is None:

@@ -91,6 +91,9 @@ def bucket_fill_animation(
     import plotly.graph_objects as go
 
     step = pick_step(trace, step)
+    ranks = sorted({e.rank for e in trace.events if e.kind == "compute"})
+    if rank not in ranks:
+        raise bad_value("rank", rank, f"one of the trace's ranks {ranks}")
     fills = fill_events(trace, rank, step)
     if not any(f.what == "ready" for f in fills):
         raise bad_value(
