@@ -232,3 +232,114 @@ def test_tour_runs_in_the_terminal_without_input():
 def test_console_script_is_installed():
     scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
     assert scripts.get("edu-parallel") == "edu_parallel.app.cli:main"
+
+
+# ------------------------------------------------------------------ lesson 11: run compress
+def test_run_compress_json_has_the_issue_keys():
+    out = cli(
+        "run",
+        "compress",
+        "--method",
+        "powersgd",
+        "--rank",
+        "2",
+        "--error-feedback",
+        "--world-size",
+        "2",
+        "--steps",
+        "10",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in (
+        "wire_bytes_per_step",
+        "compression_ratio",
+        "final_loss",
+        "steps_to_target",
+        "matches_torch_hook",
+    ):
+        assert key in data
+    assert data["wire_bytes_per_step"] == data["formula_wire_bytes"]
+    assert data["compression_ratio"] == data["dense_bytes_per_step"] / data["wire_bytes_per_step"]
+    assert data["matches_torch_hook"] is True and data["label"] == "powersgd r=2 + EF"
+    assert data["steps_to_target"] is None and len(data["accuracies"]) == 10  # 10 steps: too few
+
+
+def test_run_compress_prints_a_readable_report():
+    out = cli("run", "compress", "--method", "topk", "--world-size", "2", "--steps", "3")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("topk 1% on 2 ranks, 3 SGD steps")
+    assert "no torch hook for this run" in out.stdout and "(formula 1,760 B)" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--ratio", "0"], "ratio=0.0 is not valid: expected a number in (0, 1]"),
+        (["--ratio", "1.5"], "ratio=1.5 is not valid"),
+        (["--method", "powersgd", "--rank", "0"], "rank=0 is not valid: expected an integer"),
+        (["--method", "powersgd", "--rank", "64"], "rank=64 is not valid"),
+        (["--method", "zip"], "method='zip' is not valid: expected one of none, fp16"),
+        (["--error-feedback"], "--error-feedback is not valid with method='none'"),
+        (["--world-size", "3"], "world_size=3 is not valid: the 'classifier' model's batch"),
+        (["--start-step", "-1"], "start-step=-1 is not valid"),
+    ],
+)
+def test_run_compress_errors_are_one_line_before_any_process(args, expected):
+    out = cli("run", "compress", *args, timeout=30)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and expected in out.stderr, out.stderr
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------ lesson 12: run async
+def test_run_async_json_has_the_issue_keys():
+    out = cli(
+        "run",
+        "async",
+        "--mode",
+        "async-ps",
+        "--straggler",
+        "rank",
+        "--distribution",
+        "pareto",
+        "--world-size",
+        "3",
+        "--steps",
+        "12",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in (
+        "samples_per_s",
+        "staleness_histogram",
+        "time_to_target_s",
+        "final_loss",
+        "replay_matches",
+    ):
+        assert key in data
+    assert data["replay_matches"] is True and data["workers"] == 2
+    assert sum(data["staleness_histogram"].values()) == data["applied"] == 12 * 2
+    assert data["straggler"] == "worker 1, pareto 10 ms" and data["samples_per_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--straggler-rank", "4"], "straggler-rank=4 is not valid: expected an integer in [0, 3]"),
+        (["--delay-ms", "-5"], "delay-ms=-5.0 is not valid: expected a number of milliseconds"),
+        (["--mode", "local-sgd", "--local-steps", "0"], "local-steps=0 is not valid"),
+        (["--mode", "backup", "--backup", "4"], "backup=4 is not valid: expected an integer in"),
+        (["--mode", "gossip"], "mode='gossip' is not valid: expected one of sync, async-ps"),
+        (["--distribution", "zipf"], "distribution='zipf' is not valid"),
+        (["--steps", "0"], "steps=0 is not valid: expected an integer in [1, 2000]"),
+        (["--straggler", "sometimes"], "straggler='sometimes' is not valid"),
+    ],
+)
+def test_run_async_errors_are_one_line_before_any_process(args, expected):
+    out = cli("run", "async", "--world-size", "4", *args, timeout=30)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and expected in out.stderr, out.stderr
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr

@@ -156,7 +156,7 @@ def test_frozen_layers_are_not_reduced_and_torch_agrees(cluster2):
     assert {e.attrs["layer"] for e in by_step(r.trace, 1, rank=0, op="backward")} == {1, 2}
 
 
-def builtin_hook(ctx, flat, step):
+def builtin_hook(ctx, flat, step, bucket):
     """A communication hook of our own: torch's all_reduce instead of the engine's ring."""
     flat.mul_(1.0 / ctx.world_size)
     dist.all_reduce(flat)
@@ -206,11 +206,11 @@ def test_the_report_reads_as_text(cluster2):
     assert torch.isfinite(torch.tensor(r.losses)).all()
 
 
-def failing_hook(ctx, flat, step):
+def failing_hook(ctx, flat, step, bucket):
     """Rank 1's communication thread fails in step 2 while the others wait in the ring."""
     if ctx.rank == 1 and step == 2:
         raise RuntimeError("a bucket could not be reduced")
-    allreduce_mean_hook(ctx, flat, step)
+    allreduce_mean_hook(ctx, flat, step, bucket)
 
 
 def test_a_failure_on_the_communication_stream_names_the_rank_and_the_next_run_works():

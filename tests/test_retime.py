@@ -258,6 +258,7 @@ def test_presets_have_sources_and_datasheet_bandwidths() -> None:
         "pcie5-x16": 63e9,
         "ib-ndr-400": 50e9,
         "ib-xdr-800": 100e9,
+        "eth-25g": 3.125e9,
     }
     assert set(LINKS) == set(expected)
     for name, bw in expected.items():

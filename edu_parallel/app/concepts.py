@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from .async_concept import ASYNC
 from .comm_concepts import COMM_CONCEPTS
+from .compress_concept import COMPRESS
 from .concept import Concept
 from .ddp_concept import DDP
 from .training_concepts import TRAINING_CONCEPTS
 
 CONCEPTS: dict[str, Concept] = {
     name: concept
-    for concept in (*COMM_CONCEPTS, DDP, *TRAINING_CONCEPTS)
+    for concept in (*COMM_CONCEPTS, DDP, COMPRESS, *TRAINING_CONCEPTS, ASYNC)
     for name in (concept.name, *concept.aliases)
 }

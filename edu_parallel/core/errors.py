@@ -50,6 +50,20 @@ class ClusterClosedError(EngineError):
     """The cluster was closed (by the user, or after a failure that could not be recovered)."""
 
 
+class Checked:
+    """A dataclass whose constructor checks every field at once: ``_check()`` returns one line
+    per problem, and the constructor raises one ValueError that joins them (torchtitan's
+    ``ParallelDims`` style: the error names every bad value, not only the first)."""
+
+    def __post_init__(self) -> None:
+        problems = self._check()
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _check(self) -> list[str]:
+        return []
+
+
 def bad_value(name: str, value: Any, valid: str) -> ValueError:
     """The one-line error for a bad argument: parameter, value given, valid range."""
     return ValueError(f"{name}={value!r} is not valid: expected {valid}")

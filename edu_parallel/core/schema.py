@@ -26,6 +26,9 @@ STEP_END_MARK = "step_end"  # a training job finished step ``attrs["step"]``
 STEP_START_MARK = "step_start"  # a training job starts step ``attrs["step"]`` (ranks lined up)
 BUCKET_READY_MARK = "bucket_ready"  # data parallel: every gradient of ``attrs["bucket"]`` is in
 GRAD_READY_MARK = "grad_ready"  # data parallel: ``attrs["param"]``'s gradient is accumulated
+# gradient compression: a bucket was exchanged; attrs step, bucket, residual_norm, fed_back
+COMPRESS_MARK = "compress"
+DROPPED_MARK = "dropped"  # lesson 12's backup server dropped a late gradient (attrs: worker, t)
 MARKS = (
     SPLITS_MARK,
     HOLDS_MARK,
@@ -33,9 +36,13 @@ MARKS = (
     STEP_START_MARK,
     BUCKET_READY_MARK,
     GRAD_READY_MARK,
+    COMPRESS_MARK,
+    DROPPED_MARK,
 )
 # ``phase`` of the gradient all-reduce of data parallelism (DDP's buckets, the strategy map)
 GRAD_SYNC = "grad_sync"
+# ``phase`` of a compressor's own compute: compressing a bucket and decompressing the result
+COMPRESS_PHASE = "compress"
 
 # ``memory`` events: ``attrs["category"]``. ZeRO §3.1's model states, in 16-bit/32-bit mixed
 # precision with Adam, then the buffers that come and go around a collective.
@@ -128,6 +135,13 @@ META: dict[str, MetaKey] = {
     "capacity_factor": MetaKey(_NUM, "run_moe", "capacity factor C"),
     "skew": MetaKey(_NUM, "run_moe", "router bias toward expert 0"),
     "strategy": MetaKey(_STR, "run_strategy_map", "dp, tp, tp-sp, pp or ep"),
+    # lesson 12: synchronous against asynchronous training
+    "regime": MetaKey(_STR, "run_async", "sync, async-ps, local-sgd or backup"),
+    "workers": MetaKey(_INT, "run_async", "ranks that compute gradients W"),
+    "straggler": MetaKey(_STR, "run_async", "the straggler setting, e.g. 'rank 3, fixed 4 ms'"),
+    "local_steps": MetaKey(_INT, "run_async", "local SGD's H: steps between averages"),
+    "backup_workers": MetaKey(_INT, "run_async", "backup workers b"),
+    "rows": MetaKey(_INT, "run_async", "samples per gradient"),
 }
 
 

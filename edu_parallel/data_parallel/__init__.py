@@ -12,6 +12,18 @@
   communication stream; gradient accumulation; a comm-hook seam); ``ddp_torch.py``: torch's own
   DDP on the same ranks; ``overlap.py``: overlap measured from the trace and retimed for a GPU;
   ``ddp_report.py``: run, check, sweep (:func:`run_ddp`, :func:`sweep_buckets`).
+* lesson 12, synchronous against asynchronous training with stragglers: ``async_config.py`` (the
+  validated :class:`AsyncConfig`, torch-free: regimes, worker convention, straggler delays);
+  ``async_sgd.py`` (sync and local SGD on the ranks); ``param_server.py`` (asynchronous and
+  backup-worker parameter servers); ``async_replay.py`` (the one-process replay of a run's
+  recorded order); ``async_report.py`` (:func:`run_async`, :func:`compare_regimes`).
+* ``task.py``: the learning task of lessons 11 and 12 (a classifier a linear teacher labels);
+  ``compress_config.py``: the validated :class:`CompressConfig` and the wire-bytes formula;
+  ``compress.py``: fp16/bf16 casts, top-k, random-k and sign compression with error feedback as
+  communication hooks; ``powersgd.py``: PowerSGD as torch's ``powerSGD_hook`` does it;
+  ``compress_torch.py``: torch's own hooks on the same ranks; ``compress_report.py``: run and
+  check one (:func:`run_compress`); ``compress_sweep.py``: the sweep, bytes against ``N``;
+  ``compress_whatif.py``: when compression pays on a link.
 * ``fsdp.py``: ``fully_shard`` on the ranks, its collectives recorded by the profiler;
   ``fsdp_report.py``: FSDP2 beside ZeRO-3 on the same cluster (:func:`run_fsdp`).
 
@@ -61,6 +73,31 @@ _LAZY = {
     "format_ddp": "ddp_report",
     "sweep_buckets": "ddp_report",
     "ddp_runner": "ddp_report",
+    "CompressConfig": "compress_config",
+    "METHODS": "compress_config",
+    "wire_bytes_per_step": "compress_config",
+    "dense_bytes_per_step": "compress_config",
+    "evaluate": "task",
+    "steps_to_target": "task",
+    "TARGET_ACCURACY": "ddp_config",
+    "TARGET_STEPS": "ddp_config",
+    "TASK_LR": "ddp_config",
+    "GradBucket": "ddp",
+    "Cast": "compress",
+    "TopK": "compress",
+    "RandK": "compress",
+    "Sign": "compress",
+    "PowerSGD": "powersgd",
+    "make_hook": "compress_report",
+    "CompressReport": "compress_report",
+    "run_compress": "compress_report",
+    "format_compress": "compress_report",
+    "sweep_compress": "compress_sweep",
+    "summary_table": "compress_sweep",
+    "bytes_by_world_size": "compress_sweep",
+    "compress_runner": "compress_sweep",
+    "Measured": "compress_whatif",
+    "what_if": "compress_whatif",
     "FsdpUnavailableError": "fsdp",
     "GRANULARITIES": "fsdp",
     "require_fsdp2": "fsdp",
@@ -72,5 +109,17 @@ _LAZY = {
     "formula_sent_bytes": "fsdp_report",
     "run_fsdp": "fsdp_report",
     "format_fsdp": "fsdp_report",
+    "AsyncConfig": "async_config",
+    "delay_s": "async_config",
+    "sync_sgd": "async_sgd",
+    "local_sgd": "async_sgd",
+    "server_job": "param_server",
+    "replay": "async_replay",
+    "AsyncReport": "async_report",
+    "Comparison": "async_report",
+    "run_async": "async_report",
+    "compare_regimes": "async_report",
+    "format_async": "async_report",
+    "async_runner": "async_report",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

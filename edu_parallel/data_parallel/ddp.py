@@ -16,10 +16,14 @@ does it three ways (``DdpConfig.sync``), each on the buckets of
 
 With ``accumulate = K`` the first ``K-1`` micro-batches only accumulate into ``.grad`` (DDP's
 ``no_sync``); the last one synchronises. A bucket is reduced by a *communication hook*
-``hook(ctx, flat, step)`` (DDP's ``register_comm_hook`` seam, where compression plugs in); the
-default :func:`allreduce_mean_hook` multiplies by ``1/N`` and runs the engine's ring all-reduce
-(lesson 03), so every byte is a ``send`` event and the single-process reference can replay the
-same additions (:mod:`edu_parallel.data_parallel.ddp_model`).
+``hook(ctx, flat, step, bucket)`` (DDP's ``register_comm_hook`` seam, where the compressors of
+:mod:`edu_parallel.data_parallel.compress` plug in): ``flat`` is the bucket's buffer, to be
+replaced in place by the average of every rank's, and ``bucket`` a :class:`GradBucket` (index,
+parameter names and shapes, like torch's ``GradBucket``). The default
+:func:`allreduce_mean_hook` multiplies by ``1/N`` and runs the engine's ring all-reduce (lesson
+03), so every byte is a ``send`` event and the single-process reference can replay the same
+additions (:mod:`edu_parallel.data_parallel.ddp_model`). For the ``classifier`` task rank 0 also
+scores the model on the held-out set after every step (untraced).
 
 The trace: per micro-batch a ``forward`` compute event and one ``backward`` compute event per
 layer (``attrs``: layer, flops, rows, micro-batch); on the synchronising micro-batch a
@@ -33,7 +37,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -51,10 +57,27 @@ from ..engine.stream import CommStream, Handle
 from ..plans.plan import Plan
 from ..plans.ring import ring_allreduce_plan
 from .ddp_config import DdpConfig
-from .ddp_model import build_model, linears, microbatch, sgd_step, trained_params
+from .ddp_model import build_model, linears, loss_of, microbatch, sgd_step, trained_params
 from .ddp_torch import torch_ddp_run
+from .task import evaluate
 
-CommHook = Callable[[RankContext, torch.Tensor, int], None]
+
+@dataclass(frozen=True)
+class GradBucket:
+    """What a hook learns about the bucket besides its buffer (torch's ``GradBucket``): its
+    index, and its parameters' names and shapes in buffer order."""
+
+    index: int
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+
+    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """Each parameter's gradient as a view of ``flat``, shaped like the parameter."""
+        sizes = [math.prod(s) for s in self.shapes]
+        return [v.view(s) for v, s in zip(flat.split(sizes), self.shapes, strict=True)]
+
+
+CommHook = Callable[[RankContext, torch.Tensor, int, GradBucket], None]
 
 
 @functools.cache
@@ -62,7 +85,9 @@ def _ring(world_size: int) -> Plan:
     return ring_allreduce_plan(world_size)
 
 
-def allreduce_mean_hook(ctx: RankContext, flat: torch.Tensor, step: int) -> None:
+def allreduce_mean_hook(
+    ctx: RankContext, flat: torch.Tensor, step: int, bucket: GradBucket | None = None
+) -> None:
     """DDP's default: ``flat * (1/N)``, then a ring all-reduce (sum) of the bucket in place."""
     flat.mul_(1.0 / ctx.world_size)
     if ctx.world_size > 1:
@@ -127,6 +152,8 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
     params = dict(trained_params(model))
     plan = config.buckets()
     flats = {b.index: torch.empty(sum(params[x].numel() for x in b.params)) for b in plan}
+    shapes = {b.index: tuple(tuple(params[x].shape) for x in b.params) for b in plan}
+    grad_buckets = {b.index: GradBucket(b.index, tuple(b.params), shapes[b.index]) for b in plan}
     views: dict[str, tuple[int, torch.Tensor]] = {}
     for b in plan:
         at = 0
@@ -145,7 +172,7 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
 
     def reduce(b: int, step: int, issued: float, after_layer: int | None) -> None:
         start = ctx.tracer.now()
-        hook(ctx, flats[b], step)
+        hook(ctx, flats[b], step, grad_buckets[b])
         attrs = {"bucket": b, "issued": issued, "after_layer": after_layer}
         nbytes = flats[b].numel() * flats[b].element_size()
         events[b] = ctx.record(
@@ -184,7 +211,9 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
         if out.requires_grad:
             out.register_hook(lambda g: state.layer_started(i))
 
-    losses = []
+    losses: list[float] = []
+    evals: list[tuple[float, float]] = []  # (held-out loss, accuracy) after each step
+    scored = r == 0 and config.spec.task == "classify"
     with CommStream(ctx.tracer.now, name=f"comm-rank{r}") as stream:
         for i, layer in enumerate(linears(model)):
             layer.register_forward_hook(functools.partial(on_forward, i))
@@ -192,7 +221,8 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
             p.register_post_accumulate_grad_hook(functools.partial(on_grad, name, stream=stream))
         out: dict[str, Any] = {"plan": plan.to_text()}
         for step in range(1, config.steps + 1):
-            ctx.barrier()  # line the ranks up so that step times compare
+            if config.line_up:
+                ctx.barrier()  # line the ranks up so that step times compare
             ctx.mark(STEP_START_MARK, step=step)
             ctx.tracer.where(f"ddp step {step}")
             model.zero_grad(set_to_none=True)
@@ -203,9 +233,9 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
             next_bucket[0] = 0
             step_loss = 0.0
             for k in range(config.accumulate):
-                x, y = microbatch(config, step, r, k)  # (b, d_in), (b, d_out)
+                x, y = microbatch(config, step, r, k)  # (b, d_in), (b, d_out) or labels (b,)
                 start = ctx.tracer.now()
-                loss = torch.nn.functional.mse_loss(model(x), y) / config.accumulate
+                loss = loss_of(config, model(x), y) / config.accumulate
                 fwd = sum(f["forward_flops"] for f in flops)
                 attrs = {"microbatch": k, "flops": fwd, "rows": config.microbatch}
                 end = ctx.tracer.now()
@@ -233,12 +263,16 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
             with ctx.compute("optimizer", step=step, phase="optimizer"):
                 sgd_step(list(params.values()), config.lr)
             ctx.mark(STEP_END_MARK, step=step)
+            if scored:
+                with ctx.tracer.paused():
+                    evals.append(evaluate(model))
             if step == 1:
                 grads1 = torch.cat([p.grad.reshape(-1) for p in params.values()])
         grads = torch.cat([p.grad.reshape(-1) for p in params.values()])
     final = torch.cat([p.detach().reshape(-1) for p in params.values()])
     out.update(
         losses=losses,
+        evals=evals,
         digests=[digest(grads1), digest(grads), digest(final)],
     )
     if r == 0:

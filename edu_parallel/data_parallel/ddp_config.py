@@ -9,7 +9,9 @@ names each bad one. The models are the seeded MLP family of the ZeRO lesson
 * ``mlp``: the ZeRO lesson's 3 layers of 16x16;
 * ``deep``: 8 layers of 512x512, each weight exactly 1 MiB in fp32, so DDP's 1 MiB first bucket
   and its 25 MiB default are both visible;
-* ``tied``: 4 layers of 16x16 whose first and last share one weight (like tied embeddings).
+* ``tied``: 4 layers of 16x16 whose first and last share one weight (like tied embeddings);
+* ``classifier``: the learning task of lessons 11 and 12 (:mod:`edu_parallel.data_parallel.task`),
+  32 -> 128 -> 128 -> 10 trained with cross-entropy on inputs a fixed linear teacher labels.
 
 The global batch (``batch`` rows per optimizer step) is fixed by the model and split over ``N``
 ranks and ``K`` accumulation micro-batches: ``batch / (N K)`` rows each, so every run of one model
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.errors import bad_value, check_int, check_positive
+from ..core.errors import Checked, bad_value, check_int, check_positive
 from ..models.topology import LINKS
 from .buckets import ITEMSIZE, ParamSpec, assign_buckets, bucket_limits
 
@@ -38,6 +40,7 @@ class ModelSpec:
     batch: int
     tied: bool = False
     doc: str = ""
+    task: str = "regress"  # "regress": MSE on random targets; "classify": the teacher's labels
 
 
 DDP_MODELS = {
@@ -46,17 +49,29 @@ DDP_MODELS = {
     "tied": ModelSpec(
         "tied", (16,) * 5, 16, tied=True, doc="4 layers of 16x16, first and last weight shared"
     ),
+    "classifier": ModelSpec(
+        "classifier",
+        (32, 128, 128, 10),
+        64,
+        task="classify",
+        doc="32-128-128-10, cross-entropy on a linear teacher's 10 classes (lessons 11, 12)",
+    ),
 }
+# the classifier's learning task (lessons 11, 12; data and scoring in ``task.py``), torch-free so
+# that the command line checks options with it before torch loads
+TASK_LR = 0.2  # plain SGD
+TARGET_ACCURACY = 0.80  # held-out accuracy
+TARGET_STEPS = 200  # plain synchronous SGD reaches the target within this many steps
 # when the gradients are all-reduced: one parameter at a time after backward, one bucket at a
 # time after backward, or one bucket at a time during backward as soon as it is full (DDP)
 SYNCS = ("per-param", "bucketed", "overlap")
 MAX_ACCUMULATE = 64
-MAX_STEPS = 100
+MAX_STEPS = 1000
 DTYPE = "float32"
 
 
 @dataclass(frozen=True)
-class DdpConfig:
+class DdpConfig(Checked):
     """What every rank runs; see the module doc. ``bucket_cap_mb=None`` is DDP's default."""
 
     world_size: int
@@ -68,12 +83,8 @@ class DdpConfig:
     lr: float = 0.01
     seed: int = 0
     freeze: int = 0  # the first ``freeze`` Linear layers need no gradient (not in any bucket)
+    line_up: bool = True  # a barrier before each step, so that the ranks' step times compare
     spec: ModelSpec = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        problems = self._check()
-        if problems:
-            raise ValueError("; ".join(problems))
 
     def _check(self) -> list[str]:
         out: list[str] = []
@@ -99,6 +110,8 @@ class DdpConfig:
         attempt("steps", check_int, 1, MAX_STEPS)
         attempt("lr", lambda n, v: check_positive(n, v))
         attempt("seed", check_int, 0)
+        if not isinstance(self.line_up, bool):
+            out.append(str(bad_value("line_up", self.line_up, "True or False")))
         if out or self.model not in DDP_MODELS:
             return out
         spec = DDP_MODELS[self.model]

@@ -11,6 +11,8 @@
   replaying the ring all-reduce of the ranks (:func:`~edu_parallel.engine.execute.replay_plan`),
   so it equals the ranks bit for bit. :func:`big_batch_grads` is one backward over the whole
   batch: equal up to the order of additions.
+* :func:`loss_of`: MSE against random targets, or cross-entropy for the ``classifier`` task of
+  :mod:`edu_parallel.data_parallel.task` (whose batches that module draws).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from ..engine.execute import replay_plan
 from ..plans.ring import ring_allreduce_plan
 from .ddp_config import DdpConfig
+from .task import labelled, task_loss
 from .training import global_batch, init_master, layer_views
 
 
@@ -62,9 +65,19 @@ def trained_params(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter
 
 
 def step_batch(config: DdpConfig, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch of ``step``: inputs (batch, d_in) and targets (batch, d_out)."""
+    """The global batch of ``step``: inputs (batch, d_in) and targets (batch, d_out), or for
+    the classifier task labels (batch,)."""
+    if config.spec.task == "classify":
+        return labelled(config.seed + 7919 * step, config.spec.batch)
     dims = config.spec.dims
     return global_batch(dims, config.spec.batch, 1, config.seed + 7919 * step)
+
+
+def loss_of(config: DdpConfig, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The model's mean loss: MSE, or cross-entropy for the classifier task."""
+    if config.spec.task == "classify":
+        return task_loss(out, target)
+    return torch.nn.functional.mse_loss(out, target)
 
 
 def microbatch(
@@ -82,7 +95,7 @@ def local_backward(
     """Forward and backward of one micro-batch; the loss is divided by ``K`` so that the
     accumulated gradient is that of the mean over the rank's rows. Returns the loss."""
     x, y = microbatch(config, step, rank, k)  # (b, d_in), (b, d_out)
-    loss = torch.nn.functional.mse_loss(model(x), y) / config.accumulate
+    loss = loss_of(config, model(x), y) / config.accumulate
     loss.backward()
     return float(loss.detach()) * config.accumulate
 
@@ -143,5 +156,5 @@ def big_batch_grads(config: DdpConfig, model: torch.nn.Sequential, step: int) ->
     """Gradients of one backward over the whole global batch of ``step`` (mean loss)."""
     model.zero_grad(set_to_none=True)
     x, y = step_batch(config, step)  # (batch, d_in), (batch, d_out)
-    torch.nn.functional.mse_loss(model(x), y).backward()
+    loss_of(config, model(x), y).backward()
     return [p.grad.clone() for _, p in trained_params(model)]

@@ -149,7 +149,9 @@ def run_ddp(
     options.update(steps=steps, lr=lr, seed=seed, freeze=freeze)
     config = check_ddp_args(cluster.world_size, link, flops_per_s, rows, **options)
     if hook is not None and not callable(hook):
-        raise bad_value("hook", hook, "None or a function hook(ctx, flat, step) of a module")
+        raise bad_value(
+            "hook", hook, "None or a function hook(ctx, flat, step, bucket) of a module"
+        )
     if not isinstance(compare_torch, bool):
         raise bad_value("compare_torch", compare_torch, "True or False")
     out = cluster.run(ddp_job, config, hook, compare_torch)

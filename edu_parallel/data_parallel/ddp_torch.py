@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from ..engine.context import RankContext
 from .ddp_config import DdpConfig
-from .ddp_model import build_model, microbatch, sgd_step, trained_params
+from .ddp_model import build_model, loss_of, microbatch, sgd_step, trained_params
 
 
 def torch_ddp_run(ctx: RankContext, config: DdpConfig) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def torch_ddp_run(ctx: RankContext, config: DdpConfig) -> dict[str, Any]:
             sync = k == config.accumulate - 1
             with contextlib.nullcontext() if sync else ddp.no_sync():
                 x, y = microbatch(config, step, r, k)  # (b, d_in), (b, d_out)
-                loss = torch.nn.functional.mse_loss(ddp(x), y) / config.accumulate
+                loss = loss_of(config, ddp(x), y) / config.accumulate
                 loss.backward()
         grads = torch.cat([p.grad.reshape(-1) for _, p in trained_params(model)])
         sgd_step(params, config.lr)

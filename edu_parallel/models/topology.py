@@ -82,6 +82,13 @@ LINKS: dict[str, Link] = {
             800e9 / 8,
             "NVIDIA ConnectX-8 datasheet: InfiniBand XDR 800 Gb/s per port",
         ),
+        Link(
+            "eth-25g",
+            20e-6,
+            25e9 / 8,
+            "IEEE 802.3by 25GBASE-R: 25 Gb/s Ethernet per port, a common cloud NIC (TCP:"
+            " tens of microseconds per message)",
+        ),
     )
 }
 

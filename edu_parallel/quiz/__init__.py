@@ -18,7 +18,9 @@ folders, never the engine.
 from __future__ import annotations
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
+from .banks_async import async_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
+from .banks_compress import compress_quiz
 from .banks_ddp import ddp_quiz
 from .banks_map import map_quiz
 from .banks_moe import moe_quiz
@@ -41,7 +43,9 @@ __all__ = [
     "QuizWidget",
     "Runner",
     "algorithms_quiz",
+    "async_quiz",
     "collectives_quiz",
+    "compress_quiz",
     "ddp_quiz",
     "get_quiz",
     "map_quiz",

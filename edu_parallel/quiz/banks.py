@@ -40,12 +40,20 @@ def simulation_runner(world_size: int, nbytes: int) -> Trace:
     return simulate(ring_allreduce_plan(world_size), nbytes)[0]
 
 
-def _check_args(seed: Any, runner: Any) -> tuple[random.Random | None, Runner]:
+def check_bank_args(
+    seed: Any, runner: Any, signature: str = "runner(world_size, nbytes) -> Trace"
+) -> random.Random | None:
+    """A bank's two arguments checked: ``seed`` an int or None (None: the teaching defaults),
+    ``runner`` None or a callable of ``signature``. Returns the generator the bank draws from."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
     if runner is not None and not callable(runner):
-        raise bad_value("runner", runner, "a callable runner(world_size, nbytes) -> Trace, or None")
-    return (random.Random(seed) if seed is not None else None), (runner or simulation_runner)
+        raise bad_value("runner", runner, f"a callable {signature}, or None")
+    return random.Random(seed) if seed is not None else None
+
+
+def _check_args(seed: Any, runner: Any) -> tuple[random.Random | None, Runner]:
+    return check_bank_args(seed, runner), (runner or simulation_runner)
 
 
 def _run_size(rng: random.Random | None, n: int) -> int:

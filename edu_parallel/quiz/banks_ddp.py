@@ -19,11 +19,10 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..core.errors import bad_value
 from ..core.units import format_bytes
 from ..data_parallel.buckets import ITEMSIZE, bucket_line
 from ..data_parallel.ddp_config import DTYPE, DdpConfig
-from .banks import register_bank
+from .banks import check_bank_args, register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
 
@@ -77,14 +76,8 @@ def _reveal(report: Any) -> str:
 
 def ddp_quiz(seed: int | None = None, runner: DdpRunner | None = None) -> Quiz:
     """Lesson 05: bytes vs buckets, messages, DDP's buckets, overlap, accumulation, tied weights."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise bad_value("seed", seed, "an int or None")
-    if runner is not None and not callable(runner):
-        raise bad_value(
-            "runner", runner, "a callable runner(world_size=None, **options), or None for formulas"
-        )
+    rng = check_bank_args(seed, runner, "runner(world_size=None, **options) (None: formulas)")
     run = runner or formula_runner
-    rng = random.Random(seed) if seed is not None else None
 
     def pick(default: Any, *options: Any) -> Any:
         return default if rng is None else rng.choice(options)

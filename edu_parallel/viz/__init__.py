@@ -10,6 +10,12 @@
 * Data parallel (lesson 05): :func:`streams_figure` (each rank's compute and comm streams, the
   buckets' all-reduces under backward), :func:`bucket_fill_animation` (gradients filling buckets,
   issued, reduced), :func:`sweep_figure` (step time against bucket size).
+* Gradient compression (lesson 11): :func:`curves_figure` (accuracy against steps and bytes),
+  :func:`residual_figure` (error feedback's residual), :func:`bytes_by_n_figure` (all-gather
+  against all-reduce as N grows), :func:`whatif_figure` (when compression pays, per link).
+* Synchronous against asynchronous training (lesson 12): :func:`regime_timeline` (idle time at
+  barriers against overlapping pushes), :func:`staleness_figure`, :func:`loss_curves_figure`,
+  :func:`time_to_target_figure`.
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
 * Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
@@ -22,8 +28,15 @@ folders, never the engine; plotting libraries are imported inside the functions,
 
 from __future__ import annotations
 
+from .async_timeline import (
+    loss_curves_figure,
+    regime_timeline,
+    staleness_figure,
+    time_to_target_figure,
+)
 from .bars import bytes_bars, bytes_bars_plotly, default_formula
 from .collective import before_after
+from .compress import bytes_by_n_figure, curves_figure, residual_figure, whatif_figure
 from .cost import crossover_figure
 from .ddp import streams_figure
 from .ddp_buckets import bucket_fill_animation
@@ -67,29 +80,37 @@ __all__ = [
     "build_frames",
     "bytes_bars",
     "bytes_bars_plotly",
+    "bytes_by_n_figure",
     "cap_label",
     "collective_sequence",
     "crossover_figure",
+    "curves_figure",
     "default_formula",
     "dispatch_animation",
     "expert_load_bars",
     "gathered_memory_figure",
     "ledger",
+    "loss_curves_figure",
     "map_table_figure",
     "memory_bars",
     "memory_bars_animation",
     "pipeline_gantt",
     "pipeline_view",
+    "regime_timeline",
+    "residual_figure",
     "ring_animation",
     "ring_step_figure",
     "sent_bars_figure",
     "split_figure",
+    "staleness_figure",
     "step_grid",
     "streams_figure",
     "sweep_figure",
     "time_axis_label",
+    "time_to_target_figure",
     "timeline",
     "tp_animation",
     "tp_blocks",
     "traffic_heatmap",
+    "whatif_figure",
 ]
