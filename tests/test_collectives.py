@@ -305,7 +305,9 @@ def test_bad_run_arguments_raise_before_anything_runs(cluster2):
     with pytest.raises(ValueError, match="root=2 is not valid"):
         run_collective(cluster2, "gather", 64, root=2)
     with pytest.raises(ValueError, match="expected a multiple of n\\*itemsize = 16 bytes"):
-        run_collective(cluster2, "scatter", 100, "float64")
+        run_collective(cluster2, "scatter", 104, "float64")  # 13 elements: not 2 equal chunks
+    with pytest.raises(ValueError, match="whole number of float64 elements .* such as 96 or 104"):
+        run_collective(cluster2, "scatter", 100, "float64")  # not even whole elements
 
 
 # ----------------------------------------------------------------- command line

@@ -22,15 +22,16 @@ from collections.abc import Sequence
 
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ..core.errors import EngineError
+from ..core.errors import EngineError, bad_value
 from ..core.units import check_dtype
-from ..engine.executor import in_torchrun, torchrun_dims
+from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
-from ..plans.checker import explain
+from ..plans.checker import explain, validate
 from .concepts import CONCEPTS
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
+from .paths import PICTURE_SUFFIXES, check_output_file
 from .tour import run_tour, save_readme_figure
 
 
@@ -45,7 +46,17 @@ class _Parser(argparse.ArgumentParser):
 
 def _run(a: argparse.Namespace) -> int:
     concept = CONCEPTS[a.concept]
+    for option, path in (("--trace", a.trace), ("--chrome-trace", a.chrome_trace)):
+        if path is not None:  # before the run: a bad path must not cost the run
+            check_output_file(path, option)
     torchrun = in_torchrun()  # then the launcher's WORLD_SIZE, else --world-size local ranks
+    leftover = partial_torchrun_vars()
+    if leftover:
+        print(
+            f"note: {', '.join(leftover)} set without the other torchrun variables: running a"
+            f" local cluster (unset {' '.join(leftover)} if left over from another job)",
+            file=sys.stderr,
+        )
     dims = torchrun_dims() if torchrun else ParallelDims.local(concept.world_size(a))
     spec = concept.check(a, dims)
     if torchrun:
@@ -88,11 +99,43 @@ def _bench(a: argparse.Namespace) -> int:
     return 0 if all(r["verified"] for r in rows) else 1
 
 
+# ``plan`` prints every transfer and the rank x step grid up to GRID_MAX_RANKS ranks, a summary
+# above; a ring plan holds 2(N-1) N transfers, so building one for more than PLAN_MAX_RANKS ranks
+# would take minutes and gigabytes (``edu-parallel model`` predicts any size without a plan).
+# At 256 ranks every algorithm builds, validates and prints its summary in about 3 s and 0.6 GB.
+GRID_MAX_RANKS = 32
+PLAN_MAX_RANKS = 256
+
+
 def _plan(a: argparse.Namespace) -> int:
+    if not isinstance(a.world_size, int) or not 1 <= a.world_size <= PLAN_MAX_RANKS:
+        raise bad_value(
+            "world_size",
+            a.world_size,
+            f"an integer in [1, {PLAN_MAX_RANKS}] for `plan`, which lists every transfer (a ring"
+            " holds 2(N-1) N of them); `edu-parallel model` predicts larger sizes",
+        )
     plan = build_plan(a.algo, a.world_size, a.servers)
-    print(plan.to_text())
-    print()
-    print(explain(plan))
+    if a.world_size <= GRID_MAX_RANKS:
+        print(plan.to_text())
+        print()
+        print(explain(plan))
+        return 0
+    problems = validate(plan)
+    transfers = sum(len(s.transfers) for s in plan.steps)
+    busiest = max(
+        (sum(t.src == r for t in s.transfers) for s in plan.steps for r in (0,)), default=0
+    )
+    print(
+        f"plan {plan.name} {plan.collective} n={plan.world_size} chunks={plan.num_chunks}:"
+        f" {len(plan.steps)} steps, {transfers:,} transfers (rank 0 sends {busiest} per step at"
+        f" most)\n(the transfers and the rank x step grid are printed up to {GRID_MAX_RANKS}"
+        " ranks; above, they are unreadable)"
+    )
+    if problems:
+        print(f"!! {len(problems)} problems, the first: {problems[0].message}")
+        return 1
+    print(f"plan {plan.name} is valid: it computes {plan.collective} in {len(plan.steps)} steps")
     return 0
 
 
@@ -105,7 +148,8 @@ def _tour(a: argparse.Namespace) -> int:
 
 
 def _figure(a: argparse.Namespace) -> int:
-    print(save_readme_figure(a.out, world_size=a.world_size))
+    out = check_output_file(a.out, "--out", PICTURE_SUFFIXES)
+    print(save_readme_figure(out, world_size=a.world_size))
     return 0
 
 

@@ -104,8 +104,11 @@ def format_prediction(p: Prediction, where: Link | Topology) -> str:
     ]
     if p.compute_s:
         lines.append(f"reduce     {_time(p.compute_s)}   (γ terms)")
+    lines.append(f"time       {_time(p.time_s)}")
+    if p.time_s == 0:  # one rank: nothing moves, so a bandwidth is undefined (not infinite)
+        lines.append("algbw      n/a   (one rank sends nothing: time 0, no bandwidth to measure)")
+        return "\n".join(lines)
     lines += [
-        f"time       {_time(p.time_s)}",
         f"algbw      {p.algbw_gbps:.4g} GB/s   (S / time)",
         f"busbw      {p.busbw_gbps:.4g} GB/s   (algbw x nccl-tests bus factor)",
     ]

@@ -72,7 +72,9 @@ def bad_value(name: str, value: Any, valid: str) -> ValueError:
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int in ``[low, high]`` or raise a ValueError that says so."""
     valid = f"an integer in [{low}, {high}]" if high is not None else f"an integer >= {low}"
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool):  # True is an int to Python, not a count to a learner
+        raise bad_value(name, value, valid)
+    if not isinstance(value, int):
         try:
             as_int = int(value)
         except (TypeError, ValueError):
@@ -93,6 +95,23 @@ def check_positive(name: str, value: Any) -> float:
         raise bad_value(name, value, "a number > 0") from None
     if not as_float > 0 or as_float != as_float or as_float == float("inf"):
         raise bad_value(name, value, "a finite number > 0")
+    return as_float
+
+
+MAX_TIMEOUT_S = 86400.0  # one day: longer waits are a mistake, and larger ones overflow poll()
+
+
+def check_timeout(name: str, value: Any) -> float:
+    """Return ``value`` as seconds in (0, :data:`MAX_TIMEOUT_S`] or raise a ValueError."""
+    valid = f"a number of seconds > 0 and <= {MAX_TIMEOUT_S:g}"
+    if isinstance(value, bool):
+        raise bad_value(name, value, valid)
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, valid) from None
+    if not 0 < as_float <= MAX_TIMEOUT_S:
+        raise bad_value(name, value, valid)
     return as_float
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import check_choice, check_int
+from .errors import bad_value, check_choice, check_int
 from .units import DTYPES, INTEGER_DTYPES, check_dtype, parse_size
 
 PATTERNS = ("powers_of_two", "random", "rank")
@@ -31,6 +31,15 @@ class Buffer:
     def __post_init__(self) -> None:
         object.__setattr__(self, "nbytes", parse_size(self.nbytes))
         check_dtype(self.dtype)
+        item = DTYPES[self.dtype]
+        if self.nbytes % item:  # rounding it silently would run another size than asked
+            lower = self.nbytes // item * item
+            such = f"{lower} or {lower + item}" if lower else f"{item} or {2 * item}"
+            raise bad_value(
+                "size",
+                self.nbytes,
+                f"a whole number of {self.dtype} elements ({item} bytes each), such as {such}",
+            )
         check_choice("pattern", self.pattern, PATTERNS)
         object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
 

@@ -43,6 +43,8 @@ def parse_size(text: str | int, name: str = "size") -> int:
         if not match or match.group(2).lower() not in BYTE_SUFFIXES:
             raise bad_value(name, text, SIZE_RANGE)
         value = float(match.group(1)) * BYTE_SUFFIXES[match.group(2).lower()]
+        if not value <= MAX_SIZE:  # also inf, from a number of hundreds of digits
+            raise bad_value(name, text, SIZE_RANGE)
         if value != int(value):
             raise bad_value(name, text, SIZE_RANGE + " (a whole number of bytes)")
         value = int(value)

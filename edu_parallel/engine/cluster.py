@@ -36,7 +36,7 @@ from ..core.errors import (
     WorkerError,
     bad_value,
     check_int,
-    check_positive,
+    check_timeout,
 )
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
@@ -74,7 +74,7 @@ class Cluster:
         self.world_size = self.dims.world_size
         self.backend = resolve_backend(backend, self.world_size)
         self.start_method = resolve_start_method(start_method, self.backend)
-        self.timeout = check_positive("timeout", timeout)
+        self.timeout = check_timeout("timeout", timeout)
         self.port = None if port is None else check_int("port", port, 1, 65535)
         self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
         self.restarts = 0
@@ -224,7 +224,7 @@ class Cluster:
                 f"this cluster is closed; create a new one: Cluster({self.world_size})"
             )
         check_importable(fn)
-        limit = self.timeout if timeout is None else check_positive("timeout", timeout)
+        limit = self.timeout if timeout is None else check_timeout("timeout", timeout)
         if self._state == "stopped":
             self.restarts += 1
             self._start()

@@ -99,6 +99,13 @@ def in_torchrun() -> bool:
     return all(v in os.environ for v in TORCHRUN_VARS)
 
 
+def partial_torchrun_vars() -> list[str]:
+    """The torchrun variables that are set when not all of them are (a leftover environment:
+    the command runs a local cluster, and says which to unset)."""
+    present = [v for v in TORCHRUN_VARS if v in os.environ]
+    return present if 0 < len(present) < len(TORCHRUN_VARS) else []
+
+
 def torchrun_dims() -> ParallelDims:
     """The degrees of this torchrun job: ``WORLD_SIZE`` ranks (no local limit)."""
     return ParallelDims(int(os.environ["WORLD_SIZE"]))

@@ -10,6 +10,8 @@ This is the path from a laptop to a real multi-GPU cluster: the concept code doe
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -20,10 +22,32 @@ import torch
 import torch.distributed as dist
 
 from ..core.dims import ParallelDims
-from ..core.errors import bad_value, check_positive
+from ..core.errors import EngineError, bad_value, check_timeout
 from .context import RankContext, Tracer, rank_output
-from .executor import RunResult, check_importable, job_meta, torchrun_dims
+from .executor import TORCHRUN_VARS, RunResult, check_importable, job_meta, torchrun_dims
 from .platform import resolve_backend
+
+
+@contextmanager
+def _cpp_stderr_held() -> Iterator[None]:
+    """Hold what C++ code writes to file descriptor 2 during the block (c10d logs a failed
+    connect with a C++ stack trace); replay it if the block succeeds, drop it if it raises,
+    since the error that follows says what happened in one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            raise
+        else:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode(errors="replace"))
+        finally:
+            os.close(saved)
 
 
 class TorchrunExecutor:
@@ -36,7 +60,7 @@ class TorchrunExecutor:
         self.dims = torchrun_dims() if dims is None else dims
         self.world_size = self.dims.world_size
         self.rank = int(os.environ["RANK"])
-        self.timeout = check_positive("timeout", timeout)
+        self.timeout = check_timeout("timeout", timeout)
         local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         # One GPU per local rank is what matters on a multi-node job.
@@ -50,9 +74,21 @@ class TorchrunExecutor:
         if self.backend == "nccl":
             torch.cuda.set_device(self.device)
         if not dist.is_initialized():
-            dist.init_process_group(
-                self.backend, init_method="env://", timeout=timedelta(seconds=self.timeout)
-            )
+            try:
+                with _cpp_stderr_held():
+                    dist.init_process_group(
+                        self.backend, init_method="env://", timeout=timedelta(seconds=self.timeout)
+                    )
+            except (RuntimeError, TimeoutError) as exc:  # DistNetworkError, DistStoreError
+                where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+                raise EngineError(
+                    f"rank {self.rank} of {self.world_size} could not join the torchrun group at"
+                    f" {where} within {self.timeout:g} s ({type(exc).__name__}). The variables"
+                    f" {', '.join(TORCHRUN_VARS)} make edu-parallel one rank of a torchrun job;"
+                    " if they are left over from another job, run `unset "
+                    + " ".join(TORCHRUN_VARS)
+                    + "` and try again"
+                ) from None
 
     def run(self, fn: Any, *args: Any, trace: bool = True, **kwargs: Any) -> RunResult | None:
         """Run ``fn(ctx, *args)`` on this rank; rank 0 gets every rank's results and events."""

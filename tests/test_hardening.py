@@ -1,0 +1,155 @@
+"""Issue 17, the inputs that used to give a traceback, a hang or a silently wrong answer: each now
+gets one line naming the option, the value and the valid range, before any work starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import pytest
+from test_cli import cli  # the command run as a learner runs it, in a subprocess
+
+from edu_parallel import Cluster
+from edu_parallel.app.paths import check_output_file
+from edu_parallel.core.errors import MAX_TIMEOUT_S, check_int, check_timeout
+from edu_parallel.core.inputs import Buffer
+from edu_parallel.core.units import MAX_SIZE, parse_size
+
+HUGE = "1" + "0" * 400
+
+
+def one_line_error(out, expected):
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert expected in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+# ------------------------------------------------------------------ in-process checks
+def test_sizes_of_hundreds_of_digits_are_refused_not_overflowed():
+    for text in (HUGE, HUGE + "KiB", "1e400", f"{MAX_SIZE + 1}"):
+        with pytest.raises(ValueError, match="expected a byte count > 0 and <= 1GiB"):
+            parse_size(text)
+    assert parse_size(f"{MAX_SIZE}") == MAX_SIZE
+
+
+@pytest.mark.parametrize("value", [1e9, 1e308, float("inf"), float("nan"), 0, -1, True, "soon"])
+def test_timeouts_are_bounded(value):
+    with pytest.raises(ValueError, match="expected a number of seconds > 0 and <= 86400"):
+        check_timeout("timeout", value)
+    assert check_timeout("timeout", MAX_TIMEOUT_S) == MAX_TIMEOUT_S
+
+
+def test_a_cluster_refuses_a_bool_and_an_endless_timeout_before_starting():
+    with pytest.raises(ValueError, match="world_size=True is not valid"):
+        Cluster(True)
+    with pytest.raises(ValueError, match="timeout=1000000000.0 is not valid"):
+        Cluster(2, timeout=1e9)
+    with pytest.raises(ValueError, match="expected an integer"):
+        check_int("n", False, 0)
+
+
+@pytest.mark.parametrize(
+    "nbytes, dtype, such",
+    [(3, "float32", "4 or 8"), (6, "float32", "4 or 8"), (12, "int64", "8 or 16")],
+)
+def test_a_size_that_is_not_whole_elements_is_refused_with_the_nearest_sizes(nbytes, dtype, such):
+    with pytest.raises(ValueError) as err:
+        Buffer(nbytes, dtype)
+    assert f"size={nbytes} is not valid" in str(err.value) and such in str(err.value)
+    assert Buffer(8, dtype).numel * Buffer(8, dtype).itemsize == 8
+
+
+def test_output_paths_are_checked(tmp_path):
+    assert check_output_file(tmp_path / "run.json", "--trace") == tmp_path / "run.json"
+    cases = [
+        ("", "--trace='' is not valid: expected a file name"),
+        (str(tmp_path), "expected a file, not a folder"),
+        (str(tmp_path / "missing" / "x.json"), "does not exist"),
+    ]
+    for path, expected in cases:
+        with pytest.raises(ValueError, match=expected.replace("(", r"\(")):
+            check_output_file(path, "--trace")
+    with pytest.raises(ValueError, match="a file name ending in .png"):
+        check_output_file(tmp_path / "figure", "--out", (".png",))
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(ValueError, match="read-only"):
+            check_output_file(locked / "x.json", "--trace")
+
+
+# ------------------------------------------------------------------ the command line
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "ring", "--size", HUGE], "expected a byte count > 0 and <= 1GiB"),
+        (["model", "allreduce", "--size", HUGE], "expected a byte count > 0 and <= 1GiB"),
+        (["run", "ring", "--timeout", "1e9"], "timeout=1000000000.0 is not valid"),
+        (["run", "ring", "--timeout", "1e308"], "expected a number of seconds > 0 and <= 86400"),
+        (["run", "ring", "--world-size", "4", "--size", "3"], "such as 4 or 8"),
+        (["run", "ring", "--size", "6"], "size=6 is not valid: expected a whole number of float32"),
+        (["run", "ring", "--size", "1KiB", "--trace", ""], "--trace='' is not valid"),
+        (["run", "ring", "--size", "1KiB", "--trace", "/"], "expected a file, not a folder"),
+        (["run", "ring", "--chrome-trace", "/no/such/dir/t.json"], "/no/such/dir does not exist"),
+        (["figure", "--out", "/tmp"], "--out='/tmp' is not valid: expected a file, not a folder"),
+        (["figure", "--out", "/no/such/dir/f.png"], "does not exist"),
+        (["figure", "--out", "picture"], "expected a file name ending in .png, .svg, .pdf"),
+        (["plan", "ring", "--world-size", "4096"], "expected an integer in [1, 256] for `plan`"),
+    ],
+)
+def test_bad_inputs_get_one_line_before_any_work(args, expected):
+    start = time.monotonic()
+    one_line_error(cli(*args), expected)
+    assert time.monotonic() - start < 20  # refused up front, not after a run
+
+
+def test_a_bad_trace_path_does_not_cost_the_run(tmp_path):
+    """The path is checked first: nothing ran, nothing was written."""
+    out = cli("run", "ring", "--size", "1KiB", "--trace", str(tmp_path / "no" / "t.json"))
+    one_line_error(out, "does not exist")
+    assert out.stdout == "" and not list(tmp_path.iterdir())
+
+
+def test_one_rank_has_no_bandwidth_rather_than_an_infinite_one():
+    text = cli("model", "allreduce", "--world-size", "1")
+    assert text.returncode == 0 and "algbw      n/a" in text.stdout and "inf" not in text.stdout
+    data = json.loads(cli("model", "allreduce", "--world-size", "1", "--json").stdout)
+    assert data["algbw_gbps"] is None and data["time_s"] == 0
+
+
+def test_plan_at_its_largest_world_size_prints_a_summary_in_bounded_time():
+    for algo in ("ring", "rabenseifner", "double-tree"):
+        start = time.monotonic()
+        out = cli("plan", algo, "--world-size", "256")
+        took = time.monotonic() - start
+        assert out.returncode == 0, out.stderr
+        assert "is valid: it computes all_reduce" in out.stdout and len(out.stdout) < 1000
+        assert took < 20, (algo, took)  # about 3 s here; the grid would take minutes
+    small = cli("plan", "ring", "--world-size", "32").stdout
+    assert "r31" in small and "reduce-scatter |" in small  # the full text and grid up to 32
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_stale_torchrun_environment_is_named_within_the_timeout():
+    env = dict(os.environ, RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1")
+    env["MASTER_PORT"] = str(_free_port())  # nobody serves the rendezvous there
+    start = time.monotonic()
+    out = cli("run", "ring", "--size", "1KiB", "--timeout", "2", env=env)
+    assert time.monotonic() - start < 30
+    one_line_error(out, "could not join the torchrun group at 127.0.0.1:")
+    assert "unset RANK WORLD_SIZE MASTER_ADDR MASTER_PORT" in out.stderr
+
+
+def test_a_partial_torchrun_environment_runs_locally_and_says_so():
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "MASTER_ADDR", "MASTER_PORT")}
+    out = cli("run", "ring", "--size", "1KiB", "--world-size", "2", env={**env, "WORLD_SIZE": "2"})
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith("note: WORLD_SIZE set without the other torchrun variables")
+    assert "2 ranks" in out.stdout
