@@ -2,9 +2,9 @@
 
 import os
 import signal
-import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import child_pids
@@ -81,17 +81,44 @@ def test_interrupt_stops_the_workers_and_the_next_run_restarts():
         assert [h["pid"] for h in c.run(demos.hello).results] != old
 
 
-def test_a_taken_port_fails_at_once():
-    before = set(child_pids())
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        t = time.monotonic()
-        with pytest.raises(ValueError, match=f"port={port} is not valid"):
-            Cluster(2, port=port)
-        assert time.monotonic() - t < 5
-    assert set(child_pids()) - before == set()
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.add(target[8:-1])
+    return out
+
+
+def _tcp_sockets() -> list[tuple[str, str, str]]:
+    """(local address hex, state hex, inode) of every TCP socket of this machine."""
+    rows = []
+    for name in ("tcp", "tcp6"):
+        lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        rows += [(f[1].split(":")[0], f[3], f[9]) for f in (line.split() for line in lines)]
+    return rows
+
+
+LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1, as /proc shows
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
+def test_no_socket_of_a_cluster_leaves_loopback():
+    """The rendezvous is a FileStore (no listener); gloo's pairs listen and connect on 127.0.0.1."""
+    with Cluster(4) as c:
+        c.run(demos.hello)  # every pair of ranks has connected
+        mine = set().union(*(_socket_inodes(pid) for pid in [os.getpid(), *c.pids]))
+        sockets = [s for s in _tcp_sockets() if s[2] in mine]
+        assert sockets, "the ranks' gloo sockets should be visible"
+        listening = [s for s in sockets if s[1] == "0A"]
+        assert all(addr in LOOPBACK for addr, _, _ in sockets), sockets
+        assert listening and all(addr in LOOPBACK for addr, _, _ in listening)
+        store = Path(c._store_dir)
+        assert store.is_dir() and store.stat().st_mode & 0o777 == 0o700
+    assert not store.exists()  # removed with the cluster
 
 
 def test_closed_cluster_says_so():

@@ -1,8 +1,11 @@
 """A persistent pool of ranks: :class:`Cluster`.
 
 ``Cluster(4)`` forks four workers (spawns them where fork is unsafe: CUDA, macOS), joins them in a
-``torch.distributed`` group (gloo on CPU, NCCL with one GPU per rank) through a TCPStore that the
-parent itself serves on 127.0.0.1, and keeps them alive across many jobs and notebook cells.
+``torch.distributed`` group (gloo on CPU, NCCL with one GPU per rank) through a ``FileStore`` in
+a private temporary folder (mode 0700, removed at close), so the rendezvous opens no network
+listener at all (torch's ``TCPStore`` binds every interface whatever host it is given); gloo's own
+connections stay on the loopback interface (``GLOO_SOCKET_IFNAME``). It keeps the ranks alive across
+many jobs and notebook cells.
 ``cluster.run(fn, *args)`` runs an importable ``fn(ctx, *args)`` on every rank and returns a
 :class:`RunResult`: the per-rank results and the merged :class:`~edu_parallel.core.trace.Trace`.
 
@@ -19,22 +22,20 @@ import contextlib
 import multiprocessing as mp
 import os
 import pickle
+import shutil
 import signal
+import tempfile
 import time
 import weakref
 from collections.abc import Iterator
-from datetime import timedelta
 from multiprocessing.connection import wait
 from typing import Any
-
-import torch.distributed as dist
 
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import (
     ClusterClosedError,
     JobTimeoutError,
     WorkerError,
-    bad_value,
     check_int,
     check_timeout,
 )
@@ -56,7 +57,7 @@ class Cluster:
         backend: "auto", "gloo" or "nccl".
         timeout: seconds a job may take before :class:`JobTimeoutError` (default 30).
         start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork", "spawn",
-        "forkserver". port: TCP port of the rendezvous store on 127.0.0.1; None picks a free one.
+        "forkserver".
         snapshot_limit: buffers up to this many bytes per rank are copied into traces.
     """
 
@@ -67,7 +68,6 @@ class Cluster:
         *,
         timeout: float = 30.0,
         start_method: str = "auto",
-        port: int | None = None,
         snapshot_limit: int = 4096,
     ):
         self.dims = local_dims(world_size)
@@ -75,13 +75,12 @@ class Cluster:
         self.backend = resolve_backend(backend, self.world_size)
         self.start_method = resolve_start_method(start_method, self.backend)
         self.timeout = check_timeout("timeout", timeout)
-        self.port = None if port is None else check_int("port", port, 1, 65535)
         self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
         self.restarts = 0
         self.startup_s = 0.0
         self._procs: list[Any] = []
         self._conns: list[Any] = []
-        self._store: Any = None
+        self._store_dir: str | None = None
         self._job_id = 0
         self._state = "stopped"  # stopped -> running -> (stopped after a failure) | closed
         self._last_failure = ""
@@ -115,7 +114,9 @@ class Cluster:
             warm_parent()
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
-        # Workers first, store second: no store thread exists in the parent at fork time.
+        # A fresh store per start: a FileStore file must not outlive its group
+        self._store_dir = tempfile.mkdtemp(prefix="edu-parallel-store-")  # mode 0700
+        init = pickle.dumps(Init(os.path.join(self._store_dir, "store"), self.timeout + 30.0))
         for rank in range(self.world_size):
             parent_end, child_end = ctx.Pipe(duplex=True)
             proc = ctx.Process(
@@ -128,29 +129,8 @@ class Cluster:
             child_end.close()
             self._procs.append(proc)
             self._conns.append(parent_end)
-        try:
-            # The parent serves the store: a taken port fails here at once instead of leaving
-            # store clients waiting forever.
-            self._store = dist.TCPStore(
-                "127.0.0.1",
-                self.port or 0,
-                self.world_size + 1,
-                is_master=True,
-                timeout=timedelta(seconds=10),
-                wait_for_workers=False,
-            )
-        except Exception as exc:
-            self._kill()
-            if self.port is not None and "in use" in str(exc).lower() or "EADDRINUSE" in str(exc):
-                raise bad_value(
-                    "port",
-                    self.port,
-                    "a free TCP port on 127.0.0.1, or None to pick one (this one is in use)",
-                ) from None
-            raise
-        msg = pickle.dumps(Init(self._store.port, self.timeout + 30.0))
         for conn in self._conns:
-            conn.send_bytes(msg)
+            conn.send_bytes(init)
         self._state = "running"
         startup_timeout = max(self.timeout, 60.0 if self.start_method != "fork" else 20.0)
         self._collect(-1, startup_timeout, "joining the process group")
@@ -189,7 +169,9 @@ class Cluster:
         for conn in self._conns:
             conn.close()
         self._procs, self._conns = [], []
-        self._store = None
+        if self._store_dir is not None:
+            shutil.rmtree(self._store_dir, ignore_errors=True)
+            self._store_dir = None
 
     def _fail(self, reason: str) -> None:
         """Stop every worker after a failure; the next ``run`` starts fresh ones."""

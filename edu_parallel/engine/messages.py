@@ -16,9 +16,9 @@ from ..core.trace import Event, Snapshot
 
 @dataclass(frozen=True)
 class Init:
-    """Join the process group through the parent's TCPStore on 127.0.0.1:``port``."""
+    """Join the process group through the ``FileStore`` at ``store_path`` (a private folder)."""
 
-    port: int
+    store_path: str
     timeout_s: float  # the process group's timeout
 
 

@@ -79,9 +79,7 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
             raise TypeError(f"expected Init first, got {init!r}")
         write_status(status, rank, "joining the process group")
         timeout = timedelta(seconds=init.timeout_s)
-        store = dist.TCPStore(
-            "127.0.0.1", init.port, world_size + 1, is_master=False, timeout=timeout
-        )
+        store = dist.FileStore(init.store_path, world_size)  # no listener: a private file
         device = torch.device("cpu")
         if backend == "nccl":
             device = torch.device("cuda", rank)
