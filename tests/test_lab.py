@@ -134,3 +134,36 @@ def test_sigterm_to_the_wrapper_stops_the_child():
             os.kill(child, 0)
     finally:
         wrapper.kill()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_sigkill_to_the_wrapper_still_stops_the_child():
+    """SIGKILL cannot be caught or forwarded: the kernel's parent-death signal stops the child."""
+    from conftest import child_pids
+
+    code = (
+        "import sys; from edu_parallel.app.lab import run_child; "
+        "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(60)']))"
+    )
+    wrapper = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 20
+        while not child_pids(wrapper.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = child_pids(wrapper.pid)
+        wrapper.kill()
+        wrapper.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+                break  # dead, waiting for init to reap it
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the child outlived the killed wrapper by 10 s")
+    finally:
+        wrapper.kill()

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from ..core.errors import bad_value, check_int
+from ..engine.lifetime import die_with_parent
 
 
 def lessons_source() -> Path:
@@ -86,15 +87,22 @@ def run_lab(dest: str | None = None, port: int | None = None, no_browser: bool =
     return run_child(cmd, env)
 
 
+def _die_with_us() -> None:
+    """In the child, before exec: SIGTERM when this process dies, however it dies."""
+    die_with_parent(signal.SIGTERM)
+
+
 def run_child(cmd: list[str], env: dict[str, str] | None = None, grace_s: float = 10.0) -> int:
     """Run ``cmd`` until it exits; never leave it behind.
 
     SIGTERM and SIGHUP sent to this process (a closed terminal, ``kill``, a container stop) are
-    forwarded to the child, which shuts down cleanly; Ctrl-C stops it too. A child that has not
+    forwarded to the child, which shuts down cleanly; Ctrl-C stops it too; and on Linux the child
+    gets SIGTERM when this process dies even by SIGKILL (``PR_SET_PDEATHSIG``). A child that has not
     exited ``grace_s`` seconds after being asked is killed. Returns its exit status as a shell
     reports it (128 + N for a child ended by signal N; 0 after Ctrl-C).
     """
-    proc = subprocess.Popen(cmd, env=env)
+    # SIGKILL to this wrapper cannot be forwarded: the kernel sends the child SIGTERM instead
+    proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_us)
 
     def forward(signum: int, _frame: object) -> None:
         proc.send_signal(signum)

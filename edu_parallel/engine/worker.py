@@ -9,7 +9,6 @@ with its parent (PR_SET_PDEATHSIG on Linux; end-of-file on its pipe everywhere).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import signal
@@ -22,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from .context import RankContext, Tracer, rank_output
+from .lifetime import die_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
 
 STATUS_BYTES = 160  # per rank, in the shared status buffer
@@ -30,14 +30,6 @@ STATUS_BYTES = 160  # per rank, in the shared status buffer
 def loopback_interface() -> str:
     """Name of the loopback interface, for GLOO_SOCKET_IFNAME (gloo then binds 127.0.0.1 only)."""
     return "lo0" if sys.platform == "darwin" else "lo"
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except OSError:  # pragma: no cover - unusual libc
-            pass
 
 
 def write_status(buf: Any, rank: int, text: str) -> None:
@@ -59,7 +51,7 @@ def worker_main(
 ) -> None:
     """Entry point of a worker process (fork or spawn)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
+    die_with_parent(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before we set the death signal
         os._exit(1)
     os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
