@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from test_ddp import NothingMayRun
 
 from edu_parallel.core.schema import COMPRESS_MARK, GRAD_SYNC
 from edu_parallel.data_parallel import (
@@ -163,16 +164,6 @@ def test_every_bad_option_is_named_at_once():
         CompressConfig(3, method="topk", ratio=2, rank=0)
     text = str(err.value)
     assert "ratio=2" in text and "rank=0" in text and "world_size=3 is not valid" in text
-
-
-class NothingMayRun:
-    """An executor that fails the test if a job is started: checks must come first."""
-
-    world_size = 4
-    backend = "gloo"
-
-    def run(self, *args, **kwargs):
-        raise AssertionError("a job started before the arguments were checked")
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 import pytest
 from test_cli import cli  # the command run as a learner runs it, in a subprocess
+from test_lab import _free_port
 
 from edu_parallel import Cluster
 from edu_parallel.app.paths import check_output_file
@@ -129,12 +129,6 @@ def test_plan_at_its_largest_world_size_prints_a_summary_in_bounded_time():
         assert took < 20, (algo, took)  # about 3 s here; the grid would take minutes
     small = cli("plan", "ring", "--world-size", "32").stdout
     assert "r31" in small and "reduce-scatter |" in small  # the full text and grid up to 32
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_stale_torchrun_environment_is_named_within_the_timeout():

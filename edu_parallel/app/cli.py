@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ..core.errors import EngineError, bad_value
+from ..core.errors import EngineError, bad_value, check_timeout
 from ..core.units import check_dtype
 from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
@@ -46,6 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _run(a: argparse.Namespace) -> int:
     concept = CONCEPTS[a.concept]
+    check_timeout("timeout", a.timeout)  # before torch loads: a bad value costs no time
     for option, path in (("--trace", a.trace), ("--chrome-trace", a.chrome_trace)):
         if path is not None:  # before the run: a bad path must not cost the run
             check_output_file(path, option)

@@ -45,6 +45,9 @@ TOUCHED = {
     "powersgd": 12 + 12,
 }
 DDP_BUCKET_BYTES = 25 * MIB
+# the large model the what-if retimes, unless told otherwise: parameters, tokens per rank per
+# step, bf16 FLOP/s a GPU sustains, and its memory bandwidth (an H100's HBM3)
+LARGE_MODEL = {"psi": 1.5e9, "tokens": 8192, "flops_per_s": 400e12, "hbm_Bps": 3.35e12}
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,10 @@ class Measured:
 def step_time(
     run: Measured,
     link: str,
-    psi: float = 1.5e9,
-    tokens: int = 8192,
-    flops_per_s: float = 400e12,
-    hbm_Bps: float = 3.35e12,
+    psi: float = LARGE_MODEL["psi"],
+    tokens: int = LARGE_MODEL["tokens"],
+    flops_per_s: float = LARGE_MODEL["flops_per_s"],
+    hbm_Bps: float = LARGE_MODEL["hbm_Bps"],
 ) -> dict[str, float]:
     """Seconds of one step of a ``psi``-parameter model with ``run``'s compressor on ``link``."""
     if link not in LINKS:

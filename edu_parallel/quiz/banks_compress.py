@@ -25,7 +25,7 @@ from ..data_parallel.compress_config import (
     powersgd_split,
     wire_bytes_per_step,
 )
-from ..data_parallel.compress_whatif import Measured, what_if
+from ..data_parallel.compress_whatif import LARGE_MODEL, Measured, what_if
 from .banks import check_bank_args, register_bank
 from .container import Quiz
 from .core import MultipleChoice, Numeric, PredictThenRun
@@ -225,7 +225,8 @@ def compress_quiz(seed: int | None = None, runner: CompressRunner | None = None)
             key="compress_powersgd_values",
         ),
         MultipleChoice(
-            "Retimed for a 1.5-billion-parameter model on 4 ranks, top-k 1% with error feedback"
+            f"Retimed for a {LARGE_MODEL['psi'] / 1e9:g}-billion-parameter model on 4 ranks, top-k"
+            " 1% with error feedback"
             f" changes the step time by {speedup['nvlink4-h100']:.2f}x on NVLink and by"
             f" {speedup['eth-25g']:.1f}x on 25 Gb/s Ethernet (speed-ups). When does compression"
             " pay?",
