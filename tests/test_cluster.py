@@ -65,7 +65,23 @@ def test_a_hang_times_out_naming_the_ranks_that_did_not_finish():
         assert 2 <= time.monotonic() - t < 6
         assert info.value.ranks == [0, 1, 2]
         assert "all_reduce" in info.value.where[0] and "ranks [3] finished" in str(info.value)
+        assert info.value.lines == {}  # blocked inside the collective: no Python line to give
         assert c.run(demos.hello, timeout=5).results[3]["rank"] == 3
+
+
+def spin_on(ctx, rank: int) -> None:
+    while ctx.rank == rank:
+        pass
+
+
+def test_a_rank_that_loops_is_probed_for_its_line():
+    with Cluster(2, timeout=2) as c:
+        with pytest.raises(JobTimeoutError) as info:
+            c.run(spin_on, 1)
+        line = spin_on.__code__.co_firstlineno + 1
+        assert info.value.ranks == [1]
+        assert info.value.lines == {1: f"{__file__}:{line} in spin_on"}
+        assert f"(running {__file__}:{line} in spin_on)" in str(info.value)
 
 
 def test_interrupt_stops_the_workers_and_the_next_run_restarts():

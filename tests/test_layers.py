@@ -47,7 +47,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # them off the engine even where a folder they read also holds a runner.
     "viz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map"),
     "quiz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map"),
-    "app": (*_TRAINING, *PARALLELISMS, "strategy_map", "viz", "quiz"),
+    # Exercises run the learner's code on the ranks and draw it with the lessons' renderers.
+    "exercises": (*_TRAINING, *PARALLELISMS, "strategy_map", "viz", "quiz"),
+    "app": (*_TRAINING, *PARALLELISMS, "strategy_map", "viz", "quiz", "exercises"),
 }
 TOP_LEVEL = ("__init__", "__main__")  # the only modules outside a folder
 PURE = ("core", "plans", "models", "memory", "viz", "quiz")  # never reach engine/

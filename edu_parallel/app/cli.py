@@ -6,6 +6,7 @@
     edu-parallel plan ring --world-size 4
     edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4 [--json]
     edu-parallel memory --params 7.5e9 --gpus 64 --zero 3 [--offload optimizer] [--json]
+    edu-parallel exercise check 03 my_ring.py   # grade your own algorithm on real ranks
     edu-parallel lab            # the lessons in JupyterLab (token auth, 127.0.0.1 only)
     edu-parallel tour           # the same first steps in the terminal, no browser
     torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB
@@ -28,6 +29,7 @@ from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
 from ..plans.checker import explain, validate
 from .concepts import CONCEPTS
+from .exercise_command import add_exercise_arguments
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
@@ -216,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory = sub.add_parser("memory", help="model-state bytes per GPU with ZeRO, offload, TP, PP")
     add_memory_arguments(memory)
     memory.set_defaults(func=run_memory)
+    exercise = sub.add_parser("exercise", help="the coding exercises: list, check, hint, solution")
+    add_exercise_arguments(exercise, _Parser)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")
     lab.add_argument("--dir", default=None, help="where to put a writable copy of the lessons")
     lab.add_argument(

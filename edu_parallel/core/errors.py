@@ -38,12 +38,21 @@ class WorkerError(EngineError):
 
 
 class JobTimeoutError(EngineError, TimeoutError):
-    """A job did not finish in time; ``ranks`` are the ranks that were still running."""
+    """A job did not finish in time; ``ranks`` are the ranks that were still running, ``where``
+    their last published step, ``lines`` the Python line each was running when probed (only
+    the ranks that could answer: one blocked in a receive cannot)."""
 
-    def __init__(self, message: str, ranks: list[int], where: dict[int, str]):
+    def __init__(
+        self,
+        message: str,
+        ranks: list[int],
+        where: dict[int, str],
+        lines: dict[int, str] | None = None,
+    ):
         super().__init__(message)
         self.ranks = ranks
         self.where = where
+        self.lines = dict(lines or {})
 
 
 class ClusterClosedError(EngineError):

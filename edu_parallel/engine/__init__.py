@@ -4,7 +4,8 @@
   group; :class:`TorchrunExecutor` (``torchrun.py``): the same interface inside a torchrun job.
   Both are :class:`~edu_parallel.engine.executor.Executor` s and return a :class:`RunResult`.
 * :class:`RankContext` (``context.py``): what a job ``fn(ctx, ...)`` sees on its rank: traced
-  sends, receives, collectives, compute and memory.
+  sends, receives, collectives, compute and memory; ``recording.py``: its :class:`Tracer` and the
+  handles of communication in flight.
 * :func:`run_plan` (``execute.py``): a rank interprets a plan of ``plans/``.
 * :class:`CommStream` (``stream.py``): a rank's communication stream, a thread that runs
   collectives in issue order while the rank computes (DDP's overlap of all-reduce and backward).
@@ -24,7 +25,7 @@ _LAZY = {
     "Executor": "executor",
     "RunResult": "executor",
     "RankContext": "context",
-    "Tracer": "context",
+    "Tracer": "recording",
     "run_plan": "execute",
     "replay_plan": "execute",
     "same_result": "execute",

@@ -42,7 +42,7 @@ from ..core.errors import (
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method, warm_parent
-from .worker import STATUS_BYTES, read_status, worker_main
+from .worker import PROBE_SIGNAL, STATUS_BYTES, read_status, worker_main, write_status
 
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # CPU ranks on one machine (core/dims.py)
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
@@ -93,6 +93,11 @@ class Cluster:
         return self._state == "running"
 
     @property
+    def closed(self) -> bool:
+        """True after :meth:`close`: the cluster cannot run jobs any more."""
+        return self._state == "closed"
+
+    @property
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
 
@@ -114,6 +119,7 @@ class Cluster:
             warm_parent()
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
+        self._lines = ctx.RawArray("c", STATUS_BYTES * self.world_size)  # answers to a probe
         # A fresh store per start: a FileStore file must not outlive its group
         self._store_dir = tempfile.mkdtemp(prefix="edu-parallel-store-")  # mode 0700
         init = pickle.dumps(Init(os.path.join(self._store_dir, "store"), self.timeout + 30.0))
@@ -121,7 +127,15 @@ class Cluster:
             parent_end, child_end = ctx.Pipe(duplex=True)
             proc = ctx.Process(
                 target=worker_main,
-                args=(rank, self.world_size, self.backend, child_end, self._status, os.getpid()),
+                args=(
+                    rank,
+                    self.world_size,
+                    self.backend,
+                    child_end,
+                    self._status,
+                    os.getpid(),
+                    self._lines,
+                ),
                 name=f"edu-parallel-rank{rank}",
                 daemon=True,
             )
@@ -183,6 +197,21 @@ class Cluster:
         """What ``rank`` was last doing (its published step)."""
         return read_status(self._status, rank) or "not started"
 
+    def probe(self, ranks: list[int], wait_s: float = 0.3) -> dict[int, str]:
+        """The Python line each of ``ranks`` is running now (``file:line in function`` of the
+        caller's own code), for a rank that hangs. A rank blocked inside a receive or a
+        collective cannot answer: it is left out."""
+        for r in ranks:
+            write_status(self._lines, r, "")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._procs[r].pid, PROBE_SIGNAL)
+        deadline = time.monotonic() + wait_s
+        answers: dict[int, str] = {}
+        while time.monotonic() < deadline and len(answers) < len(ranks):
+            time.sleep(0.01)
+            answers = {r: t for r in ranks if (t := read_status(self._lines, r))}
+        return answers
+
     # ------------------------------------------------------------------ jobs
     def sized(self, world_size: int) -> contextlib.AbstractContextManager[Cluster]:
         """This cluster when it has ``world_size`` ranks, else a short-lived one of that size
@@ -239,8 +268,12 @@ class Cluster:
                 if not ready:
                     stuck = sorted(pending)
                     where = {r: self.where(r) for r in stuck}
+                    lines = self.probe(stuck) if job_id >= 0 else {}
                     done = sorted(set(range(n)) - pending)
-                    detail = "; ".join(f"rank {r} at: {w}" for r, w in where.items())
+                    detail = "; ".join(
+                        f"rank {r} at: {w}" + (f" (running {lines[r]})" if r in lines else "")
+                        for r, w in where.items()
+                    )
                     self._fail("timeout")
                     raise JobTimeoutError(
                         f"{what} timed out after {limit:g} s: ranks {stuck} did not finish "
@@ -249,6 +282,7 @@ class Cluster:
                         "starts fresh ones.",
                         stuck,
                         where,
+                        lines,
                     )
                 for obj in ready:
                     r = by_obj[obj]

@@ -9,17 +9,17 @@ runs unchanged in a persistent local pool and under ``torchrun`` on a real clust
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+import operator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from ..core.errors import bad_value
-from ..core.trace import Event, Snapshot
+from ..core.trace import Event
 from .messages import RankOutput
+from .recording import SEGMENT_TAGS, Pending, TracedWork, Tracer
 
 # torch.distributed's names for the collectives a job calls through ``ctx.collective``. torch 2.13
 # deprecates all_gather_into_tensor / reduce_scatter_tensor for the same calls named *_single.
@@ -29,92 +29,6 @@ REDUCE_SCATTER = (
     "reduce_scatter_single" if hasattr(dist, "reduce_scatter_single") else "reduce_scatter_tensor"
 )
 ALL_TO_ALL = "all_to_all_single"
-SNAPSHOT_LIMIT = 4096  # bytes per rank: larger buffers are never copied into the trace
-
-
-class Tracer:
-    """Records one rank's events, with times in seconds since ``t0`` (``time.perf_counter``)."""
-
-    def __init__(
-        self,
-        rank: int,
-        t0: float | None = None,
-        enabled: bool = True,
-        snapshot_limit: int = SNAPSHOT_LIMIT,
-        status: Callable[[str], None] | None = None,
-    ):
-        self.rank = rank
-        self.t0 = time.perf_counter() if t0 is None else t0
-        self.enabled = enabled
-        self.snapshot_limit = snapshot_limit
-        self.events: list[Event] = []
-        self.snapshots: list[Snapshot] = []
-        self._status = status
-
-    def now(self) -> float:
-        return time.perf_counter() - self.t0
-
-    def where(self, text: str) -> None:
-        """Publish what this rank is doing now, so a hang or death can be reported by step."""
-        if self._status is not None:
-            self._status(text)
-
-    def add(self, event: Event) -> Event:
-        if self.enabled:
-            self.events.append(event)
-        return event
-
-    def snapshot(self, step: int, phase: str | None, tensor: torch.Tensor) -> None:
-        """Keep a copy of ``tensor`` after ``step`` if it is small enough (see SNAPSHOT_LIMIT)."""
-        if self.enabled and tensor.numel() * tensor.element_size() <= self.snapshot_limit:
-            values = tensor.detach().to(
-                "cpu", torch.float64 if tensor.is_floating_point() else torch.int64
-            )
-            self.snapshots.append(Snapshot(self.rank, step, phase, values.tolist()))
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Record nothing inside the block (e.g. while verifying against a builtin)."""
-        was, self.enabled = self.enabled, False
-        try:
-            yield
-        finally:
-            self.enabled = was
-
-
-SEGMENT_TAGS = 4096  # a segmented message k of logical tag t travels with tag t * 4096 + k
-
-
-@dataclass
-class Pending:
-    """A posted isend/irecv, possibly cut into segments that travel as separate messages.
-
-    ``wait()`` completes it and closes its event's time span; ``segments()`` yields each segment's
-    view as soon as it has arrived, so a receiver can add segment k while k+1 is on the wire.
-    """
-
-    works: list[Any]
-    views: list[torch.Tensor]
-    event: Event
-    tracer: Tracer
-    done: bool = field(default=False)
-
-    def segments(self) -> Iterator[torch.Tensor]:
-        for work, view in zip(self.works, self.views, strict=True):
-            work.wait()
-            yield view
-        self._close()
-
-    def wait(self) -> None:
-        if not self.done:
-            for work in self.works:
-                work.wait()
-            self._close()
-
-    def _close(self) -> None:
-        if not self.done:
-            self.event.end = self.tracer.now()
-            self.done = True
 
 
 class RankContext:
@@ -150,8 +64,10 @@ class RankContext:
     ) -> Pending:
         """Post a non-blocking send of ``tensor`` to ``dst`` and record one ``send`` event.
 
-        With ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
+        ``step`` and ``phase`` default to the enclosing :meth:`step` block's. With
+        ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
         must use the same value); the trace still shows one message."""
+        step, phase = self._label(step, phase)
         self.tracer.where(_where("send to", dst, step, phase))
         ev = self._event("send", "isend", dst, tensor, tag, step, phase, chunk)
         return self._post(dist.isend, tensor, dst, tag, segment_bytes, ev)
@@ -170,9 +86,34 @@ class RankContext:
     ) -> Pending:
         """Post a non-blocking receive into ``tensor`` from ``src``; ``op`` says what the
         caller will do with the data ("reduce" or "copy")."""
+        step, phase = self._label(step, phase)
         self.tracer.where(_where("recv from", src, step, phase))
         ev = self._event("recv", op, src, tensor, tag, step, phase, chunk)
         return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
+
+    def _label(self, step: int | None, phase: str | None) -> tuple[int | None, str | None]:
+        """An event's step and phase: the ones given, else the enclosing step block's."""
+        return (self.tracer.step if step is None else step), (phase or self.tracer.phase)
+
+    @contextlib.contextmanager
+    def step(self, step: int, phase: str | None = None) -> Iterator[None]:
+        """Mark a block as step ``step`` (of ``phase``): the sends, receives and collectives inside
+        it carry that step, and the buffer given to :meth:`watch` is copied into the trace when
+        the block ends, so the step grid shows what each rank held after each step."""
+        outer = self.tracer.step, self.tracer.phase
+        self.tracer.step, self.tracer.phase = int(step), phase
+        try:
+            yield
+        finally:
+            if self.tracer.watched is not None:
+                self.tracer.snapshot(int(step), phase, self.tracer.watched)
+            self.tracer.step, self.tracer.phase = outer
+
+    def watch(self, tensor: torch.Tensor) -> None:
+        """Copy ``tensor`` into the trace now (as the input, step -1) and after every
+        :meth:`step` block (small buffers only: see ``snapshot_limit``)."""
+        self.tracer.watched = tensor
+        self.tracer.snapshot(-1, None, tensor)
 
     def _event(
         self,
@@ -202,6 +143,16 @@ class RankContext:
     def _post(
         self, post: Any, tensor: torch.Tensor, peer: int, tag: int, segment_bytes: int, ev: Event
     ) -> Pending:
+        try:
+            index = operator.index(peer)  # ints, numpy ints; not floats or tensors of many
+        except TypeError:
+            index = -1
+        if isinstance(peer, bool) or not 0 <= index < self.world_size or index == self.rank:
+            raise bad_value(
+                "dst" if ev.kind == "send" else "src",
+                peer,
+                f"another rank of this group: 0..{self.world_size - 1}, not {self.rank} itself",
+            )
         if segment_bytes <= 0 or nbytes_of(tensor) <= segment_bytes:
             return Pending(
                 [post(tensor, peer, tag=tag)], [tensor], self.tracer.add(ev), self.tracer
@@ -238,13 +189,20 @@ class RankContext:
         phase: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Call ``torch.distributed.<name>(tensor, ...)`` and record a ``collective`` event."""
+        """Call ``torch.distributed.<name>(tensor, ...)`` and record a ``collective`` event.
+
+        With ``async_op=True`` the event is marked ``attrs["async"]`` and the returned handle's
+        ``wait()`` closes it, so its span runs from the launch to the wait."""
+        step, phase = self._label(step, phase)
         self.tracer.where(f"{name} ({phase or 'no phase'}, step {step})")
         start = self.tracer.now()
         out = getattr(dist, name)(tensor, *args, **kwargs)
         nbytes = nbytes_of(tensor)
-        self.record("collective", name, start, step=step, phase=phase, nbytes=nbytes)
-        return out
+        attrs = {"async": True} if kwargs.get("async_op") else None
+        ev = self.record(
+            "collective", name, start, step=step, phase=phase, nbytes=nbytes, attrs=attrs
+        )
+        return TracedWork(out, ev, self.tracer) if attrs and out is not None else out
 
     def barrier(self) -> None:
         """An untraced barrier (used to line ranks up before timing)."""

@@ -13,8 +13,10 @@ import os
 import pickle
 import signal
 import sys
+import sysconfig
 import traceback
 from datetime import timedelta
+from types import FrameType
 from typing import Any
 
 import torch
@@ -25,6 +27,13 @@ from .lifetime import die_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
 
 STATUS_BYTES = 160  # per rank, in the shared status buffer
+PROBE_SIGNAL = signal.SIGUSR1  # "which line are you running?", sent to a rank that hangs
+_LIBRARY = (  # where a probed frame is not the caller's own code
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,  # edu_parallel/
+    os.path.dirname(torch.__file__) + os.sep,
+    sysconfig.get_paths()["stdlib"] + os.sep,
+    "<frozen",
+)
 
 
 def loopback_interface() -> str:
@@ -42,15 +51,45 @@ def read_status(buf: Any, rank: int) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
+def user_frame(frame: FrameType | None) -> str:
+    """``file:line in function`` of the innermost frame outside the package, torch and the
+    standard library: the caller's own code (a learner's loop), or "" when there is none."""
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(_LIBRARY) and "site-packages" not in code.co_filename:
+            return f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
+        frame = frame.f_back
+    return ""
+
+
+def _answer_probe(rank: int, lines: Any) -> None:
+    """On :data:`PROBE_SIGNAL`, publish the line the main thread is running. Python runs the
+    handler between bytecodes, so a rank blocked inside a receive answers nothing: the parent
+    reads that as "waiting in communication"."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        write_status(lines, rank, user_frame(frame) or "in library code")
+
+    signal.signal(PROBE_SIGNAL, handler)
+
+
 def _send(conn: Any, msg: Ready | Done | Failed) -> None:
     conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def worker_main(
-    rank: int, world_size: int, backend: str, conn: Any, status: Any, parent_pid: int
+    rank: int,
+    world_size: int,
+    backend: str,
+    conn: Any,
+    status: Any,
+    parent_pid: int,
+    lines: Any = None,
 ) -> None:
     """Entry point of a worker process (fork or spawn)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if lines is not None:
+        _answer_probe(rank, lines)
     die_with_parent(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before we set the death signal
         os._exit(1)

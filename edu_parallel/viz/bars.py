@@ -36,18 +36,20 @@ def default_formula(trace: Trace) -> tuple[list[float] | None, str]:
     return None, ""
 
 
-def _formula(trace: Trace, formula: Formula) -> tuple[list[float] | None, str]:
+def _formula(
+    trace: Trace, formula: Formula, name: str = "formula"
+) -> tuple[list[float] | None, str]:
     n = trace.world_size
     if formula is None:
         return default_formula(trace)
     if isinstance(formula, (int, float)):
-        return [float(formula)] * n, "formula"
+        return [float(formula)] * n, name
     values = [float(v) for v in formula]
     if len(values) != n:
         raise ValueError(
             f"formula={formula!r} is not valid: expected a number or a list of {n} numbers"
         )
-    return values, "formula"
+    return values, name
 
 
 def _unit(top: float) -> tuple[float, str]:
@@ -71,14 +73,22 @@ def _series(trace: Trace, per_phase: bool) -> dict[str, list[int]]:
 
 
 def bytes_bars(
-    trace: Trace, formula: Formula = None, per_phase: bool = True, ax: Any = None
+    trace: Trace,
+    formula: Formula = None,
+    per_phase: bool = True,
+    ax: Any = None,
+    *,
+    formula_name: str = "formula",
+    mark: int | None = None,
 ) -> Any:
-    """Matplotlib Figure: bytes each rank sent (stacked by phase) with the formula line(s)."""
+    """Matplotlib Figure: bytes each rank sent (stacked by phase) with the formula line(s);
+    ``formula_name`` labels a given formula, and ``mark`` outlines one rank's bar in red (gid
+    "mark": the first rank that sent more than its share)."""
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
     n = trace.world_size
     series = _series(trace, per_phase)
-    predicted, name = _formula(trace, formula)
+    predicted, name = _formula(trace, formula, formula_name)
     if ax is None:
         fig = new_figure(figsize=(max(5.0, 0.55 * n + 3.0), 4.0), layout="constrained")
         ax = fig.add_subplot()
@@ -97,7 +107,8 @@ def bytes_bars(
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     if predicted is not None:
         uniform = len(set(predicted)) == 1
-        label = f"formula {name} = {format_bytes(predicted[0])}" if uniform else f"formula {name}"
+        prefix = "formula " if formula_name == "formula" else ""  # a named line says what it is
+        label = prefix + (f"{name} = {format_bytes(predicted[0])}" if uniform else name)
         if uniform:
             ax.axhline(predicted[0], color="black", ls="--", lw=1.4, label=label, gid="formula")
         else:
@@ -112,6 +123,10 @@ def bytes_bars(
                     label=label if r == 0 else None,
                     gid="formula",
                 )
+    if mark is not None and 0 <= mark < n:
+        ax.bar(
+            [mark], [bottom[mark]], width=0.82, fill=False, edgecolor="#d62728", lw=2.5, gid="mark"
+        )
     top = max(bottom + (predicted or []) + [1])
     unit, unit_name = _unit(top)
     ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top, unit)))

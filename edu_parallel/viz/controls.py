@@ -75,9 +75,10 @@ def play_controls(
     }
 
 
-def show_in(output: Any, figure: Any) -> None:
-    """Show ``figure`` in ``output`` (an ``ipywidgets.Output``), replacing what it showed; does
-    nothing outside a kernel, so a widget can be driven and checked without a browser."""
+def show_in(output: Any, figure: Any, clear: bool = True) -> None:
+    """Show ``figure`` in ``output`` (an ``ipywidgets.Output``), replacing what it showed (or
+    below it: ``clear=False``); does nothing outside a kernel, so a widget can be driven and
+    checked without a browser."""
     try:
         from IPython import get_ipython
         from IPython.display import display
@@ -86,7 +87,8 @@ def show_in(output: Any, figure: Any) -> None:
     if get_ipython() is None:
         return
     with output:
-        output.clear_output(wait=True)
+        if clear:
+            output.clear_output(wait=True)
         if figure is not None:
             display(figure)
 

@@ -31,8 +31,17 @@ def _sent_text(arrows: list[Arrow]) -> str:
     return "; ".join(parts)
 
 
-def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
-    """Draw all steps of ``trace`` into ``ax`` (a new Figure when None) and return the Figure."""
+def step_grid(
+    trace: Trace,
+    ax: Any = None,
+    title: str | None = None,
+    mark: tuple[int, int, int] | None = None,
+    mark_label: str = "first divergence",
+) -> Any:
+    """Draw all steps of ``trace`` into ``ax`` (a new Figure when None) and return the Figure.
+
+    ``mark = (step, rank, chunk)`` circles one cell in red with ``mark_label`` (gid "mark"):
+    where a learner's run first parted from the reference's."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
@@ -98,6 +107,8 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
                     color=OP_COLORS.get(sent[0].op, "#444444"),
                     gid="transfer",
                 )
+    if mark is not None:
+        _mark_cell(ax, fr.steps, mark, col_w, mark_label)
     ax.set_xlim(-0.3, width_units - _COL_GAP + 0.3)
     ax.set_ylim(-(rows - 1) * _ROW_H - 1.1, 1.3)
     ax.set_xticks([r * col_w + c / 2 for r in range(n)], [f"rank {r}" for r in range(n)])
@@ -125,6 +136,22 @@ def step_grid(trace: Trace, ax: Any = None, title: str | None = None) -> Any:
         frameon=False,
     )
     return fig
+
+
+def _mark_cell(ax: Any, steps: list, mark: tuple[int, int, int], col_w: float, label: str) -> None:
+    from matplotlib.patches import Rectangle
+
+    step, rank, chunk = mark
+    row = next((i for i, v in enumerate(steps) if v.step == step), None)
+    if row is None:
+        return
+    x0, y0 = rank * col_w + chunk, -row * _ROW_H
+    ax.add_patch(
+        Rectangle(
+            (x0 - 0.12, y0 - 0.12), 1.24, 1.24, fill=False, edgecolor="#d62728", lw=3, gid="mark"
+        )
+    )
+    ax.text(x0 + 1.2, y0 + 1.15, label, color="#d62728", fontsize=8, gid="mark")
 
 
 def _row_label(steps: list, i: int) -> str:

@@ -222,6 +222,9 @@ def build_frames(trace: Trace) -> RingFrames:
     for e in trace.events:
         if e.step is not None and e.phase is not None:
             phase.setdefault(e.step, e.phase)
+    for snap in trace.snapshots:  # a step that sent nothing still has its phase
+        if snap.step >= 0 and snap.phase is not None:
+            phase.setdefault(snap.step, snap.phase)
     if plan is not None:
         for i, s in enumerate(plan.steps):
             phase.setdefault(i, s.phase)

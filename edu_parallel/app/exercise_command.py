@@ -1,0 +1,150 @@
+"""``edu-parallel exercise``: the lessons' coding exercises outside Jupyter.
+
+    edu-parallel exercise list                     # every exercise, this workspace's progress
+    edu-parallel exercise check 03 my_solution.py    # grade it on real ranks: exit 0 pass, 1 fail
+    edu-parallel exercise check 03 my_solution.py --figure feedback.png
+    edu-parallel exercise hint 03 --tier 2
+    edu-parallel exercise solution 03                # the reference, for instructors
+
+``check`` loads the file as a module, finds the exercise's function in it (``--function`` names
+another), and runs the same grader as the notebook, with a one-screen report. A file that does not
+parse, raises on import or lacks the function is a failed try with its line named, not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .. import exercises  # torch-backed names load on first use: `list --help` stays quick
+from ..core.errors import bad_value, check_int
+from ..exercises.diagnose import learner_line
+from ..exercises.progress import record_try
+from ..exercises.spec import Exercise
+from .paths import check_output_file
+
+LEARNER_MODULE = "edu_parallel_learner_solution"
+
+
+class LearnerFileError(Exception):
+    """The learner's file cannot give the function: it does not parse, raises, or lacks it."""
+
+
+def add_exercise_arguments(parser: argparse.ArgumentParser, parser_class: Any) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, parser_class=parser_class)
+    ls = sub.add_parser("list", help="every exercise and this workspace's progress")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=run_list)
+    chk = sub.add_parser("check", help="grade a solution file on real ranks (exit 0: pass)")
+    chk.add_argument("exercise", help="the lesson number, e.g. 03")
+    chk.add_argument("path", help="a .py file that defines the exercise's function")
+    chk.add_argument("--function", default=None, help="its name, if not the exercise's")
+    chk.add_argument("--json", action="store_true", help="print one JSON object")
+    chk.add_argument(
+        "--figure",
+        metavar="FILE",
+        help="write the feedback picture (your run, the reference) as PNG",
+    )
+    chk.set_defaults(func=run_check)
+    hnt = sub.add_parser("hint", help="a hint: 1 a nudge, 2 the idea, 3 the key line")
+    hnt.add_argument("exercise")
+    hnt.add_argument("--tier", type=int, default=1)
+    hnt.set_defaults(func=run_hint)
+    sol = sub.add_parser("solution", help="print the reference solution (for instructors)")
+    sol.add_argument("exercise")
+    sol.set_defaults(func=run_solution)
+
+
+def run_list(a: argparse.Namespace) -> int:
+    table = exercises.progress_table()
+    if a.json:
+        print(json.dumps(table.to_dict(orient="records"), indent=1))
+    else:
+        print(table.to_string(index=False))
+    return 0
+
+
+def load_function(path: str, exercise: Exercise, name: str | None = None) -> Any:
+    """The function ``name`` (default: the exercise's) defined by the file at ``path``."""
+    file = Path(path).resolve()
+    if file.suffix != ".py" or not file.is_file():
+        raise bad_value("path", path, "an existing .py file that defines the function")
+    name = name or exercise.function
+    source = file.read_text(encoding="utf-8", errors="replace")
+    try:
+        compile(source, str(file), "exec")
+    except SyntaxError as err:
+        raise LearnerFileError(f"{file.name} line {err.lineno}: {err.msg}") from None
+    spec = importlib.util.spec_from_file_location(LEARNER_MODULE, file)
+    module: ModuleType = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[LEARNER_MODULE] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException as err:  # SystemExit too: the file's own code ran
+        line = learner_line(traceback.format_exc(), str(file))
+        raise LearnerFileError(
+            f"{file.name} raised while loading{' at ' + line if line else ''}: "
+            f"{type(err).__name__}: {err}"
+        ) from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        defined = [n for n, v in vars(module).items() if inspect.isfunction(v)]
+        has = f" (it defines: {', '.join(defined)})" if defined else " (it defines no function)"
+        raise LearnerFileError(f"{file.name} defines no function `{name}`{has}")
+    return fn
+
+
+def run_check(a: argparse.Namespace) -> int:
+    ex = exercises.get_exercise(a.exercise)
+    picture = check_output_file(a.figure, "--figure", (".png",)) if a.figure else None
+    try:
+        fn = load_function(a.path, ex, a.function)
+    except LearnerFileError as err:
+        record_try(ex.id, False)
+        _print(a, {"exercise": ex.id, "passed": False, "error": str(err)}, f"FAIL {err}")
+        return 1
+    result = exercises.grade(ex, fn)
+    record_try(ex.id, result.passed)
+    if picture is not None:
+        left_out = exercises.save_stacked(
+            (ex.picture or exercises.default_picture)(result), picture
+        )
+        if left_out:
+            print(
+                f"note: {left_out} interactive figure(s) of exercise {ex.id} draw in the "
+                f"notebook only; {picture} holds the others",
+                file=sys.stderr,
+            )
+    findings = [
+        {"case": f.case.label() if f.case else None, "check": f.check, "ok": f.ok}
+        | {"note": f.note, "message": f.message, "rank": f.rank, "step": f.step}
+        for f in result.findings
+    ]
+    data = {"exercise": ex.id, "passed": result.passed, "wall_s": round(result.wall_s, 3)}
+    _print(a, data | {"findings": findings}, result.report())
+    return 0 if result.passed else 1
+
+
+def _print(a: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data, indent=1) if a.json else text)
+
+
+def run_hint(a: argparse.Namespace) -> int:
+    ex = exercises.get_exercise(a.exercise)
+    tier = check_int("--tier", a.tier, 1, len(ex.hints))
+    print(f"exercise {ex.id}, hint {tier} of {len(ex.hints)}: {exercises.hint(ex, tier)}")
+    return 0
+
+
+def run_solution(a: argparse.Namespace) -> int:
+    ex = exercises.get_exercise(a.exercise)
+    print(f"# exercise {ex.id}: {ex.title} (the reference solution)")
+    print(inspect.getsource(ex.reference))
+    return 0

@@ -1,0 +1,122 @@
+"""What a rank records: the :class:`Tracer` of its events and snapshots, and the handles of
+its communication in flight (:class:`Pending` for sends and receives, :class:`TracedWork` for an
+asynchronous collective), which close their event's span when they complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..core.trace import Event, Snapshot
+
+SNAPSHOT_LIMIT = 4096  # bytes per rank: larger buffers are never copied into the trace
+
+
+class Tracer:
+    """Records one rank's events, with times in seconds since ``t0`` (``time.perf_counter``)."""
+
+    def __init__(
+        self,
+        rank: int,
+        t0: float | None = None,
+        enabled: bool = True,
+        snapshot_limit: int = SNAPSHOT_LIMIT,
+        status: Callable[[str], None] | None = None,
+    ):
+        self.rank = rank
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.enabled = enabled
+        self.snapshot_limit = snapshot_limit
+        self.events: list[Event] = []
+        self.snapshots: list[Snapshot] = []
+        self._status = status
+        self.step: int | None = None  # the current ``RankContext.step`` block, if any
+        self.phase: str | None = None
+        self.watched: torch.Tensor | None = None  # snapshotted at the end of each step block
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def where(self, text: str) -> None:
+        """Publish what this rank is doing now, so a hang or death can be reported by step."""
+        if self._status is not None:
+            self._status(text)
+
+    def add(self, event: Event) -> Event:
+        if self.enabled:
+            self.events.append(event)
+        return event
+
+    def snapshot(self, step: int, phase: str | None, tensor: torch.Tensor) -> None:
+        """Keep a copy of ``tensor`` after ``step`` if it is small enough (see SNAPSHOT_LIMIT)."""
+        if self.enabled and tensor.numel() * tensor.element_size() <= self.snapshot_limit:
+            values = tensor.detach().to(
+                "cpu", torch.float64 if tensor.is_floating_point() else torch.int64
+            )
+            self.snapshots.append(Snapshot(self.rank, step, phase, values.tolist()))
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Record nothing inside the block (e.g. while verifying against a builtin)."""
+        was, self.enabled = self.enabled, False
+        try:
+            yield
+        finally:
+            self.enabled = was
+
+
+SEGMENT_TAGS = 4096  # a segmented message k of logical tag t travels with tag t * 4096 + k
+
+
+@dataclass
+class Pending:
+    """A posted isend/irecv, possibly cut into segments that travel as separate messages.
+
+    ``wait()`` completes it and closes its event's time span; ``segments()`` yields each segment's
+    view as soon as it has arrived, so a receiver can add segment k while k+1 is on the wire.
+    """
+
+    works: list[Any]
+    views: list[torch.Tensor]
+    event: Event
+    tracer: Tracer
+    done: bool = field(default=False)
+
+    def segments(self) -> Iterator[torch.Tensor]:
+        for work, view in zip(self.works, self.views, strict=True):
+            work.wait()
+            yield view
+        self._close()
+
+    def wait(self) -> None:
+        if not self.done:
+            for work in self.works:
+                work.wait()
+            self._close()
+
+    def _close(self) -> None:
+        if not self.done:
+            self.event.end = self.tracer.now()
+            self.done = True
+
+
+class TracedWork:
+    """The handle of an asynchronous collective: ``wait()`` waits and closes its event's span;
+    everything else is the torch ``Work``'s."""
+
+    def __init__(self, work: Any, event: Event, tracer: Tracer):
+        self._work, self.event, self._tracer = work, event, tracer
+
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._work.wait(*args, **kwargs)
+        self.event.end = self._tracer.now()
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._work, name)

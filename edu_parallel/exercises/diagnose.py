@@ -1,0 +1,182 @@
+"""Failures of the learner's code, said in the learner's terms: which line, which rank, which step.
+
+* :func:`error_finding`: a rank raised (the learner's line from the remote traceback, read back in
+  this process, where the notebook cell's source is known), called ``exit()``, ran out of its
+  memory allowance, or died.
+* :func:`hang_finding`: the job timed out. Each stuck rank's last published step says what it
+  waited for; a probe says which line a rank that was not waiting was running. Read together:
+  "rank 2 waited at step 3 for a message from rank 1 that was never sent (rank 1 had returned)",
+  or a cycle of ranks that all receive first, or a loop that does not end.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+
+from ..core.errors import JobTimeoutError, WorkerError
+from .spec import RETURNED, Case, Finding
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_WAIT = re.compile(
+    r"step (?P<step>-?\d+|None): (?:waiting on )?(?P<kind>send|recv) \w+ rank (?P<peer>\d+)"
+)
+_COLLECTIVE = re.compile(r"^(?P<name>\w+) \((?P<phase>[^,]*), step (?P<step>-?\d+|None)\)$")
+_PROBED = re.compile(r":(?P<line>\d+) in ")
+SHIPPED = "<dynamic-code>"  # cloudpickle's file name for code it sent by value
+
+
+def source_line(code_file: str, line: int) -> str:
+    """'line 7: `ctx.send(buf, right)`' (the text when this process can read it)."""
+    text = linecache.getline(code_file, line).strip()
+    return f"line {line}: `{text}`" if text else f"line {line}"
+
+
+def learner_line(traceback_text: str, code_file: str) -> str:
+    """The innermost line of ``code_file`` in a worker's traceback, or ""."""
+    files = (code_file, SHIPPED)
+    lines = [int(m["line"]) for m in _FRAME.finditer(traceback_text) if m["file"] in files]
+    return source_line(code_file, lines[-1]) if lines else ""
+
+
+def error_finding(err: WorkerError, code_file: str, case: Case) -> Finding:
+    """A rank raised or died while running the learner's function."""
+    tb = err.remote_traceback or ""
+    last = tb.strip().splitlines()[-1] if tb.strip() else ""
+    where = learner_line(tb, code_file)
+    at = f" at {where}" if where else ""
+    r = err.rank
+    if tb and last.startswith("SystemExit"):
+        msg = f"rank {r} called exit(){at}: an exercise function must return its result"
+    elif "MemoryError" in last or "can't allocate memory" in last or "not enough memory" in last:
+        msg = (
+            f"rank {r} ran out of its memory allowance{at} ({last}): allocate buffers the size "
+            "of the input, not more"
+        )
+    elif not tb and "SIGABRT" in str(err) and _wait(err.where) is not None:
+        kind, peer, step = _wait(err.where)  # type: ignore[misc]
+        msg = (
+            f"rank {r} was stopped by the gloo backend{_at(step)} while it waited to {kind} "
+            f"{'from' if kind == 'recv' else 'to'} rank {peer}: the message and the buffer "
+            "had different sizes (sender and receiver disagree on which chunk, or how big)"
+        )
+    elif not tb:
+        msg = (
+            f"rank {r} died ({err}) while running your function; the rank's process ended "
+            "(os._exit, a crash): return your result instead"
+        )
+    else:
+        msg = f"rank {r} raised{at}: {last}"
+    return Finding("error", False, msg, case, rank=r)
+
+
+def _wait(where: str) -> tuple[str, int, int | None] | None:
+    """('recv' | 'send', peer, step) of a rank blocked in point-to-point communication."""
+    m = _WAIT.search(where)
+    if m is None:
+        return None
+    step = None if m["step"] == "None" else int(m["step"])
+    return m["kind"], int(m["peer"]), step
+
+
+def _at(step: int | None) -> str:
+    return f" at step {step}" if step is not None else ""
+
+
+def hang_finding(err: JobTimeoutError, world_size: int, case: Case, code_file: str) -> Finding:
+    """A timeout explained: who waited for whom, and why that message never came."""
+    returned = {r for r in err.ranks if err.where.get(r, "").startswith(RETURNED)}
+    stuck = set(err.ranks) - returned  # a returned rank waits only in the grader's own check
+    done = sorted(set(range(world_size)) - stuck)
+    waits = {r: w for r in stuck if (w := _wait(err.where.get(r, ""))) is not None}
+    sentences: list[str] = []
+    first_rank, first_step = None, None
+    in_cycle: set[int] = set()
+    for cycle in wait_cycles(waits):
+        in_cycle.update(cycle)
+        kinds = {waits[r][0] for r in cycle}
+        step = waits[cycle[0]][2]
+        how = (
+            "every one receives before it sends"
+            if kinds == {"recv"}
+            else "each waits on a message the next is not posting"
+        )
+        chain = " \u2192 ".join(str(r) for r in [*cycle, cycle[0]])
+        sentences.append(
+            f"ranks {chain} each waited for the next{_at(step)}: {how} (a deadlock)"
+            if len(cycle) > 2
+            else f"ranks {cycle[0]} and {cycle[1]} each waited for the other{_at(step)}: "
+            + ("both receive before they send" if kinds == {"recv"} else how)
+        )
+    for r in sorted(waits):
+        kind, peer, step = waits[r]
+        first_rank = r if first_rank is None else first_rank
+        first_step = step if first_step is None else first_step
+        what = "for a message from" if kind == "recv" else "to send to"
+        if r in in_cycle:
+            continue
+        if peer in done:
+            sentences.append(
+                f"rank {r} waited{_at(step)} {what} rank {peer}, but rank {peer} had returned "
+                + ("without sending it" if kind == "recv" else "without receiving it")
+            )
+        elif peer in err.lines and peer not in waits:
+            line = _probed(err.lines[peer], code_file)
+            sentences.append(
+                f"rank {r} waited{_at(step)} {what} rank {peer}, which was still running "
+                f"{line}: a loop that does not end?"
+            )
+        else:
+            sentences.append(
+                f"rank {r} waited{_at(step)} {what} rank {peer}, which was at: "
+                f"{err.where.get(peer, 'finished')}"
+            )
+    for r in sorted(stuck - set(waits)):
+        where = err.where.get(r, "")
+        m = _COLLECTIVE.match(where)
+        if m is not None:
+            step = None if m["step"] == "None" else int(m["step"])
+            if first_rank is None:
+                first_rank, first_step = r, step
+            sentences.append(
+                f"rank {r} waited in {m['name']}{_at(step)}; ranks {done} had returned "
+                "without calling it"
+            )
+        elif r in err.lines:
+            first_rank = r if first_rank is None else first_rank
+            if any(w[1] == r for w in waits.values()):
+                continue  # said already, by the rank that waited for it
+            sentences.append(
+                f"rank {r} was still running {_probed(err.lines[r], code_file)} when the time "
+                "ran out: a loop that does not end?"
+            )
+        else:
+            sentences.append(f"rank {r} did not finish (at: {where or 'no step'})")
+    text = "; ".join(sentences) or str(err).splitlines()[0]
+    return Finding("deadlock", False, text, case, rank=first_rank, step=first_step)
+
+
+def wait_cycles(waits: dict[int, tuple[str, int, int | None]]) -> list[list[int]]:
+    """Cycles in "rank r waits for rank p" (each once, from its smallest rank): a deadlock."""
+    cycles: list[list[int]] = []
+    seen: set[int] = set()
+    for start in sorted(waits):
+        path, r = [], start
+        while r in waits and r not in path and r not in seen:
+            path.append(r)
+            r = waits[r][1]
+        if r in path:
+            cycle = path[path.index(r) :]
+            low = cycle.index(min(cycle))
+            cycles.append(cycle[low:] + cycle[:low])
+        seen.update(path)
+    return cycles
+
+
+def _probed(text: str, code_file: str) -> str:
+    """'<dynamic-code>:7 in f' as 'line 7: `while True:`' (the source read from ``code_file``)."""
+    file, _, rest = text.rpartition(":")
+    m = _PROBED.match(":" + rest)
+    if not file or m is None:
+        return text
+    return source_line(code_file if file == SHIPPED else file, int(m["line"]))

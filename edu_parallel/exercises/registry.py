@@ -1,0 +1,43 @@
+"""Every exercise by lesson number: :data:`EXERCISES` and :func:`get_exercise`."""
+
+from __future__ import annotations
+
+from ..core.errors import bad_value
+from .broadcast_chain import EXERCISE as BROADCAST_CHAIN
+from .bucketed_reducer import EXERCISE as BUCKETED_REDUCER
+from .moe_dispatch import EXERCISE as MOE_DISPATCH
+from .one_f_one_b import EXERCISE as ONE_F_ONE_B
+from .ring_allreduce import EXERCISE as RING_ALLREDUCE
+from .row_parallel import EXERCISE as ROW_PARALLEL
+from .spec import Exercise
+from .tree_reduce import EXERCISE as TREE_REDUCE
+from .zero1_step import EXERCISE as ZERO1_STEP
+
+EXERCISES: dict[str, Exercise] = {
+    e.id: e
+    for e in sorted(
+        (
+            RING_ALLREDUCE,
+            BROADCAST_CHAIN,
+            TREE_REDUCE,
+            BUCKETED_REDUCER,
+            ZERO1_STEP,
+            ONE_F_ONE_B,
+            ROW_PARALLEL,
+            MOE_DISPATCH,
+        ),
+        key=lambda e: e.id,
+    )
+}
+
+
+def get_exercise(exercise: str | int | Exercise) -> Exercise:
+    """The exercise of a lesson: "03", 3 or the :class:`Exercise` itself."""
+    if isinstance(exercise, Exercise):
+        return exercise
+    key = exercise
+    if isinstance(exercise, int) and not isinstance(exercise, bool):
+        key = f"{exercise:02d}"
+    if key not in EXERCISES:
+        raise bad_value("exercise", exercise, "one of " + ", ".join(EXERCISES))
+    return EXERCISES[key]
