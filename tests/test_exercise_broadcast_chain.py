@@ -126,3 +126,7 @@ def test_rounds_count_one_port_each_way_and_forwarding():
     assert message_rounds(relay)[0] == 2  # rank 1 forwards after its receive ended
     apart = Trace({"world_size": 4}, msg(0, 1, 0.0, 1.0) + msg(2, 3, 0.5, 1.5))
     assert message_rounds(apart)[0] == 1
+    # A binomial tree on 4 ranks whose rank 1 was scheduled late: it posts its round-0 send
+    # after rank 2 posted its round-1 send. Each rank's own order decides, not the wall clock.
+    late = Trace({"world_size": 4}, msg(3, 2, 0.0, 1.0) + msg(2, 0, 1.5, 4.0) + msg(1, 0, 2.0, 3.0))
+    assert message_rounds(late)[0] == 2

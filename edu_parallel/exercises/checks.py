@@ -6,6 +6,7 @@ name the rank, and where it can, the step, of the first divergence.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,24 +139,51 @@ def messages_sent(trace: Trace, case: Case, most: int, formula: str) -> list[Fin
 
 def message_rounds(trace: Trace) -> tuple[int, Event | None]:
     """The latency of a run in rounds, from its trace, in the one-port model (Bar-Noy & Kipnis
-    1994): each message takes one round, and starts after the previous message its sender sent
-    and the previous one its receiver received (a rank has one port each way), and after every
-    message its sender had received (waited for) before posting it (data it may forward). Step
-    labels play no part, so a run cannot look faster by its labels. Returns the rounds of the
-    longest such chain and the receive that ends it (None when nothing was sent)."""
-    pairs = sorted(trace.matched_transfers(), key=lambda p: (p[0].start, p[0].rank))
-    n = trace.world_size
-    last_out: list[int] = [0] * n  # rounds of the last message each rank sent
-    last_in: list[int] = [0] * n  # ... and received
-    arrived: list[list[tuple[float, int]]] = [[] for _ in range(n)]  # (wait ended, rounds)
+    1994): each message takes one round, after the previous message its sender sent (in the
+    sender's program order), after the previous one its receiver received (in the order the
+    receiver's receives completed: one port each way), and after every message its sender had
+    received (waited for) before posting it (data it may forward). Step labels play no part, so
+    a run cannot look faster by its labels, and every order is read on one rank's own clock, so
+    the count does not depend on how the ranks were scheduled. Returns the rounds of the longest
+    chain and the receive that ends it (None when nothing was sent)."""
+    pairs = trace.matched_transfers()
+    at = {id(e): i for i, e in enumerate(trace.events)}  # a rank's events in program order
+    sent: dict[int, list[tuple[Event, Event]]] = defaultdict(list)
+    got: dict[int, list[tuple[Event, Event]]] = defaultdict(list)
+    for pair in pairs:
+        sent[pair[0].rank].append(pair)
+        got[pair[1].rank].append(pair)
+    for mine in sent.values():
+        mine.sort(key=lambda p: at[id(p[0])])
+    for mine in got.values():
+        mine.sort(key=lambda p: (p[1].end, at[id(p[1])]))
+
+    def after(pair: tuple[Event, Event]) -> list[tuple[Event, Event]]:
+        send, recv = pair
+        by_sender, by_receiver = sent[send.rank], got[recv.rank]
+        i, j = by_sender.index(pair), by_receiver.index(pair)
+        prior = ([by_sender[i - 1]] if i else []) + ([by_receiver[j - 1]] if j else [])
+        held = [q for q in got[send.rank] if q[1].end <= send.start and at[id(q[1])] < at[id(send)]]
+        return prior + held
+
+    memo: dict[int, int] = {}
+    open_: set[int] = set()  # on the current path: an edge back to it is dropped (no cycles)
+
+    def rounds(pair: tuple[Event, Event]) -> int:
+        key = id(pair[1])
+        if key not in memo:
+            open_.add(key)
+            memo[key] = 1 + max(
+                (rounds(q) for q in after(pair) if id(q[1]) not in open_), default=0
+            )
+            open_.discard(key)
+        return memo[key]
+
     best, end = 0, None
-    for send, recv in pairs:
-        had = [k for t, k in arrived[send.rank] if t <= send.start]
-        k = 1 + max([last_out[send.rank], last_in[recv.rank], *had])
-        last_out[send.rank] = last_in[recv.rank] = k
-        arrived[recv.rank].append((recv.end, k))
+    for pair in pairs:
+        k = rounds(pair)
         if k > best:
-            best, end = k, recv
+            best, end = k, pair[1]
     return best, end
 
 
