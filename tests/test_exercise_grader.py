@@ -9,6 +9,7 @@ import threading
 
 import pytest
 import torch
+from conftest import child_pids
 from test_exercise_ring import off_by_one_chunk, whole_buffer_ring
 
 from edu_parallel import Cluster
@@ -247,3 +248,19 @@ def test_a_peer_outside_the_group_is_named_with_the_line(cluster2):
     assert "dst=2 is not valid: expected another rank of this group: 0..1, not 1 itself" in (
         f.message
     )
+
+
+@pytest.mark.parametrize(
+    ("call", "text"),
+    [
+        (lambda: check("99", ring_allreduce), "exercise='99' is not valid: expected one of 02, 03"),
+        (lambda: check("03", ring_allreduce, 4), "cluster=4 is not valid: expected a Cluster"),
+        (lambda: hint(3, 0), "tier=0 is not valid: expected an integer in [1, 3]"),
+    ],
+)
+def test_a_wrong_argument_is_one_line_before_any_process_starts(call, text):
+    before = child_pids()
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value).startswith(text) and "\n" not in str(info.value)
+    assert child_pids() == before

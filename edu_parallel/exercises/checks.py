@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
@@ -202,12 +201,3 @@ def rounds_finding(trace: Trace, case: Case, target: int, formula: str, fix: str
         f"{formula} = {target} is enough: {fix}"
     )
     return Finding("steps", False, msg, case, rank=last.rank, step=last.step)
-
-
-def as_dtype(name: str) -> torch.dtype:
-    """torch.float32 from "float32"."""
-    return getattr(torch, name)
-
-
-def shape_of(result: Any) -> str:
-    return str(tuple(result.shape)) if isinstance(result, torch.Tensor) else type(result).__name__

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import JobTimeoutError, WorkerError
+from ..core.errors import JobTimeoutError, WorkerError, bad_value
 from ..core.inputs import chunk_bounds
 from ..core.trace import Trace
 from ..core.units import DTYPES, format_bytes
@@ -133,6 +133,8 @@ def grade(
     """Run ``fn`` on every case of ``exercise`` (on ``cluster``, or on clusters made for it when
     it is None or closed) and judge it; ``reference`` also runs the solution on the case shown,
     for the picture."""
+    if cluster is not None and not isinstance(cluster, Executor):
+        raise bad_value("cluster", cluster, "a Cluster (the lesson's), or None for a new one")
     t0 = time.perf_counter()
     bad = check_signature(exercise, fn)
     if bad is not None:
