@@ -175,25 +175,24 @@ def _run_cases(
             for case in (k for k in todo if k.world_size == n):
                 try:
                     run = c.run(run_exercise, exercise, payload, case, timeout=exercise.timeout_s)
-                except (WorkerError, JobTimeoutError) as err:
-                    if isinstance(err, WorkerError):
-                        findings.append(error_finding(err, code_file, case))
-                    else:
-                        findings.append(hang_finding(err, n, case, code_file))
-                    if shown is not None:  # draw the earlier wrong run, which has a trace
-                        return Grade(exercise, False, findings, *shown[:2], None, shown[2])
-                    return Grade(exercise, False, findings, case)
-                outputs: list[RankOutcome] = run.results
-                trace = _tag(run.trace, exercise, case, "yours")
-                found = exercise.judge(case, outputs, trace) + _output_notes(
-                    outputs, case, code_file
-                )
-                findings += found
-                if shown is None and any(f.failed for f in found):
-                    shown = (case, trace, outputs)
-                last = (case, trace, outputs)
-                if any(s.step >= 0 for s in trace.snapshots):
-                    drawn = last  # a pass shows the last run the step grid can draw
+                except WorkerError as err:
+                    findings.append(error_finding(err, code_file, case))
+                except JobTimeoutError as err:
+                    findings.append(hang_finding(err, n, case, code_file))
+                else:
+                    outputs: list[RankOutcome] = run.results
+                    trace = _tag(run.trace, exercise, case, "yours")
+                    found = exercise.judge(case, outputs, trace)
+                    findings += found + _output_notes(outputs, case, code_file)
+                    if shown is None and any(f.failed for f in found):
+                        shown = (case, trace, outputs)
+                    last = (case, trace, outputs)
+                    if any(s.step >= 0 for s in trace.snapshots):
+                        drawn = last  # a pass shows the last run the step grid can draw
+                    continue
+                # a raise or a hang stops the grade; the picture is the earlier wrong run, if any
+                case, trace, outputs = shown or (case, None, [])
+                return Grade(exercise, False, findings, case, trace, None, outputs)
     case, trace, outputs = shown or drawn or last
     passed = not any(f.failed for f in findings)
     return Grade(exercise, passed, findings, case, trace, None, outputs)
