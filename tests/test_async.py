@@ -33,6 +33,7 @@ from edu_parallel.data_parallel.async_report import (
     run_async,
 )
 from edu_parallel.data_parallel.async_sgd import batch, build, flat_params
+from edu_parallel.data_parallel.tables import straggler_table
 
 STEPS = 24
 
@@ -322,3 +323,27 @@ def test_traces_save_with_the_schema_and_load_back(runs, tmp_path):
         back = Trace.load(path)
         assert back.meta["regime"] == mode and back.meta["concept"] == "async"
         assert len(applies_of(back)) == len(applies_of(r.trace))
+
+
+def test_straggler_table_reads_both_settings(cluster):
+    slow = "worker 1, fixed 20 ms"
+    cmp = compare_regimes(
+        cluster,
+        workers=2,
+        modes=("sync", "backup"),
+        settings=({"straggler": "none", "backup": 1}, {"straggler": "rank", "delay_ms": 20}),
+        steps=5,
+    )
+    table = straggler_table(cmp, "none", slow)
+    assert list(table.index) == ["sync", "backup"]
+    for mode in ("sync", "backup"):
+        r, s = cmp.reports[(mode, "none")], cmp.reports[(mode, slow)]
+        row = table.loc[mode]
+        assert row["applied"] == r.applied == row["S x kept per step"]
+        assert row["dropped"] == r.dropped and row["staleness"] == r.staleness_histogram
+        assert row["wall, none (s)"] == r.wall_s and row[f"wall, {slow} (s)"] == s.wall_s
+        assert row["slower by (s)"] == s.wall_s - r.wall_s
+        delays = [e.duration for e in s.trace.events if e.op == "delay"]
+        assert row["straggler delays (s)"] == sum(delays) > 0
+    assert table.loc["backup", "S x kept per step"] == 5 * (2 - 1)
+    assert table.loc["sync", "S x kept per step"] == 5 * 2

@@ -1,5 +1,6 @@
 """`edu-parallel bench collectives`: an nccl-tests-style sweep, verified on every row."""
 
+import io
 import json
 import subprocess
 import sys
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.comm.bench import bench_collectives, format_bench, size_sweep
+from edu_parallel.comm.bench import ProgressBar, bench_collectives, format_bench, size_sweep
 from edu_parallel.core.metrics import bus_factor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,3 +91,17 @@ def test_cli_json_and_one_line_errors():
     assert (
         bad.returncode == 2 and bad.stderr.count("\n") == 1 and "collective='allsum'" in bad.stderr
     )
+
+
+def test_progress_bar_is_one_tqdm_bar_per_sweep():
+    out = io.StringIO()
+    bar = ProgressBar("bench", out=out)
+    for done in range(4):
+        bar(done, 3, f"all_gather {done} B")
+    text = out.getvalue()
+    assert "bench: 100%" in text and "3/3" in text and "all_gather 3 B" in text
+    assert bar.bar is None  # closed at done == total: the next sweep starts a new bar
+    bar(0, 2, "again")
+    assert bar.bar is not None and bar.bar.total == 2
+    bar(2, 2, "done")
+    assert out.getvalue().count("\n") == 2  # two bars, each closed on its own line

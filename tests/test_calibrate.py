@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from edu_parallel.comm.allreduce import run_allreduce
 from edu_parallel.comm.calibration import (
     DEFAULT_SIZES,
     calibrate,
@@ -12,6 +13,7 @@ from edu_parallel.comm.calibration import (
     measure_reduce_Bps,
 )
 from edu_parallel.comm.hierarchical import run_hierarchical
+from edu_parallel.comm.tables import calibration_table, topology_table
 from edu_parallel.models.cost import predict
 from edu_parallel.models.retiming import CostModel, retime
 from edu_parallel.models.topology import LINKS, Link, Topology
@@ -73,7 +75,8 @@ def test_calibrate_on_two_ranks_returns_a_positive_link(cluster2, capsys) -> Non
     assert isinstance(link, Link) and link.name == "this machine"
     assert link.alpha_s > 0 and link.bandwidth_Bps > 0
     assert link.source.startswith("calibrate() on ") and "20" in link.source
-    assert "calibrate: [###] 3/3" in capsys.readouterr().err
+    err = capsys.readouterr().err  # tqdm.auto outside a kernel: a text bar on stderr
+    assert "calibrate: 100%" in err and "3/3" in err and "µs one-way" in err
     assert predict("ring", 2, 1 << 20, link).time_s > 0  # usable like a preset
     assert measure_reduce_Bps(cluster2, "64KiB", 3) > 0
 
@@ -102,3 +105,28 @@ def test_hierarchical_allreduce_on_two_pretend_nodes_matches_the_builtin(cluster
         ValueError, match=r"nodes=3 is not valid: expected a divisor of world_size=4"
     ):
         run_hierarchical(cluster4, 3, 4096)
+
+
+@pytest.mark.multiprocess
+def test_calibration_and_topology_tables_read_runs_and_model(cluster4) -> None:
+    runs = [run_allreduce(cluster4, size) for size in ("4KiB", "64KiB")]
+    link = LINKS["ib-ndr-400"]
+    table = calibration_table(runs, link)
+    assert list(table.index) == [4096, 65536]
+    for r in runs:
+        row, model = table.loc[r.nbytes], predict("ring", 4, r.nbytes, link).time_s
+        assert row["measured (ms)"] == r.time_s * 1e3
+        assert row["alpha-beta model (ms)"] == model * 1e3
+        assert row["measured / model"] == r.time_s / model
+    topo = Topology(2, 2, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"])
+    hier, flat = run_hierarchical(cluster4, 2, "64KiB"), runs[1]
+    both = topology_table(hier, flat, topo)
+    model = CostModel(topo.intra, topology=topo)
+    assert both.loc["hierarchical", "matches dist.all_reduce"] == hier.matches_builtin
+    assert both.loc["flat ring", "trace retimed (µs)"] == retime(flat.trace, model).duration * 1e6
+    assert both.loc["hierarchical", "alpha-beta model (µs)"] == pytest.approx(
+        predict("hierarchical", 4, 65536, topo).time_s * 1e6
+    )
+    assert both.loc["hierarchical", "trace retimed (µs)"] == pytest.approx(
+        both.loc["hierarchical", "alpha-beta model (µs)"], rel=1e-9
+    )

@@ -10,6 +10,7 @@ import pytest
 
 from edu_parallel import Cluster
 from edu_parallel.comm.collective import format_collective, run_collective
+from edu_parallel.comm.tables import builtin_table, volume_table
 from edu_parallel.core.metrics import bus_factor, bus_factor_source
 from edu_parallel.models.cost import predict
 from edu_parallel.models.simulation import plan_events
@@ -377,3 +378,19 @@ def test_before_after_draws_a_simulated_trace_without_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(["undefined"] * 6 + ["\u03a3"] * 3)  # only the root defined
+
+
+def test_builtin_and_volume_tables_read_the_reports(cluster4):
+    reports = {name: run_collective(cluster4, name, 4096, "float32", root=0) for name in NAMES}
+    checks, volumes = builtin_table(reports), volume_table(reports)
+    assert list(checks.index) == list(NAMES) == list(volumes.index)
+    for name, r in reports.items():
+        assert r.matches_builtin
+        assert checks.loc[name, "matches torch builtin"] == r.matches_builtin
+        assert checks.loc[name, "reference"] == r.reference
+        row = volumes.loc[name]
+        assert row["sent per rank (counted, B)"] == r.per_rank_sent_bytes
+        formula = volume_formula(name, 4, 4096, 0)["sent"]
+        assert row["sent per rank (formula, B)"] == [round(x) for x in formula]
+        assert row["sent per rank (counted, B)"] == row["sent per rank (formula, B)"]  # even
+        assert row["busbw factor"] == bus_factor(name, 4)

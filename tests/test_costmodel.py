@@ -20,6 +20,7 @@ from edu_parallel.models.cost import (
 )
 from edu_parallel.models.retiming import CostModel, collective_time, retime
 from edu_parallel.models.simulation import simulate
+from edu_parallel.models.tables import choice_table, prediction_table
 from edu_parallel.models.topology import LINKS, Link, Topology
 from edu_parallel.plans.checker import validate
 from edu_parallel.plans.hierarchical import hierarchical_allreduce_plan
@@ -388,3 +389,26 @@ def test_every_name_is_documented_in_one_table() -> None:
         )
         for n in NAMES
     )
+
+
+def test_prediction_and_choice_tables_equal_predict_and_choose() -> None:
+    sizes, algos = (1024, 1 << 30), ("ring", "double-tree")
+    table = prediction_table(algos, 64, sizes, "ib-ndr-400")
+    assert list(table.index) == [(s, a) for s in sizes for a in algos]
+    for s in sizes:
+        for a in algos:
+            p, row = predict(a, 64, s, "ib-ndr-400"), table.loc[(s, a)]
+            assert row["time (µs)"] == p.time_s * 1e6
+            assert row["latency (µs)"] == p.latency_s * 1e6
+            assert row["bandwidth (µs)"] == p.bandwidth_s * 1e6
+            assert row["busbw (GB/s)"] == p.busbw_gbps
+    assert table.loc[(1024, "double-tree"), "time (µs)"] < table.loc[(1024, "ring"), "time (µs)"]
+    topo = Topology(8, 8, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"])
+    chosen = choice_table(sizes, 64, topo)
+    for s in sizes:
+        c = choose_allreduce(s, 64, topo)
+        assert chosen.loc[s, "chosen"] == c.algo
+        assert {k: chosen.loc[s, f"{k} (µs)"] for k in c.times} == {
+            k: t * 1e6 for k, t in c.times.items()
+        }
+    assert "hierarchical (µs)" in chosen.columns

@@ -13,6 +13,7 @@ from edu_parallel.core.schema import BUCKET_READY_MARK, GRAD_READY_MARK
 from edu_parallel.data_parallel import (
     SYNCS,
     allreduce_mean_hook,
+    ddp_sync_table,
     format_ddp,
     measure,
     run_ddp,
@@ -264,3 +265,20 @@ def test_the_lessons_gpu_claims_hold_for_the_deep_model(cluster4):
     assert m["overlap"].overlap_fraction > 0.5 and m["bucketed"].overlap_fraction == 0.0
     assert m["overlap"].step_time_s < m["bucketed"].step_time_s < m["per-param"].step_time_s
     assert run_ddp(cluster4, "deep", **gpu).modelled.overlap_fraction < 0.5
+
+
+def test_sync_table_puts_bytes_and_messages_beside_their_formulas(cluster2):
+    runs = {
+        sync: run_ddp(cluster2, "mlp", bucket_cap_mb=0.001, sync=sync, steps=1, compare_torch=False)
+        for sync in ("per-param", "overlap")
+    }
+    table = ddp_sync_table(runs)
+    assert list(table.index) == ["per-param", "overlap"]
+    for sync, r in runs.items():
+        row, config = table.loc[sync], r.config
+        assert row["sent per rank per step (B)"] == r.per_rank_sent_bytes[0]
+        assert row["2(N-1)/N·Ψ·4 (B)"] == config.bytes_per_step() == 2 * 1 / 2 * config.psi * 4
+        assert row["sent per rank per step (B)"] == row["2(N-1)/N·Ψ·4 (B)"]
+        assert row["buckets"] == len(r.buckets)
+        assert row["messages per step"] == r.messages_per_step
+        assert row["2(N-1) × buckets"] == config.messages_per_step() == 2 * len(r.buckets)

@@ -21,6 +21,7 @@ from edu_parallel.data_parallel.fsdp_report import (
     fsdp_padded_numel,
     run_fsdp,
 )
+from edu_parallel.data_parallel.tables import fsdp_table
 from edu_parallel.data_parallel.training import num_params
 from edu_parallel.memory.communication import fsdp_collectives_per_step
 
@@ -275,3 +276,19 @@ def test_gathered_memory_curves_replay_the_ledger(cluster2) -> None:
     assert list(fig.data[1].y) == [b for _, b in curves["FSDP"]]
     with pytest.raises(ValueError, match="no gathered_params"):
         gathered_curves({"empty": Trace(meta={})})
+
+
+def test_fsdp_table_puts_zero3_first_then_each_run(layer) -> None:
+    table = fsdp_table({"per layer": layer})
+    assert list(table.index) == ["ZeRO-3", "per layer"]
+    z, f = table.loc["ZeRO-3"], table.loc["per layer"]
+    assert z["collectives per step"] == layer.collectives_per_step["zero3"]
+    assert z["sent per rank per step (B)"] == max(layer.zero3_per_rank_sent_bytes)
+    assert z["vs DP"] == layer.zero3_comm_ratio_vs_dp
+    assert z["peak gathered (B)"] == max(layer.zero3_per_rank_peak_gathered_bytes)
+    assert f["params = ZeRO-3"] == layer.matches_zero3
+    assert f["collectives per step"] == layer.collectives_per_step["fsdp"]
+    assert f["sent per rank per step (B)"] == max(layer.per_rank_sent_bytes)
+    assert f["peak gathered (B)"] == max(layer.per_rank_peak_gathered_bytes) == 2 * UNIT
+    with pytest.raises(ValueError, match="reports="):
+        fsdp_table({})

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from edu_parallel.app.lab import lab_command, lessons_source, prepare_lessons
+from edu_parallel.app.workspace import resolve_reset, sync_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,16 +24,52 @@ def test_lessons_are_found_in_the_checkout():
     src = lessons_source()
     assert src == ROOT / "notebooks"
     assert {"00_tour.ipynb", "03_ring_allreduce.ipynb"} <= {p.name for p in src.glob("*.ipynb")}
-    assert prepare_lessons() == src  # an editable checkout opens in place
 
 
-def test_copy_keeps_a_learners_edits(tmp_path):
-    dest = prepare_lessons(tmp_path / "course")
+def test_the_lessons_open_from_a_copy_never_from_the_checkout(tmp_path):
+    with pytest.raises(ValueError, match=r"^dir=.*a folder of your own, not the course's lessons"):
+        prepare_lessons(ROOT / "notebooks")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=r"^dir=.*a folder \(existing or new\)"):
+        prepare_lessons(tmp_path / "file")
+    report = prepare_lessons(tmp_path / "course")
+    names = sorted(p.name for p in lessons_source().glob("*.ipynb"))
+    assert report.copied == names and not report.kept
+    assert sorted(p.name for p in (tmp_path / "course").glob("*.ipynb")) == names
+    assert prepare_lessons(tmp_path / "course").lines() == [f"lessons: {tmp_path / 'course'}"]
+
+
+def test_copy_keeps_a_learners_edits_and_reset_restores_them(tmp_path):
+    dest = prepare_lessons(tmp_path / "course").folder
     tour = dest / "00_tour.ipynb"
     assert tour.exists() and json.loads(tour.read_text())["cells"]
     tour.write_text("{}")  # the learner's own version
-    prepare_lessons(dest)
-    assert tour.read_text() == "{}"
+    assert prepare_lessons(dest).copied == [] and tour.read_text() == "{}"
+    with pytest.raises(ValueError, match=r"^reset='99' is not valid.*lessons: 00, 01"):
+        prepare_lessons(dest, ["99"])
+    assert tour.read_text() == "{}"  # a bad name restores nothing
+    assert prepare_lessons(dest, ["00"]).restored == ["00_tour.ipynb"]
+    assert tour.read_bytes() == (lessons_source() / "00_tour.ipynb").read_bytes()
+
+
+def test_an_updated_course_refreshes_untouched_lessons_and_keeps_edited_ones(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        (source / name).write_text(f"{name} v1")
+    dest = tmp_path / "course"
+    assert sync_workspace(dest, source).copied == ["01_a.ipynb", "02_b.ipynb"]
+    (dest / "02_b.ipynb").write_text("my notes")
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        (source / name).write_text(f"{name} v2")  # a git pull
+    (source / "03_c.ipynb").write_text("new")
+    report = sync_workspace(dest, source)
+    assert report.refreshed == ["01_a.ipynb"] and report.copied == ["03_c.ipynb"]
+    assert report.kept == ["02_b.ipynb"] and (dest / "02_b.ipynb").read_text() == "my notes"
+    assert "edu-parallel lab --reset 02" in report.lines()[1]
+    assert (dest / "01_a.ipynb").read_text() == "01_a.ipynb v2"
+    assert resolve_reset(["all"], source) == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"]
+    assert resolve_reset(["02_b", "03_c.ipynb", "02"], source) == ["02_b.ipynb", "03_c.ipynb"]
 
 
 def test_command_binds_loopback_and_keeps_the_token():
@@ -46,6 +83,12 @@ def test_command_binds_loopback_and_keeps_the_token():
     assert ("--allow-root" in cmd) == (os.geteuid() == 0)  # Jupyter refuses root without it
     with pytest.raises(ValueError, match="port=80 is not valid"):
         lab_command(Path("/tmp/x"), 80)
+
+
+def test_the_lab_opens_on_the_course_index(tmp_path):
+    folder = prepare_lessons(tmp_path / "course").folder
+    assert (folder / "index.ipynb").exists()
+    assert "--LabApp.default_url=/lab/tree/index.ipynb" in lab_command(folder)
 
 
 def _free_port() -> int:
@@ -97,7 +140,8 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
             if not line:
                 break
             log.append(line)
-            m = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)", line)
+            opens = rf"http://127\.0\.0\.1:{port}/lab/tree/index\.ipynb"  # the course index
+            m = re.search(opens + r"\?token=([0-9a-f]+)", line)
             token = m.group(1) if m else None
         assert token, "".join(log)[-3000:]
         base = f"http://127.0.0.1:{port}/api/contents"
@@ -167,3 +211,19 @@ def test_sigkill_to_the_wrapper_still_stops_the_child():
             pytest.fail("the child outlived the killed wrapper by 10 s")
     finally:
         wrapper.kill()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--port", "99999"], "port=99999 is not valid"),
+        (["--reset", "99"], "reset='99' is not valid"),
+    ],
+)
+def test_a_bad_lab_argument_is_refused_before_anything_is_copied(tmp_path, args, message):
+    dest = tmp_path / "course"
+    cmd = [sys.executable, "-m", "edu_parallel", "lab", "--no-browser", "--dir", str(dest), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not dest.exists()

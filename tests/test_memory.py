@@ -12,6 +12,7 @@ from edu_parallel.memory.activations import activation_bytes, activation_estimat
 from edu_parallel.memory.communication import comm_bytes_per_step, comm_estimate
 from edu_parallel.memory.model_states import largest_model_that_fits, model_state_bytes
 from edu_parallel.memory.presets import PRESETS, count_params, get_preset
+from edu_parallel.memory.tables import estimates_table
 
 PSI, N = 7.5e9, 64  # the ZeRO paper's Fig. 1 example
 
@@ -319,3 +320,14 @@ def test_cli_one_line_errors(args, words):
     assert len(lines) == 1 and lines[0].startswith("error: ")
     for word in words:
         assert word in lines[0]
+
+
+def test_estimates_table_reads_each_estimate() -> None:
+    estimates = {f"ZeRO-{s}": model_state_bytes(7.5e9, 64, zero=s) for s in (0, 3)}
+    table = estimates_table(estimates)
+    assert list(table.index) == ["ZeRO-0", "ZeRO-3"]
+    assert table.loc["ZeRO-0", "GB per GPU"] == pytest.approx(120.0)  # 16 Psi, ZeRO §3.1
+    for name, e in estimates.items():
+        assert table.loc[name, "bytes per GPU"] == e.bytes_per_gpu
+        assert table.loc[name, "GB per GPU"] == e.bytes_per_gpu / 1e9
+        assert table.loc[name, "formula"] == e.formula

@@ -28,6 +28,12 @@ from edu_parallel.expert_parallel.formulas import (
 from edu_parallel.expert_parallel.layer import moe_reference
 from edu_parallel.expert_parallel.report import format_moe, moe_routing_stats, moe_runner, run_moe
 from edu_parallel.expert_parallel.router import capacity_positions, route
+from edu_parallel.expert_parallel.tables import (
+    bytes_into,
+    dispatch_table,
+    experts_table,
+    skew_table,
+)
 from edu_parallel.quiz.banks_moe import HOT_SKEW, formula_runner, moe_quiz
 
 A2A = "all_to_all_single"
@@ -526,3 +532,43 @@ def test_renderers_import_without_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_tables_read_the_runs_and_the_formulas(cluster4) -> None:
+    flat, hot = run_moe(cluster4, capacity_factor=8.0), run_moe(cluster4, skew=4.0)
+    skews = skew_table([flat, hot])
+    assert list(skews.index) == [(0.0, 8.0), (4.0, 1.25)]
+    for r in (flat, hot):
+        row = skews.loc[(r.skew, r.capacity_factor)]
+        columns = [sum(row_[d] for row_ in r.traffic_matrix_bytes) for d in range(4)]
+        assert row["bytes into each rank"] == columns == bytes_into(r)
+        assert row["bytes into rank 0"] == columns[0]
+        assert row["max/mean load"] == r.load_imbalance
+        assert row["dropped"] == r.dropped_tokens
+    everything = 4 * flat.tokens_per_rank * flat.top_k * flat.hidden * 4  # no drops at C = 8
+    assert sum(skews.loc[(0.0, 8.0), "bytes into each rank"]) == everything
+    padded = run_moe(cluster4, skew=4.0, dispatch="padded")
+    modes = dispatch_table([hot, padded])
+    assert list(modes.index) == [(4.0, "variable", 1.25), (4.0, "padded", 1.25)]
+    pad = modes.loc[(4.0, "padded", 1.25)]
+    formula = padded_dispatch_bytes(padded.experts, padded.capacity, padded.hidden, 4)
+    assert pad["padded formula (B)"] == formula == pad["sent per rank per exchange (B)"]
+    assert pad["capacity"] == padded.capacity and pad["padding"] == padded.padding_fraction
+    assert pad["expert rows computed"] == padded.expert_rows_computed
+    assert pad["expert rows with tokens"] == padded.expert_rows_with_tokens
+    var = modes.loc[(4.0, "variable", 1.25)]
+    assert var["sent per rank per exchange (B)"] == hot.sent_bytes_per_exchange < formula
+    assert var["dropped"] == pad["dropped"] == hot.dropped_tokens
+    runs = [run_moe(cluster4, experts=e, capacity_factor=float(e)) for e in (4, 8)]
+    table = experts_table(runs)
+    t, k, h = runs[0].tokens_per_rank, runs[0].top_k, runs[0].hidden
+    for r in runs:
+        row = table.loc[r.experts]
+        assert row["matrix total (B)"] == sum(map(sum, r.traffic_matrix_bytes))
+        assert row["N·T·k·h·4 (B)"] == 4 * t * k * h * 4 == row["matrix total (B)"]  # no drops
+        assert row["mean sent per rank (B)"] == sum(r.per_rank_sent_bytes) / 4
+        assert row["balanced formula (B)"] == balanced_dispatch_bytes(t, k, h, 4)
+        shard = init_moe(r.experts, h).experts.shard(0, 4)
+        params = sum(p.numel() * p.element_size() for p in shard.parameters())
+        assert row["expert bytes per rank"] == params
+    assert table.loc[8, "expert bytes per rank"] == 2 * table.loc[4, "expert bytes per rank"]

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from edu_parallel.app.cli import main
+from edu_parallel.pipeline_parallel.builders import build_schedule
 from edu_parallel.pipeline_parallel.model import (
     make_batch,
     microbatch_loss,
@@ -16,7 +17,13 @@ from edu_parallel.pipeline_parallel.model import (
 )
 from edu_parallel.pipeline_parallel.report import run_pipeline
 from edu_parallel.pipeline_parallel.schedule import Schedule
-from edu_parallel.pipeline_parallel.timing import gpipe_bubble, megatron_bubble
+from edu_parallel.pipeline_parallel.tables import bubble_table, comm_table
+from edu_parallel.pipeline_parallel.timing import (
+    gpipe_bubble,
+    interleaved_bubble,
+    megatron_bubble,
+    time_schedule,
+)
 
 pytestmark = pytest.mark.multiprocess
 
@@ -206,3 +213,32 @@ def test_cli_errors_are_one_line(capsys, args, message):
     assert main(["run", "pipeline", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_bubble_and_comm_tables_equal_the_runs_and_the_formulas(cluster4):
+    runs = [run_pipeline(cluster4, name, 4, 8) for name in ("gpipe", "1f1b")]
+    runs.append(run_pipeline(cluster4, "interleaved", 4, 8, 2))
+    table = bubble_table(runs)
+    assert list(table.index) == [("gpipe", 8), ("1f1b", 8), ("interleaved", 8)]
+    for r in runs:
+        row = table.loc[(r.schedule, 8)]
+        b = r.bubble_fraction_measured
+        assert row["measured (share)"] == b and row["measured/(1-measured)"] == b / (1 - b)
+        assert row["formula (share)"] == r.bubble_fraction_formula
+        assert row["formula (bubble/ideal)"] == r.bubble_relative_to_ideal_formula
+        assert row["peak stashed per stage"] == r.peak_activations_per_stage
+        assert row["matches reference"] and (row["P"], row["v"]) == (4, r.chunks)
+        assert row["measured/(1-measured)"] == pytest.approx(row["formula (bubble/ideal)"])
+    assert table.loc[("1f1b", 8), "formula (share)"] == pytest.approx(gpipe_bubble(4, 8))
+    assert table.loc[("gpipe", 8), "formula (bubble/ideal)"] == pytest.approx(megatron_bubble(4, 8))
+    assert table.loc[("interleaved", 8), "formula (bubble/ideal)"] == pytest.approx(
+        interleaved_bubble(4, 8, 2)
+    )
+    sched = build_schedule("1f1b", 4, 16)
+    comm = comm_table(sched, 1.0, 2.0, (0.0, 0.5))
+    assert comm["messages"].tolist() == [2 * 3 * 16] * 2
+    assert comm.loc[0.5, "transfer time"] == 2 * 3 * 16 * 0.5
+    assert comm.loc[0.0, "run longer by"] == 0.0
+    longer = time_schedule(sched, 1.0, 2.0, t_comm=0.5).makespan
+    assert comm.loc[0.5, "run longer by"] == longer - time_schedule(sched, 1.0, 2.0).makespan
+    assert 0 < comm.loc[0.5, "run longer by"] < comm.loc[0.5, "transfer time"]  # mostly hidden

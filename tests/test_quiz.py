@@ -26,6 +26,15 @@ from edu_parallel.quiz import (
 )
 
 SEEDS = (None, 0, 1, 2)
+LEARNER = "test-learner"
+
+
+@pytest.fixture(autouse=True)
+def fixed_learner(monkeypatch, tmp_path):
+    """Every quiz here shuffles for one known learner; nothing is written to the checkout."""
+    monkeypatch.setenv("EDU_PARALLEL_LEARNER", LEARNER)
+    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+
 
 # Independent recomputation of every numeric answer of the lessons' banks from the drawn params.
 FORMULAS = {
@@ -204,7 +213,10 @@ def test_predict_then_run_with_simulation_grades_against_the_run(name, seed):
             assert fb.correct and fb.reveal
             assert not q.check(wrong_number(right)).correct
         else:
-            right = q.truth(q.result()) if q.truth else min(q.predict.correct_indices)
+            if q.truth:
+                right = q.predict.position(q.truth(q.result()))  # the bank's index, as shown
+            else:
+                right = min(q.predict.correct_indices)
             assert q.check(right).correct
             others = [k for k in range(len(q.predict.choices)) if k != right]
             assert q.predict.multiple or not q.check(others[0]).correct
@@ -364,9 +376,10 @@ def test_predict_then_run_is_lazy_cached_and_graded_by_truth():
         q.check("soon")
     assert calls == []  # a typo does not start a run
     fb = q.check(q.predict.answer)  # the formula for D, but the run moved 2D
-    assert not fb.correct and "96 KiB" in fb.expected
-    assert q.check("96 KiB").correct
-    assert calls == [(4, 65536)]  # ran once, cached
+    assert q.params == {"N": 5, "D": 80 * 1024}  # not the lesson's 4 ranks
+    assert not fb.correct and "128 KiB" in fb.expected  # 4/5 of 2D
+    assert q.check("128 KiB").correct
+    assert calls == [(5, 80 * 1024)]  # ran once, cached
     assert "all-gather" in fb.reveal
 
 
@@ -397,19 +410,19 @@ def test_widget_submit_by_button_click_updates_score():
     w.buttons[0].click()
     assert "Correct" in w.feedback[0].value and "Why:" in w.feedback[0].value
     assert w.score_label.value == "Score: 1 / 9"
-    w.inputs[2].value = 1  # the outline's double count
+    w.inputs[2].value = quiz[2].position(1)  # the outline's double count
     w.buttons[2].click()
     assert "Not quite" in w.feedback[2].value and w.score_label.value == "Score: 1 / 9"
     boxes = w.inputs[7].children
     for k in (0, 1, 3):
-        boxes[k].value = True
+        boxes[quiz[7].position(k)].value = True
     w.buttons[7].click()
     assert w.score_label.value == "Score: 2 / 9"
     w.inputs[1].value = "plenty"
     w.buttons[1].click()
     assert "answer=" in w.feedback[1].value and quiz.answered == 3
     assert w.submit(4, 6).correct and w.score_label.value == "Score: 3 / 9"
-    w.inputs[8].value = "48 KiB"
+    w.inputs[8].value = "64 KiB"
     w.buttons[8].click()  # runs the engine and reveals
     assert "all-gather" in w.feedback[8].value and "Correct" in w.feedback[8].value
     assert w.score_text == "Score: 4 / 9"
@@ -421,16 +434,33 @@ def test_widget_shows_a_failed_run():
         raise RuntimeError("rank 1 died")
 
     w = show_quiz(ring_quiz(runner=broken))
-    w.inputs[8].value = "48 KiB"
+    w.inputs[8].value = "64 KiB"
     w.buttons[8].click()
     assert "The run failed" in w.feedback[8].value and "rank 1 died" in w.feedback[8].value
     with pytest.raises(ValueError, match="quiz="):
         show_quiz("ring")
 
 
+@pytest.mark.multiprocess
+def test_a_closed_cluster_gets_one_line_on_how_to_start_one_again():
+    from edu_parallel import Cluster
+    from edu_parallel.comm import cluster_runner
+
+    quiz = tour_quiz()
+    (i,) = [i for i, q in enumerate(quiz) if isinstance(q, PredictThenRun)]
+    cluster = Cluster(quiz[i].params["N"], timeout=20)  # the size the quiz's run takes
+    cluster.close()  # as a lesson's last cell once did, before its quiz was answered
+    w = show_quiz(tour_quiz(runner=cluster_runner(cluster)))
+    w.inputs[i].value = "4"
+    w.buttons[i].click()
+    shown = w.feedback[i].value
+    assert "cluster is closed. Run the cell that starts it" in shown and "Traceback" not in shown
+    assert w.quiz.answered == 0  # nothing was graded against a run that did not happen
+
+
 def test_importing_the_package_loads_neither_ipywidgets_nor_torch_distributed():
     code = (
-        "import sys, edu_parallel.quiz as q; q.BANKS['03_ring_allreduce']().answer(8, '48 KiB');"
+        "import sys, edu_parallel.quiz as q; q.BANKS['03_ring_allreduce']().answer(8, '64 KiB');"
         "assert 'ipywidgets' not in sys.modules; assert 'torch.distributed' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -438,10 +468,12 @@ def test_importing_the_package_loads_neither_ipywidgets_nor_torch_distributed():
 
 # ------------------------------------------------------------------ terminal
 def test_terminal_interactive_with_fake_input():
-    answers = iter(["768 KiB", "not a number", "1.5 MiB", "b", "", "6", "3 MiB", "2", "a,b,d"])
-    answers = iter([*answers, "48 KiB"])
-    out: list[str] = []
     quiz = ring_quiz()
+    e1 = "abcd"[quiz[2].position(1)]  # the outline's double count, as this learner sees it
+    facts = ",".join("abcd"[quiz[7].position(k)] for k in (0, 1, 3))
+    answers = iter(["768 KiB", "not a number", "1.5 MiB", e1, "", "6", "3 MiB", "2", facts])
+    answers = iter([*answers, "64 KiB"])
+    out: list[str] = []
     score = run_in_terminal(quiz, lambda _p: next(answers), out.append, interactive=True)
     text = "\n".join(out)
     assert score == quiz.score == 7  # b) for E1 is wrong, busbw skipped
@@ -460,4 +492,4 @@ def test_terminal_stops_at_end_of_input_and_prints_without_a_tty():
     out.clear()
     run_in_terminal(tour_quiz(), eof, out.append, interactive=False)
     text = "\n".join(out)
-    assert "Answer: 6 events" in text and "Why:" in text and "send ->r1" in text
+    assert "Answer: 4 events" in text and "Why:" in text and "send ->r1" in text

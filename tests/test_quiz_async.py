@@ -12,7 +12,12 @@ import pytest
 from edu_parallel import Cluster
 from edu_parallel.data_parallel.async_report import async_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, async_quiz, get_quiz
-from edu_parallel.quiz.banks_async import RUN_STEPS, RUN_WORKERS, formula_runner
+from edu_parallel.quiz.banks_async import (
+    PREDICT_WORKERS,
+    RUN_STEPS,
+    RUN_WORKERS,
+    formula_runner,
+)
 
 NAME = "12_sync_async"
 SEEDS = (None, *range(12))
@@ -43,6 +48,13 @@ RIGHT_TEXT = {  # a fact each right choice states
     "async_determinism": "replaying that order",
     "async_heavy_tail": "largest of the W delays",
 }
+
+
+@pytest.fixture(autouse=True)
+def fixed_learner(monkeypatch, tmp_path):
+    """One known learner's option order; nothing is written to the checkout."""
+    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
+    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
 
 
 def numeric(q):
@@ -83,6 +95,7 @@ def test_right_choices_are_spread_and_not_always_the_longest():
     for seed in SEEDS:
         for q in async_quiz(seed=seed):
             if isinstance(q, MultipleChoice):
+                q = q.source()  # the bank's own placement
                 total += 1
                 at.add(q.correct)
                 longest += max(map(len, q.choices)) == len(q.choices[q.correct])
@@ -102,10 +115,13 @@ def test_formula_runner_predicts_applied_gradients_and_round_robin_staleness():
 def test_predict_then_run_with_formulas_is_graded_against_the_formula_run():
     quiz = async_quiz()
     backup = next(q for q in quiz if q.key == "predict_backup_applied")
-    assert backup.check(RUN_STEPS * (RUN_WORKERS - 1)).correct
-    assert not backup.check(RUN_STEPS * RUN_WORKERS).correct
+    assert PREDICT_WORKERS != RUN_WORKERS  # a worker count the lesson never runs
+    assert backup.check(RUN_STEPS * (PREDICT_WORKERS - 1)).correct
+    assert not backup.check(RUN_STEPS * PREDICT_WORKERS).correct
+    assert not backup.check(RUN_STEPS * (RUN_WORKERS - 1)).correct  # the lesson's W
     stale = next(q for q in quiz if q.key == "predict_async_staleness")
-    assert stale.check(RUN_WORKERS - 1).correct and not stale.check(0).correct
+    right, wrong = (stale.predict.position(k) for k in (PREDICT_WORKERS - 1, RUN_WORKERS - 1))
+    assert stale.check(right).correct and not stale.check(wrong).correct
 
 
 def test_bad_arguments_are_named():
@@ -122,15 +138,16 @@ def test_the_bank_loads_no_torch():
 
 
 def test_predict_then_run_on_real_ranks():
-    with Cluster(RUN_WORKERS + 1) as cluster:
+    with Cluster(PREDICT_WORKERS + 1) as cluster:
         quiz = async_quiz(runner=async_runner(cluster))
         backup = next(q for q in quiz if q.key == "predict_backup_applied")
-        fb = backup.check(RUN_STEPS * (RUN_WORKERS - 1))
+        fb = backup.check(RUN_STEPS * (PREDICT_WORKERS - 1))
         assert fb.correct and "late gradients dropped" in fb.reveal
         report = backup.result()
         assert report.replay_matches and report.config.mode == "backup"
         stale = next(q for q in quiz if q.key == "predict_async_staleness")
         truth = stale.truth(stale.result())
         assert 0 <= truth < len(stale.predict.choices)
-        assert stale.check(truth).correct
-        assert "staleness (value: count)" in stale.check(truth).reveal
+        shown = stale.predict.position(truth)
+        assert stale.check(shown).correct
+        assert "staleness (value: count)" in stale.check(shown).reveal

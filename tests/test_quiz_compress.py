@@ -22,6 +22,13 @@ CHOICE_KEYS = (
 WEIGHTS = ((128, 32), (128, 128), (10, 128))  # (n, m) of the classifier's weights
 
 
+@pytest.fixture(autouse=True)
+def fixed_learner(monkeypatch, tmp_path):
+    """One known learner's option order; nothing is written to the checkout."""
+    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
+    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+
+
 def powersgd_values(r: int) -> tuple[int, int]:
     """(compressed P + Q values, uncompressed values) by hand, with torch's rate-2 rule."""
     pq = sum((n + m) * r for n, m in WEIGHTS if (n + m) * min(n, m, r) * 2 < n * m)
@@ -78,14 +85,16 @@ def test_when_it_pays_quotes_the_model():
 
 
 def test_right_answers_are_spread_and_not_the_longest():
-    mcs = [q for q in compress_quiz() if isinstance(q, MultipleChoice)]
+    mcs = [q.source() for q in compress_quiz() if isinstance(q, MultipleChoice)]
     assert {q.key for q in mcs} == set(CHOICE_KEYS)
     assert sorted(q.correct for q in mcs) == [0, 1, 2, 3]
     for seed in SEEDS:
-        mcs = [q for q in compress_quiz(seed=seed) if isinstance(q, MultipleChoice)]
+        mcs = [q.source() for q in compress_quiz(seed=seed) if isinstance(q, MultipleChoice)]
         longest = sum(len(q.choices[q.correct]) == max(map(len, q.choices)) for q in mcs)
         assert longest <= len(mcs) // 2, seed
-    positions = {k: {compress_quiz(seed=s).by_key(k).correct for s in SEEDS} for k in CHOICE_KEYS}
+    positions = {
+        k: {compress_quiz(seed=s).by_key(k).source().correct for s in SEEDS} for k in CHOICE_KEYS
+    }
     assert all(len(p) >= 3 for p in positions.values()), positions
 
 

@@ -45,6 +45,13 @@ def tensors(model: str) -> list[int]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def fixed_learner(monkeypatch, tmp_path):
+    """One known learner's option order; nothing is written to the checkout."""
+    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
+    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+
+
 def psi(model: str) -> int:
     return sum(tensors(model))
 
@@ -185,14 +192,16 @@ def test_seeds_draw_and_reproduce():
 
 # ------------------------------------------------------------------ multiple choice
 def test_right_answers_are_spread_and_not_the_longest():
-    fixed = [q.correct for q in choices(ddp_quiz())]
+    fixed = [q.source().correct for q in choices(ddp_quiz())]
     assert len(set(fixed)) == len(fixed) == 4  # a, b, c and d each once with seed None
     for seed in SEEDS:
-        mcs = choices(ddp_quiz(seed=seed))
+        mcs = [q.source() for q in choices(ddp_quiz(seed=seed))]
         longest = sum(len(q.choices[q.correct]) == max(map(len, q.choices)) for q in mcs)
         shortest = sum(len(q.choices[q.correct]) == min(map(len, q.choices)) for q in mcs)
         assert longest <= len(mcs) // 2 and shortest <= len(mcs) // 2, seed
-    positions = {key: {ddp_quiz(seed=s).by_key(key).correct for s in SEEDS} for key in CHOICE_KEYS}
+    positions = {
+        key: {ddp_quiz(seed=s).by_key(key).source().correct for s in SEEDS} for key in CHOICE_KEYS
+    }
     assert all(len(p) >= 3 for p in positions.values()), positions
 
 

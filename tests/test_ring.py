@@ -5,6 +5,7 @@ from collections import Counter
 import pytest
 
 from edu_parallel import run_allreduce
+from edu_parallel.comm.tables import bandwidth_table, phase_table, ring_volume_table
 from edu_parallel.core.inputs import contributors
 from edu_parallel.core.metrics import bus_factor
 from edu_parallel.models.simulation import plan_events
@@ -113,3 +114,27 @@ def test_segmented_messages_still_trace_as_planned(cluster4, algo):
     assert report.matches_builtin
     planned = plan_events(report.plan, report.trace.meta["chunk_bytes"])
     assert Counter(map(_key, report.trace.events)) == Counter(map(_key, planned))
+
+
+def test_ring_tables_put_the_counts_beside_the_formulas(cluster2, cluster4):
+    runs = [run_allreduce(c, 4096) for c in (cluster2, cluster4)]
+    volumes = ring_volume_table(runs)
+    assert list(volumes.index) == [2, 4]
+    for r in runs:
+        row, f = volumes.loc[r.world_size], ring_sent_bytes_formula(r.world_size, 4096)
+        assert row["reduce-scatter sent (counted, B)"] == r.per_phase_sent_bytes["reduce-scatter"]
+        assert row["total sent (counted, B)"] == r.per_rank_sent_bytes
+        assert (row["(N-1)/N·D (B)"], row["2(N-1)/N·D (B)"]) == (f["reduce-scatter"], f["total"])
+        assert row["total sent (counted, B)"] == [f["total"]] * r.world_size  # even chunks
+    big = runs[1]
+    phases = phase_table(big, rank=1)
+    assert list(phases.index) == ["reduce-scatter", "all-gather", "both phases"]
+    assert phases.loc["reduce-scatter", "sent (B)"] == big.per_phase_sent_bytes["reduce-scatter"][1]
+    assert phases.loc["all-gather", "received (B)"] == 3 / 4 * 4096 == phases.iloc[0]["formula (B)"]
+    assert phases.loc["both phases", "sent (B)"] == big.per_rank_sent_bytes[1] == 2 * 3 / 4 * 4096
+    assert (phases["outline's 2(N-1)/N·D (B)"] == 2 * 3 / 4 * 4096).all()
+    bw = bandwidth_table(runs)
+    assert list(bw["busbw (GB/s)"]) == [r.busbw_gbps for r in runs]
+    assert list(bw["time (ms)"]) == [r.time_s * 1e3 for r in runs]
+    assert list(bw["busbw / algbw"]) == pytest.approx([bus_factor("all_reduce", n) for n in (2, 4)])
+    assert list(bw["2(N-1)/N"]) == [1.0, 1.5]

@@ -22,6 +22,7 @@ from edu_parallel.strategy_map.formulas import (
 )
 from edu_parallel.strategy_map.report import run_strategy_map
 from edu_parallel.strategy_map.table import measure
+from edu_parallel.strategy_map.tables import crossover_table, formula_table
 
 CFG = MapConfig()
 L, H, B, S, E = CFG.layers, CFG.hidden, CFG.batch, CFG.seq, CFG.experts
@@ -296,3 +297,30 @@ def test_cli_map_json():
         timeout=60,
     )
     assert bad.returncode == 2 and "top_k=9" in bad.stderr
+
+
+def test_formula_table_puts_trace_beside_formula(report2, cluster2):
+    df = formula_table(report2)
+    assert list(df.index.get_level_values("strategy").unique()) == ["DP", "TP", "TP+SP", "PP"]
+    for s in ("dp", "tp", "tp-sp", "pp"):
+        run = report2.runs[s]
+        for r, row in enumerate(run.per_rank):
+            got = df.loc[(run.name, r)]
+            assert got["params (trace, B)"] == row["param_bytes"]
+            assert got["sent (trace, B)"] == row["sent_bytes"]
+            assert got["params (formula, B)"] == formula_param_bytes(s, 2, layers=L, hidden=H)
+            assert got["sent (formula, B)"] == formula_sent_bytes(
+                s, 2, r, layers=L, hidden=H, tokens=T
+            )
+    assert df.loc[("DP", 0), "sent (formula, B)"] == ring_all_reduce(2, L * BLOCK * F4)
+    small = run_strategy_map(cluster2, ["dp", "tp"], batch=2 * B)
+    table = crossover_table([small, report2])
+    assert list(table.index) == [2 * T, T]
+    assert table.loc[T, "DP sent per rank (B)"] == report2.runs["dp"].per_rank[0]["sent_bytes"]
+    assert table.loc[T, "TP/DP"] == pytest.approx(
+        report2.runs["tp"].per_rank[0]["sent_bytes"] / report2.runs["dp"].per_rank[0]["sent_bytes"]
+    )
+    assert table.loc[2 * T, "TP formula (B)"] == formula_sent_bytes(
+        "tp", 2, 0, layers=L, hidden=H, tokens=2 * T
+    )
+    assert (table["T* = 4h + 2.5"] == 4 * H + 2.5).all()

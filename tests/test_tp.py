@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from edu_parallel.tensor_parallel.formulas import check_tp_args, tp_sent_bytes
+from edu_parallel.tensor_parallel.formulas import ITEMSIZE, check_tp_args, tp_sent_bytes
 from edu_parallel.tensor_parallel.layers import (
     column_parallel_linear,
     f_then_linear,
@@ -20,6 +20,7 @@ from edu_parallel.tensor_parallel.layers import (
     shard_linear,
 )
 from edu_parallel.tensor_parallel.report import format_tp, run_tp
+from edu_parallel.tensor_parallel.tables import message_table, pass_formula, pass_table, rule_table
 
 # (batch, seq, hidden, ffn): ffn=None is 4h
 SHAPES = [(2, 4, 8, None), (3, 4, 4, 12)]
@@ -320,3 +321,34 @@ def test_cli_json_and_errors() -> None:
     assert bad.returncode == 2 and "hidden=6 is not valid" in bad.stderr + bad.stdout
     bad = cli("--mode", "diagonal")
     assert bad.returncode == 2 and "mode='diagonal'" in bad.stderr + bad.stdout
+
+
+def test_tables_read_the_runs_and_the_formulas(cluster4) -> None:
+    col, wrong = run_tp(cluster4, "column"), run_tp(cluster4, "column", rule="syllabus")
+    rules = rule_table([col, wrong])
+    assert [tuple(i) for i in rules.index] == [("column", col.rule), ("column", "syllabus")]
+    for r, (_, row) in zip((col, wrong), rules.iterrows(), strict=True):
+        assert row["each rank held"] == r.local_output_kind[0]
+        assert row["forward"] == r.forward_collectives and row["backward"] == r.backward_collectives
+        assert row["output"] == r.output_shape and row["dense output"] == r.dense_output_shape
+        assert row["equals dense"] == r.matches_dense
+    assert rules["equals dense"].tolist() == [True, False]
+    mlp, sp = run_tp(cluster4, "mlp"), run_tp(cluster4, "mlp-sp")
+    itemsize = ITEMSIZE[mlp.dtype]
+    m = 2 * 4 * 8 * itemsize  # b*s*h*itemsize
+    messages = message_table(mlp)
+    assert messages["op"].tolist() == [c["op"] for c in mlp.collectives]
+    assert messages["bytes in the trace"].tolist() == [m] * len(mlp.collectives)
+    assert (messages["b*s*h*itemsize"] == m).all()
+    passes = pass_table([mlp, sp])
+    for r in (mlp, sp):
+        row, counted = passes.loc[r.mode], r.per_rank_sent_bytes_by_phase[0]
+        assert row["sent forward (B)"] == counted["forward"] == row["formula forward (B)"]
+        assert row["sent backward (B)"] == counted["backward"] == row["formula backward (B)"]
+        assert row["forward"] == r.forward_collectives and row["matches dense"] == r.matches_dense
+    half = 3 / 4 * m
+    assert passes.loc["mlp", "formula forward (B)"] == 2 * half
+    assert passes.loc["mlp-sp", "formula backward (B)"] == 3 * half  # the second all-gather of X
+    total = tp_sent_bytes("mlp", 4, 2, 4, 8, itemsize)
+    assert 2 * passes.loc["mlp", "formula forward (B)"] == total
+    assert pass_formula(col) is None

@@ -53,7 +53,8 @@ def test_residual_figure_plots_the_marks(curves):
     assert set(fig.data[0].y) == {0.0}  # nothing is dropped without compression
 
 
-def test_bytes_by_n_figure_draws_formula_and_counts():
+def bytes_by_n_table() -> pd.DataFrame:
+    """Counted and formula bytes per step for N in 2, 4, 8, fp32 and top-k."""
     rows = []
     for n in (2, 4, 8):
         for m in ("none", "topk"):
@@ -69,7 +70,11 @@ def test_bytes_by_n_figure_draws_formula_and_counts():
                     "formula B/step": w,
                 }
             )
-    fig = bytes_by_n_figure(pd.DataFrame(rows))
+    return pd.DataFrame(rows)
+
+
+def test_bytes_by_n_figure_draws_formula_and_counts():
+    fig = bytes_by_n_figure(bytes_by_n_table())
     assert len(fig.data) == 4 and fig.layout.yaxis.type == "log"
     assert "all-gather" in fig.data[2].name and list(fig.data[2].x) == [2, 4, 8]
 

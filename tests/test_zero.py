@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from edu_parallel.core.metrics import ring_sent_bytes
+from edu_parallel.data_parallel.tables import zero_table
 from edu_parallel.data_parallel.training import (
     adam_update,
     formula_model_state_bytes,
@@ -18,7 +19,7 @@ from edu_parallel.data_parallel.training import (
     reference_training,
 )
 from edu_parallel.data_parallel.zero_report import check_zero_args, format_zero, run_zero
-from edu_parallel.memory.model_states import ZERO_STAGES
+from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
 
 PSI = num_params((16, 16, 16, 16))
 
@@ -210,3 +211,18 @@ def test_calculator_agrees_with_the_ledger_of_a_real_run(cluster4, stage: int) -
     for category, nbytes in estimate.breakdown.items():
         assert by_category[category] == nbytes, category
     assert r.per_rank_sent_bytes[0] == pytest.approx(comm_bytes_per_step(r.psi, 4, zero=stage))
+
+
+def test_zero_table_reads_each_stage_report(cluster2) -> None:
+    reports = {s: run_zero(cluster2, s, steps=1) for s in ZERO_STAGES}
+    table = zero_table(reports)
+    assert list(table.index) == ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
+    for s, r in reports.items():
+        row = table.loc[ZERO_STAGE_NAMES[s]]
+        assert row["= one process, bitwise"] == r.bitwise_equal_reference
+        ledger = row["model-state bytes per rank (ledger)"]
+        assert ledger == r.per_rank_peak_model_state_bytes
+        assert ledger == [row["formula (B)"]] * 2 == [formula_model_state_bytes(s, PSI, 2)] * 2
+        assert row["sent per rank per step (B)"] == r.per_rank_sent_bytes[0]
+        assert row["vs DP"] == r.comm_ratio_vs_dp
+    assert table.loc["ZeRO-3", "vs DP"] == pytest.approx(1.5)

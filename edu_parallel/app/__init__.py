@@ -5,8 +5,14 @@
 * ``concept.py``, ``comm_concepts.py``, ``training_concepts.py``, ``concepts.py``: what
   ``edu-parallel run NAME`` can run, each checked before any process starts.
 * ``model_command.py``, ``memory_command.py``: predictions that start no process.
-* ``lab.py``: the lessons in JupyterLab (127.0.0.1, token auth); ``tour.py``: the first lesson in
-  a terminal.
+* ``lab.py``: the lessons in JupyterLab (127.0.0.1, token auth), opened on the course index from
+  the learner's own copy (``workspace.py``: copy, refresh, ``--reset``); ``tour.py``: the first
+  lesson in a terminal.
+* ``course.py`` (with ``course_outline.py``, ``course_pages.py``, ``course_links.py``): the course
+  as data (lessons in order, the outline's units and errata) and the index, syllabus and errata
+  pages and lesson navigation built from it.
+* ``export.py`` (with ``export_html.py``, ``export_probe.py``): ``edu-parallel export --html``, the
+  lessons executed into a static site that plays with no kernel and no network.
 
 May import every other folder; nothing imports it. Building the parser loads no torch.
 """
@@ -20,6 +26,8 @@ _LAZY = {
     "CONCEPTS": "concepts",
     "Concept": "concept",
     "run_lab": "lab",
+    "LESSONS": "course",
+    "export_site": "export",
     "run_tour": "tour",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

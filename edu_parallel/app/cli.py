@@ -7,8 +7,9 @@
     edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4 [--json]
     edu-parallel memory --params 7.5e9 --gpus 64 --zero 3 [--offload optimizer] [--json]
     edu-parallel exercise check 03 my_ring.py   # grade your own algorithm on real ranks
-    edu-parallel lab            # the lessons in JupyterLab (token auth, 127.0.0.1 only)
+    edu-parallel lab [--dir DIR] [--reset 03]  # the lessons in JupyterLab, in your own copy
     edu-parallel tour           # the same first steps in the terminal, no browser
+    edu-parallel export --html site [--lessons 03]  # the lessons, run, as offline HTML
     torchrun --standalone --nproc-per-node 2 -m edu_parallel run ring --size 1MiB
 
 Errors print on one line (parameter, value, valid range) and exit with status 2, no traceback.
@@ -30,6 +31,7 @@ from ..plans.algorithms import build_plan
 from ..plans.checker import explain, validate
 from .concepts import CONCEPTS
 from .exercise_command import add_exercise_arguments
+from .export import add_export_arguments
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
@@ -143,7 +145,7 @@ def _plan(a: argparse.Namespace) -> int:
 
 
 def _lab(a: argparse.Namespace) -> int:
-    return run_lab(a.dir, a.port, a.no_browser)
+    return run_lab(a.dir, a.port, a.no_browser, a.reset)
 
 
 def _tour(a: argparse.Namespace) -> int:
@@ -221,7 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
     exercise = sub.add_parser("exercise", help="the coding exercises: list, check, hint, solution")
     add_exercise_arguments(exercise, _Parser)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")
-    lab.add_argument("--dir", default=None, help="where to put a writable copy of the lessons")
+    lab.add_argument(
+        "--dir", default=None, help="your copy of the lessons (default ~/edu-parallel-course)"
+    )
+    lab.add_argument(
+        "--reset",
+        nargs="+",
+        default=(),
+        metavar="LESSON",
+        help="replace your copy of these lessons (03, 03_ring_allreduce, all) with the course's",
+    )
     lab.add_argument(
         "--port", type=int, default=None, help="port on 127.0.0.1 (default: Jupyter's choice)"
     )
@@ -239,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--out", default="assets/ring_allreduce.png")
     fig.add_argument("--world-size", type=int, default=4)
     fig.set_defaults(func=_figure)
+    add_export_arguments(sub.add_parser("export", help="the lessons, run, as an offline HTML site"))
     return parser
 
 

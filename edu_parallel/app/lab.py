@@ -1,15 +1,14 @@
-"""``edu-parallel lab``: open the lessons in JupyterLab, safely.
+"""``edu-parallel lab``: open the lessons in JupyterLab, safely, from the learner's own folder.
 
 Jupyter binds 127.0.0.1 only and keeps token authentication on (the URL it prints carries the
-token). In a source checkout (editable install) the lessons open in place, from ``notebooks/``;
-from an installed wheel they are copied once to a writable folder (``~/edu-parallel-course`` by
-default), never overwriting a learner's edited copy.
+token). The lessons open from a workspace (``~/edu-parallel-course`` or ``--dir``, see
+``workspace.py``), never from the git checkout or the installed package, so a pass through the
+course leaves both as they were. The lab opens on the course index.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,8 +16,10 @@ import sysconfig
 import threading
 from pathlib import Path
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import check_int
 from ..engine.lifetime import die_with_parent
+from .course import INDEX
+from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
 
 
 def lessons_source() -> Path:
@@ -34,26 +35,18 @@ def lessons_source() -> Path:
     raise FileNotFoundError("the lesson notebooks were not found: reinstall edu-parallel")
 
 
-def is_writable_checkout(path: Path) -> bool:
-    return (path.parent / "pyproject.toml").exists() and os.access(path, os.W_OK)
-
-
-def prepare_lessons(dest: str | Path | None = None) -> Path:
-    """Return a writable folder with the lessons, copying missing ones from the installed set."""
+def prepare_lessons(
+    dest: str | Path | None = None, reset: tuple[str, ...] | list[str] = ()
+) -> SyncReport:
+    """Copy the lessons into the workspace ``dest`` (default ``~/edu-parallel-course``) and
+    restore the lessons ``reset`` names; see :func:`~.workspace.sync_workspace`."""
     source = lessons_source()
-    if dest is None and is_writable_checkout(source):
-        return source
-    target = Path(dest) if dest is not None else Path.home() / "edu-parallel-course"
-    target.mkdir(parents=True, exist_ok=True)
-    if target.resolve() != source.resolve():
-        for f in sorted(source.iterdir()):
-            if f.suffix in (".ipynb", ".md") and not (target / f.name).exists():
-                shutil.copy2(f, target / f.name)
-    return target
+    target = check_workspace(Path(dest) if dest is not None else DEFAULT_DIR, source)
+    return sync_workspace(target, source, resolve_reset(reset, source))
 
 
 def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = False) -> list[str]:
-    """The JupyterLab command line: loopback only, token auth kept on."""
+    """The JupyterLab command line: loopback only, token auth kept on, opening the index."""
     cmd = [
         sys.executable,
         "-m",
@@ -62,6 +55,8 @@ def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = Fals
         f"--ServerApp.root_dir={root_dir}",
         "--ServerApp.allow_remote_access=False",
     ]
+    if (root_dir / INDEX).exists():
+        cmd.append(f"--LabApp.default_url=/lab/tree/{INDEX}")
     if port is not None:
         cmd += [
             f"--ServerApp.port={check_int('port', port, 1024, 65535)}",
@@ -74,16 +69,23 @@ def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = Fals
     return cmd
 
 
-def run_lab(dest: str | None = None, port: int | None = None, no_browser: bool = False) -> int:
-    """Prepare the lessons and run JupyterLab until it is stopped (Ctrl-C)."""
-    if dest is not None and Path(dest).exists() and not Path(dest).is_dir():
-        raise bad_value("dir", dest, "a folder (existing or new) for the lessons")
-    root = prepare_lessons(dest)
-    cmd = lab_command(root, port, no_browser)
+def run_lab(
+    dest: str | None = None,
+    port: int | None = None,
+    no_browser: bool = False,
+    reset: tuple[str, ...] | list[str] = (),
+) -> int:
+    """Prepare the workspace and run JupyterLab until it is stopped (Ctrl-C).
+
+    Every argument is checked before a file is copied or a server started."""
+    if port is not None:
+        check_int("port", port, 1024, 65535)
+    report = prepare_lessons(dest, reset)  # checks the folder and the names before copying
+    cmd = lab_command(report.folder, port, no_browser)
     env = dict(os.environ)
     if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
         del env["JUPYTER_TOKEN"]
-    print(f"lessons: {root}", flush=True)
+    print("\n".join(report.lines()), flush=True)
     return run_child(cmd, env)
 
 

@@ -7,6 +7,7 @@
 * ``compare.py``: real runs for the traffic table of ``models/traffic.py``.
 * ``bench.py``, ``bench_jobs.py``: an nccl-tests-style sweep; ``calibration.py``: this machine's
   alpha and beta from a ping-pong.
+* ``tables.py``: those runs as DataFrames, counted bytes and times beside the formulas.
 
 Imports ``core/``, ``plans/``, ``engine/`` and ``models/``. Names load on first use.
 """
@@ -46,5 +47,12 @@ _LAZY = {
     "fit_alpha_beta": "calibration",
     "measure_ping_pong": "calibration",
     "measure_reduce_Bps": "calibration",
+    "builtin_table": "tables",
+    "volume_table": "tables",
+    "ring_volume_table": "tables",
+    "phase_table": "tables",
+    "bandwidth_table": "tables",
+    "calibration_table": "tables",
+    "topology_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

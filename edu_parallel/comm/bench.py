@@ -3,13 +3,13 @@
 For every collective and every size of a sweep it runs the plan on the cluster, checks the result
 against the torch builtin and prints a row as nccl-tests' ``*_perf`` binaries do: size (bytes),
 count (elements), type, time, algbw, busbw and whether the result was verified. Bandwidths follow
-nccl-tests doc/PERFORMANCE.md (busbw = algbw x the collective's factor). A progress bar on stderr
-shows where the sweep is.
+nccl-tests doc/PERFORMANCE.md (busbw = algbw x the collective's factor). A progress bar shows where
+the sweep is: ``tqdm.auto`` (https://tqdm.github.io/docs/shortcuts/#tqdmauto), an ipywidgets bar in
+a notebook, a text bar in a terminal.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -55,15 +55,29 @@ def size_sweep(
     return sizes
 
 
-def progress_bar(
-    done: int, total: int, label: str, out: TextIO = sys.stderr, width: int = 28
-) -> None:
-    """``[#######.......]  7/28 all_gather 64 KiB`` on one line, rewritten in place."""
-    filled = width * done // max(total, 1)
-    out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:>3}/{total} {label:<32}")
-    if done == total:
-        out.write("\n")
-    out.flush()
+class ProgressBar:
+    """A ``(done, total, label)`` callback that draws one ``tqdm.auto`` bar per sweep: a widget in
+    Jupyter, a line rewritten in place in a terminal (``out``: its stream, default stderr). The bar
+    starts at the first call and closes when ``done == total``; the next call starts a new one."""
+
+    def __init__(self, desc: str, out: TextIO | None = None):
+        self.desc, self.out = desc, out
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        from tqdm.auto import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(total=total, desc=self.desc, file=self.out, leave=True, unit="run")
+        self.bar.n = done
+        self.bar.set_postfix_str(label, refresh=False)
+        self.bar.refresh()
+        if done >= total:
+            self.bar.close()
+            self.bar = None
+
+
+progress_bar = ProgressBar("bench")
 
 
 def bench_collectives(

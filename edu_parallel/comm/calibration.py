@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import socket
 import statistics
-import sys
 from collections.abc import Sequence
 from datetime import date
 
@@ -26,6 +25,7 @@ from ..core.errors import bad_value, check_int
 from ..core.units import format_bytes, parse_size
 from ..engine.executor import Executor
 from ..models.topology import Link
+from .bench import ProgressBar
 from .bench_jobs import ping_pong, time_reduce
 
 DEFAULT_SIZES = tuple(1 << e for e in range(10, 25, 2))  # 1 KiB, 4 KiB, ..., 16 MiB
@@ -58,18 +58,13 @@ def measure_ping_pong(
     """``[(nbytes, median one-way seconds), ...]`` between ranks 0 and 1 of ``cluster``."""
     sizes_b, repeats = _check(cluster, sizes, repeats, progress)
     out = []
+    bar = ProgressBar("calibrate") if progress else None
     for i, nbytes in enumerate(sizes_b):
         times = cluster.run(ping_pong, nbytes, repeats, trace=False).results[0]
         out.append((nbytes, statistics.median(times)))
-        if progress:
-            bar = "#" * (i + 1) + "." * (len(sizes_b) - i - 1)
-            sys.stderr.write(
-                f"\rcalibrate: [{bar}] {i + 1}/{len(sizes_b)}  {format_bytes(nbytes):>9}: "
-                f"{out[-1][1] * 1e6:9.1f} µs one-way "
-            )
-            sys.stderr.flush()
-    if progress:
-        sys.stderr.write("\n")
+        if bar is not None:
+            one_way = f"{format_bytes(nbytes)}: {out[-1][1] * 1e6:.1f} µs one-way"
+            bar(i + 1, len(sizes_b), one_way)
     return out
 
 
@@ -82,7 +77,8 @@ def calibrate(
     """Ping-pong sweep on ``cluster`` (ranks 0 and 1), fitted: ``Link(name="this machine", ...)``.
 
     ``sizes``: message sizes (default 1 KiB, 4 KiB, ..., 16 MiB); ``repeats``: round trips per size
-    (median kept); ``progress``: a progress line on stderr. About a second on an idle laptop.
+    (median kept); ``progress``: a progress bar (``tqdm.auto``: a widget in Jupyter, text in a
+    terminal). About a second on an idle laptop.
     """
     points = measure_ping_pong(cluster, sizes, repeats, progress)
     alpha, bandwidth = fit_alpha_beta([m for m, _ in points], [t for _, t in points])

@@ -9,6 +9,7 @@
   ``marks.py``: readers of marks (the all-to-all traffic matrix).
 * ``metrics.py``: algbw and busbw as nccl-tests defines them, the ring volume of a collective.
 * ``lazy.py``: how a folder loads its names on first use.
+* ``workspace.py``: the learner's workspace folder and its ``.edu-parallel/`` state files.
 
 Imports nothing else of the package, and never torch.
 """
@@ -41,6 +42,7 @@ from .metrics import (
 from .schema import META, MetaKey, meta_problems
 from .trace import Event, Snapshot, Trace
 from .units import DTYPES, INTEGER_DTYPES, check_dtype, format_bytes, parse_size
+from .workspace import WORKSPACE_VAR, state_path, workspace_dir
 
 __all__ = [
     "BUS_FACTORS",
@@ -57,6 +59,7 @@ __all__ = [
     "ParallelDims",
     "Snapshot",
     "Trace",
+    "WORKSPACE_VAR",
     "WorkerError",
     "algbw_gbps",
     "bad_value",
@@ -78,5 +81,7 @@ __all__ = [
     "off_diagonal_sent",
     "parse_size",
     "ring_sent_bytes",
+    "state_path",
     "traffic_matrix",
+    "workspace_dir",
 ]

@@ -26,6 +26,8 @@
   ``compress_whatif.py``: when compression pays on a link.
 * ``fsdp.py``: ``fully_shard`` on the ranks, its collectives recorded by the profiler;
   ``fsdp_report.py``: FSDP2 beside ZeRO-3 on the same cluster (:func:`run_fsdp`).
+* ``tables.py``: DDP, ZeRO and FSDP runs as DataFrames, counts beside formulas
+  (:func:`ddp_sync_table`, :func:`zero_table`, :func:`fsdp_table`, :func:`straggler_table`).
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
 first use.
@@ -50,6 +52,10 @@ _LAZY = {
     "check_zero_args": "zero_report",
     "memory_curves": "zero_report",
     "run_zero": "zero_report",
+    "zero_table": "tables",
+    "fsdp_table": "tables",
+    "ddp_sync_table": "tables",
+    "straggler_table": "tables",
     "format_zero": "zero_report",
     "zero_runner": "zero_report",
     "ParamSpec": "buckets",

@@ -8,16 +8,17 @@ folder, so every lesson of one copy of the course shares it). A solution opens o
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-WORKSPACE_VAR = "EDU_PARALLEL_WORKSPACE"
+from ..core.workspace import WORKSPACE_VAR, state_path
+
+__all__ = ["WORKSPACE_VAR", "load_progress", "progress_path", "record_try", "tried"]
 
 
 def progress_path() -> Path:
-    return Path(os.environ.get(WORKSPACE_VAR) or os.getcwd()) / ".edu-parallel" / "progress.json"
+    return state_path("progress.json")
 
 
 def load_progress() -> dict[str, dict[str, Any]]:

@@ -4,7 +4,8 @@
   capacity; ``dispatch.py``: the all-to-all exchanges (variable splits, GShard's padded buffer);
   ``layer.py``: the layer, its single-process reference and the job.
 * ``formulas.py``: capacity and bytes per exchange (pure Python).
-* ``report.py``: a run checked against one process, traffic read off the trace (:func:`run_moe`).
+* ``report.py``: a run checked against one process, traffic read off the trace (:func:`run_moe`);
+  ``tables.py``: runs side by side as DataFrames, bytes beside the formulas.
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
 first use, so the formulas import without torch.
@@ -40,5 +41,9 @@ _LAZY = {
     "format_moe": "report",
     "moe_routing_stats": "report",
     "moe_runner": "report",
+    "bytes_into": "tables",
+    "skew_table": "tables",
+    "dispatch_table": "tables",
+    "experts_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

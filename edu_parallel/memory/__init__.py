@@ -8,6 +8,7 @@ Pure arithmetic, no torch; every function returns bytes and the formula it used,
 * ``activations.py``: activation memory of transformer layers (Korthikanti et al. 2022).
 * ``communication.py``: data-parallel and ZeRO bytes per training step (ZeRO §7.2, ring volumes).
 * ``presets.py``: GPT-2, 7.5B and Llama-3 shapes, their parameter counts computed from the shape.
+* ``tables.py``: named estimates side by side as a DataFrame (:func:`estimates_table`).
 
 Imports only ``core/``. The ZeRO runs of ``data_parallel/`` are checked against these formulas.
 """
@@ -34,6 +35,7 @@ from .model_states import (
     model_state_bytes,
 )
 from .presets import PRESETS, ModelShape, count_params, get_preset
+from .tables import estimates_table
 
 __all__ = [
     "GB",
@@ -53,6 +55,7 @@ __all__ = [
     "comm_bytes_per_step",
     "comm_estimate",
     "count_params",
+    "estimates_table",
     "fsdp_collectives_per_step",
     "get_preset",
     "largest_model_that_fits",

@@ -8,6 +8,8 @@
 * ``cost.py``: closed-form alpha-beta predictions of every algorithm (:func:`predict`);
   ``choose.py``: NCCL-style ring/tree choice and the crossover size.
 * ``traffic.py``: all-reduce algorithms side by side, counted from traces (:func:`traffic_table`).
+* ``tables.py``: predictions per size and algorithm as DataFrames (:func:`prediction_table`,
+  :func:`choice_table`).
 
 Imports ``core/`` and ``plans/``; never torch.
 """
@@ -19,6 +21,7 @@ from .cost import ALLREDUCE_ALGOS, NAMES, OTHER_COLLECTIVES, Prediction, link_pr
 from .fast_simulation import SimSummary, simulate_fast
 from .retiming import CostModel, collective_time, cost_model, per_rank_busy, retime
 from .simulation import expected_result, plan_events, simulate
+from .tables import choice_table, prediction_table
 from .topology import LINKS, Link, Topology
 from .traffic import format_traffic_table, simulated_runner, traffic_table
 
@@ -33,6 +36,7 @@ __all__ = [
     "Prediction",
     "SimSummary",
     "Topology",
+    "choice_table",
     "choose_allreduce",
     "collective_time",
     "cost_model",
@@ -43,6 +47,7 @@ __all__ = [
     "per_rank_busy",
     "plan_events",
     "predict",
+    "prediction_table",
     "retime",
     "simulate",
     "simulate_fast",

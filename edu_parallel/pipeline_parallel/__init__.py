@@ -6,7 +6,8 @@
 * ``timing.py``: a schedule timed event by event, its bubble and stashed activations, and the
   bubble formulas (pure Python).
 * ``model.py``, ``execute.py``: the seeded model cut into stages, and one rank executing its row;
-  ``report.py``: a run with gradients checked against one process (:func:`run_pipeline`).
+  ``report.py``: a run with gradients checked against one process (:func:`run_pipeline`);
+  ``tables.py``: runs and timed schedules as DataFrames, measured beside the formulas.
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
 first use, so schedules and timing import without torch.
@@ -45,5 +46,7 @@ _LAZY = {
     "run_pipeline": "report",
     "format_pipeline": "report",
     "pipeline_runner": "report",
+    "bubble_table": "tables",
+    "comm_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

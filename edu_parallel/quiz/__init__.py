@@ -4,9 +4,11 @@
 >>> quiz = BANKS["03_ring_allreduce"](seed=1)
 >>> quiz.answer(0, "672 KiB").correct  # doctest: +SKIP
 
-* ``core.py``: :class:`MultipleChoice`, :class:`Numeric` (units, tolerance),
-  :class:`PredictThenRun`; ``container.py``: :class:`Quiz`; ``widget.py`` (ipywidgets, imported when
-  a widget is built) and ``terminal.py``: the two ways to take one.
+* ``core.py``: :class:`MultipleChoice`, :class:`Numeric` (units, tolerance); ``predict.py``:
+  :class:`PredictThenRun`; ``shuffle.py``: each learner's order of the options;
+  ``container.py``: :class:`Quiz` (``subset``/``without`` split it between body and end);
+  ``widget.py`` (ipywidgets, imported when a widget is built) and ``terminal.py``: the two ways
+  to take one.
 * ``banks*.py``: one bank per lesson; every answer is computed by package code. A question that
   runs something calls the runner it is given; without one it uses a formula that a test checks
   against the engine.
@@ -28,7 +30,8 @@ from .banks_pipeline import pipeline_quiz
 from .banks_tp import tp_quiz
 from .banks_zero import zero_quiz
 from .container import Quiz, question_text
-from .core import Feedback, MultipleChoice, Numeric, PredictThenRun, Question
+from .core import Feedback, MultipleChoice, Numeric
+from .predict import PredictThenRun, Question
 from .terminal import run_in_terminal
 from .widget import QuizWidget, show_quiz
 

@@ -1,9 +1,11 @@
 """Question banks of the lessons, and the :data:`BANKS` registry.
 
-A bank is a function ``bank(seed=None, runner=None) -> Quiz``. With ``seed=None`` it uses fixed
-teaching defaults; with an int it draws its parameters (``N`` ranks, ``D`` bytes...) from
-``random.Random(seed)``. Every numeric answer is computed by package functions from those
-parameters, which each question keeps in ``params`` so a test can recompute them.
+A bank is a function ``bank(seed=None, runner=None, learner=None) -> Quiz``. With ``seed=None``
+it uses fixed teaching defaults; with an int it draws its parameters (``N`` ranks, ``D``
+bytes...) from ``random.Random(seed)``. ``learner`` only orders the options of the
+multiple-choice questions (see ``shuffle.py``): None is this learner's own seed. Every numeric
+answer is computed by package functions from those parameters, which each question keeps in
+``params`` so a test can recompute them.
 
 ``runner(world_size, nbytes) -> Trace`` runs a ring all-reduce of ``nbytes`` bytes on
 ``world_size`` ranks; the default, :func:`simulation_runner`, simulates it in-process and a
@@ -25,7 +27,8 @@ from ..models.simulation import simulate
 from ..plans.naive import naive_sent_bytes_formula
 from ..plans.ring import ring_allreduce_plan, ring_sent_bytes_formula
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 Runner = Callable[[int, int], Trace]
 Bank = Callable[..., Quiz]
@@ -57,19 +60,28 @@ def _check_args(seed: Any, runner: Any) -> tuple[random.Random | None, Runner]:
 
 
 def _run_size(rng: random.Random | None, n: int) -> int:
-    """A run size that splits into ``n`` equal float32 chunks (64 KiB by default, for n=4)."""
-    return 64 * KIB if rng is None else n * DTYPES["float32"] * rng.choice((256, 1024, 4096))
+    """A run size that splits into ``n`` equal float32 chunks (16 KiB per rank by default)."""
+    return n * DTYPES["float32"] * (4096 if rng is None else rng.choice((256, 1024, 4096)))
+
+
+def _config(n: int, nbytes: int, lesson_n: int = 4) -> str:
+    """The run as the lesson would write it: its 4-rank ``cluster``, or a ``Cluster`` of ``n``."""
+    ranks = "cluster" if n == lesson_n else f"Cluster({n})"
+    return f'run_allreduce({ranks}, {nbytes}, "float32")'
 
 
 # ------------------------------------------------------------------------------ 00_tour
-def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
+def tour_quiz(
+    seed: int | None = None, runner: Runner | None = None, learner: str | None = None
+) -> Quiz:
     """Four short questions on the tour: trace events, ranks, bytes, and one predict-then-run."""
     rng, run_ring = _check_args(seed, runner)
     n = 4 if rng is None else rng.randint(2, 4)
     d = 64 * KIB if rng is None else rng.choice((4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB))
-    d_run = _run_size(rng, n)
+    n_run = 3 if rng is None else rng.randint(2, 3)  # the lesson runs the ring on 4 ranks
+    d_run = _run_size(rng, n_run)
     item = DTYPES["float32"]
-    plan = ring_allreduce_plan(n)
+    plan = ring_allreduce_plan(n_run)
     sends_rank0 = sum(1 for step in plan.steps for t in step.transfers if t.src == 0)
 
     def reveal(trace: Trace) -> str:
@@ -84,13 +96,10 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             MultipleChoice(
                 "What is one event in a trace?",
                 [
-                    (
-                        "One thing one rank did (a send, a recv, a compute...), with its step,"
-                        " phase, chunk, bytes and start/end times"
-                    ),
-                    "A whole collective call, summed over all ranks",
-                    "A snapshot of every rank's buffer",
-                    "A line of Python the worker executed",
+                    "One action of one rank (a send, a recv, a compute) with its bytes and times",
+                    "One whole collective call, with its bytes summed over all the ranks",
+                    "A snapshot of every rank's buffer, taken at the end of each step",
+                    "One line of Python that a worker process ran, with its start and end times",
                 ],
                 0,
                 "A trace is a list of per-rank events: each says what one rank did, to which peer, "
@@ -124,8 +133,8 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
                 key="elements",
             ),
             PredictThenRun(
-                f"Predict how many send events rank 0 records in a ring all-reduce on {n} ranks, "
-                "then run it.",
+                f"Predict how many send events rank 0 records in a ring all-reduce on {n_run}"
+                " ranks, then run it.",
                 Numeric(
                     "Send events recorded by rank 0",
                     sends_rank0,
@@ -133,29 +142,34 @@ def tour_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
                     units="events",
                     explanation="Rank 0 sends one chunk per step.",
                 ),
-                run=lambda: run_ring(n, d_run),
+                run=lambda: run_ring(n_run, d_run),
                 reveal=reveal,
                 explanation=(
                     "In the ring every rank sends one chunk to its right neighbour at "
                     "every step, and there are N-1 steps per phase, so 2(N-1) sends in all."
                 ),
                 truth=lambda trace: len(trace.select("send", rank=0)),
-                params={"N": n, "D": d_run},
+                params={"N": n_run, "D": d_run},
                 key="sends_rank0",
+                config=_config(n_run, d_run),
             ),
         ],
+        name="00_tour",
+        learner=learner,
     )
 
 
 # ------------------------------------------------------------------------------ 03_ring_allreduce
-def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
+def ring_quiz(
+    seed: int | None = None, runner: Runner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 03: bytes per phase and in all, errata E1, busbw, steps, naive vs ring, and a run."""
     rng, run_ring = _check_args(seed, runner)
     if rng is None:
-        n, d, algbw, n_run = 4, 1 * MIB, 100.0, 4
+        n, d, algbw, n_run = 4, 1 * MIB, 100.0, 5  # the lesson runs 2, 3 and 4 ranks
     else:
         n, d = rng.randint(3, 8), rng.choice(SIZES)
-        algbw, n_run = rng.choice((12.5, 25.0, 50.0, 100.0, 200.0)), rng.randint(2, 4)
+        algbw, n_run = rng.choice((12.5, 25.0, 50.0, 100.0, 200.0)), rng.randint(5, 6)
     d_run = _run_size(rng, n_run)
     nd = {"N": n, "D": d}
     ring = ring_sent_bytes_formula(n, d)
@@ -201,13 +215,13 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
         MultipleChoice(
             "The course outline says 'each phase moves 2(N-1)/N * D per node'. What is right?",
             [
-                (
-                    "In each phase every rank SENDS (N-1)/N * D and RECEIVES (N-1)/N * D; "
-                    "2(N-1)/N * D is what it sends over both phases"
-                ),
-                "Every rank sends 2(N-1)/N * D in each phase, 4(N-1)/N * D in all",
-                "Every rank sends D/N in each phase",
-                "Every rank sends (N-1) * D in each phase",
+                "Per phase a rank SENDS (N-1)/N * D and receives as much; 2(N-1)/N * D is both"
+                " phases' sends",
+                "Every rank sends 2(N-1)/N * D in each phase, so 4(N-1)/N * D over the whole"
+                " all-reduce",
+                "Every rank sends D/N per phase: one chunk, forwarded once, whatever N is",
+                "Every rank sends (N-1) * D in each phase, as the naive root does to the other"
+                " ranks",
             ],
             0,
             "Errata E1: the outline double-counts, adding what a rank sends to what it receives. "
@@ -269,7 +283,7 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             [
                 "Every rank sends the same number of bytes",
                 "Each rank only sends to its right neighbour and receives from its left one",
-                "The bytes each rank sends grow in proportion to N",
+                "The bytes each rank sends grow in proportion to N, the number of ranks",
                 "It takes 2(N-1) steps",
             ],
             {0, 1, 3},
@@ -297,9 +311,10 @@ def ring_quiz(seed: int | None = None, runner: Runner | None = None) -> Quiz:
             truth=lambda trace: trace.sent_bytes(per_phase=True)["all-gather"][0],
             params={"N": n_run, "D": d_run},
             key="predict_allgather_rank0",
+            config=_config(n_run, d_run),
         ),
     ]
-    return Quiz("Lesson 03: ring all-reduce", questions)
+    return Quiz("Lesson 03: ring all-reduce", questions, name="03_ring_allreduce", learner=learner)
 
 
 # ------------------------------------------------------------------------------ registry
@@ -307,17 +322,22 @@ BANKS: dict[str, Bank] = {"00_tour": tour_quiz, "03_ring_allreduce": ring_quiz}
 
 
 def register_bank(name: str, bank: Bank) -> Bank:
-    """Add (or replace) a lesson's bank; ``bank(seed=None, runner=None)`` must return a Quiz."""
+    """Add (or replace) a lesson's bank; ``bank(seed=None, runner=None, learner=None)`` must
+    return a Quiz."""
     if not isinstance(name, str) or not name.strip():
         raise bad_value("name", name, "a non-empty lesson name such as '04_tree'")
     if not callable(bank):
-        raise bad_value("bank", bank, "a callable bank(seed=None, runner=None) -> Quiz")
+        raise bad_value(
+            "bank", bank, "a callable bank(seed=None, runner=None, learner=None) -> Quiz"
+        )
     BANKS[name] = bank
     return bank
 
 
-def get_quiz(name: str, seed: int | None = None, runner: Runner | None = None) -> Quiz:
+def get_quiz(
+    name: str, seed: int | None = None, runner: Runner | None = None, learner: str | None = None
+) -> Quiz:
     """Build the quiz of lesson ``name`` from :data:`BANKS`."""
     if name not in BANKS:
         raise bad_value("name", name, "one of " + ", ".join(repr(k) for k in BANKS))
-    return BANKS[name](seed=seed, runner=runner)
+    return BANKS[name](seed=seed, runner=runner, learner=learner)

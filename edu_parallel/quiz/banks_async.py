@@ -20,10 +20,12 @@ from typing import Any
 from ..data_parallel.async_config import PSI, AsyncConfig, ring_bytes_per_rank, world_size_for
 from .banks import check_bank_args, register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 AsyncRunner = Callable[..., Any]
 RUN_WORKERS = 3  # workers of the lesson's runs (its cluster has 4 ranks: a server and 3)
+PREDICT_WORKERS = 4  # workers of the predict-then-run questions: a count the lesson never runs
 RUN_STEPS = 60
 
 
@@ -60,7 +62,9 @@ def _reveal(report: Any) -> str:
     )
 
 
-def async_quiz(seed: int | None = None, runner: AsyncRunner | None = None) -> Quiz:
+def async_quiz(
+    seed: int | None = None, runner: AsyncRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 12: bytes of sync and local SGD, staleness, stragglers, backup workers, replay."""
     rng = check_bank_args(seed, runner, "runner(world_size=None, **options) (None: formulas)")
     run = runner or formula_runner
@@ -74,18 +78,24 @@ def async_quiz(seed: int | None = None, runner: AsyncRunner | None = None) -> Qu
     local_cfg = AsyncConfig(2, "local-sgd", steps=s_loc, local_steps=h_loc)
     w_stale = pick(3, 2, 3, 4, 6, 8)
     s_slow, d_slow = pick(100, 50, 100, 200), pick(10.0, 5.0, 10.0, 20.0)
-    b_run = pick(1, 1, 2) if RUN_WORKERS > 2 else 1
-    backup = AsyncConfig(RUN_WORKERS + 1, "backup", steps=RUN_STEPS, backup=b_run)
-    stale_choices = [str(k) for k in range(RUN_WORKERS)] + [f"{RUN_WORKERS} or more"]
+    w_run = pick(PREDICT_WORKERS, 2, PREDICT_WORKERS)
+    b_run = pick(1, 1, 2) if w_run > 2 else 1
+    backup = AsyncConfig(w_run + 1, "backup", steps=RUN_STEPS, backup=b_run)
+    stale_choices = [str(k) for k in range(w_run)] + [f"{w_run} or more"]
     runs: dict[str, Any] = {}
 
     def run_mode(mode: str, **extra: Any) -> Callable[[], Any]:
         def once() -> Any:
             if mode not in runs:
-                runs[mode] = run(world_size=RUN_WORKERS + 1, mode=mode, steps=RUN_STEPS, **extra)
+                runs[mode] = run(world_size=w_run + 1, mode=mode, steps=RUN_STEPS, **extra)
             return runs[mode]
 
         return once
+
+    def config(mode: str, extra: str = "") -> str:
+        """The run as the lesson would write it (its ``cluster`` has a server and 3 workers)."""
+        ranks = "cluster" if w_run == RUN_WORKERS else f"Cluster({w_run + 1})"
+        return f'run_async({ranks}, "{mode}", steps={RUN_STEPS}{extra})'
 
     waits, waits_at = _place(
         rng,
@@ -237,7 +247,7 @@ def async_quiz(seed: int | None = None, runner: AsyncRunner | None = None) -> Qu
             key="async_heavy_tail",
         ),
         PredictThenRun(
-            f"Backup workers: W = {RUN_WORKERS} workers, b = {b_run}, S = {RUN_STEPS} steps."
+            f"Backup workers: W = {w_run} workers, b = {b_run}, S = {RUN_STEPS} steps."
             " Predict how many gradients the server applies in all, then run it.",
             Numeric(
                 "Gradients applied",
@@ -253,16 +263,17 @@ def async_quiz(seed: int | None = None, runner: AsyncRunner | None = None) -> Qu
                 " late are dropped and counted apart, and timing decides how many there are."
             ),
             truth=lambda report: report.applied,
-            params={"W": RUN_WORKERS, "b": b_run, "S": RUN_STEPS},
+            params={"W": w_run, "b": b_run, "S": RUN_STEPS},
             key="predict_backup_applied",
+            config=config("backup", f", backup={b_run}"),
         ),
         PredictThenRun(
-            f"Asynchronous parameter server, W = {RUN_WORKERS} workers, no straggler: predict"
+            f"Asynchronous parameter server, W = {w_run} workers, no straggler: predict"
             " the most common staleness of an applied gradient, then run it.",
             MultipleChoice(
                 "Most common staleness",
                 stale_choices,
-                RUN_WORKERS - 1,
+                w_run - 1,
                 "With W workers taking turns, W - 1 other updates land while one computes.",
             ),
             run=run_mode("async-ps"),
@@ -275,11 +286,17 @@ def async_quiz(seed: int | None = None, runner: AsyncRunner | None = None) -> Qu
                 max(report.staleness_histogram, key=report.staleness_histogram.get),
                 len(stale_choices) - 1,
             ),
-            params={"W": RUN_WORKERS},
+            params={"W": w_run},
             key="predict_async_staleness",
+            config=config("async-ps"),
         ),
     ]
-    return Quiz("Lesson 12: synchronous against asynchronous training", questions)
+    return Quiz(
+        "Lesson 12: synchronous against asynchronous training",
+        questions,
+        name="12_sync_async",
+        learner=learner,
+    )
 
 
 register_bank("12_sync_async", async_quiz)

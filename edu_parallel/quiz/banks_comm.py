@@ -23,7 +23,8 @@ from ..plans.algorithms import build_plan
 from ..plans.collectives import COLLECTIVE_PLANS, volume_formula
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 CollectiveRunner = Callable[[str, int, int], Trace]
 KIB, MIB = 1024, 1024**2
@@ -32,6 +33,11 @@ KIB, MIB = 1024, 1024**2
 def simulated_collective(collective: str, world_size: int, nbytes: int) -> Trace:
     """The collective's plan run in-process on virtual ranks."""
     return simulate(COLLECTIVE_PLANS[collective](world_size), nbytes, pattern="random")[0]
+
+
+def _ranks(n: int, lesson_n: int = 4) -> str:
+    """The ranks of a run as the lesson writes them: its 4-rank ``cluster``, or a new one."""
+    return "cluster" if n == lesson_n else f"Cluster({n})"
 
 
 def _rng_runner(
@@ -44,13 +50,15 @@ def _rng_runner(
     return (random.Random(seed) if seed is not None else None), (runner or default)
 
 
-def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = None) -> Quiz:
+def collectives_quiz(
+    seed: int | None = None, runner: CollectiveRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 02: what each primitive leaves where, its volume, busbw, and a gather run."""
     rng, run = _rng_runner(seed, runner, simulated_collective)
     n = 4 if rng is None else rng.randint(3, 8)
     s = 1 * MIB if rng is None else rng.choice((256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB))
     algbw = 100.0 if rng is None else rng.choice((20.0, 50.0, 100.0, 200.0))
-    n_run = 4 if rng is None else rng.randint(2, 4)
+    n_run = 3 if rng is None else rng.randint(2, 3)  # the lesson runs every collective on 4 ranks
     s_run = n_run * 4 * (1024 if rng is None else rng.choice((256, 1024, 4096)))
     size = format_bytes(s)
     ag = volume_formula("all_gather", n, s)
@@ -75,9 +83,9 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
             "Which two collectives, one after the other, make an all-reduce?",
             [
                 "reduce-scatter then all-gather",
-                "gather then scatter",
+                "gather to one rank then scatter",
                 "all-to-all then all-gather",
-                "broadcast then reduce",
+                "broadcast from rank 0 then reduce-scatter",
             ],
             0,
             "The ring all-reduce is a reduce-scatter (each rank finishes 1/N of the sum) followed"
@@ -124,10 +132,10 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
             f"Gather of S bytes to a root on {n} ranks, each rank contributing S/{n}: which rank's "
             "link carries the most?",
             [
-                "the root: it receives (N-1)/N * S while each other rank sends only S/N",
-                "every rank the same",
-                "the rank after the root",
-                "the last rank",
+                "the root: every other rank's piece crosses its link",
+                "every rank the same: each link carries one piece of S/N",
+                "the rank after the root, which forwards the pieces along the ring",
+                "the last rank, which sends its piece after all the others",
             ],
             0,
             "Gather and scatter are direct: every piece crosses the root's link, so the root's load"
@@ -152,9 +160,10 @@ def collectives_quiz(seed: int | None = None, runner: CollectiveRunner | None = 
             truth=lambda trace: trace.recv_bytes()[0],
             params={"N": n_run, "S": s_run},
             key="predict_gather_root",
+            config=f'run_collective({_ranks(n_run)}, "gather", {s_run})',
         ),
     ]
-    return Quiz("Lesson 02: collectives", questions)
+    return Quiz("Lesson 02: collectives", questions, name="02_collectives", learner=learner)
 
 
 register_bank("02_collectives", collectives_quiz)
@@ -162,7 +171,9 @@ register_bank("02_collectives", collectives_quiz)
 
 # ------------------------------------------------------------------------------ 04_ring_tree_ps
 def algorithms_quiz(
-    seed: int | None = None, runner: Callable[[str, int, int], Trace] | None = None
+    seed: int | None = None,
+    runner: Callable[[str, int, int], Trace] | None = None,
+    learner: str | None = None,
 ) -> Quiz:
     """Lesson 04: bottlenecks (errata E5), latency terms, the model and NCCL-style choice (E9).
 
@@ -174,7 +185,7 @@ def algorithms_quiz(
     big_n = 64 if rng is None else rng.choice((32, 64, 128))
     link = "ib-ndr-400" if rng is None else rng.choice(("ib-ndr-400", "nvlink4-h100", "pcie5-x16"))
     alpha_us = link_preset(link).alpha_s * 1e6
-    n_run = 4 if rng is None else rng.randint(3, 4)
+    n_run = 3 if rng is None else rng.choice((3, 5, 6))  # the lesson's table has 2, 4 and 8 ranks
     d_run = 12 * KIB
     tiny, huge = 1 * KIB, 1 << 30
     small_pick = choose_allreduce(tiny, big_n, link).algo
@@ -190,14 +201,14 @@ def algorithms_quiz(
             "The outline says a tree all-reduce is limited because its root carries most of the"
             " traffic. What do the counted bytes show?",
             [
-                (
-                    "True of a flat tree (everyone sends to the root) or a single parameter server:"
-                    " the root moves (N-1)·D. NCCL's double binary tree keeps every rank near 2D,"
-                    " like the ring"
-                ),
-                "True of every tree, including NCCL's: the root always moves (N-1)·D",
-                "False: trees move fewer bytes per rank than the ring",
-                "Trees and rings move exactly the same bytes",
+                "True only of a flat tree or a single parameter server; NCCL's double binary tree"
+                " keeps every rank near 2D",
+                "True of every tree, NCCL's included: the root of a reduce-then-broadcast tree"
+                " moves (N-1)·D",
+                "False for every tree: trees move fewer bytes per rank than the ring, which is why"
+                " NCCL uses them for big messages",
+                "Trees and rings move exactly the same bytes per rank; only their number of steps"
+                " differs",
             ],
             0,
             "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two"
@@ -280,9 +291,15 @@ def algorithms_quiz(
             truth=lambda trace: max(max(trace.sent_bytes()), max(trace.recv_bytes())),
             params={"N": n_run, "D": d_run},
             key="predict_naive_busiest",
+            config=f'run_allreduce({_ranks(n_run)}, {d_run}, algo="naive")',
         ),
     ]
-    return Quiz("Lesson 04: ring, tree and parameter server", questions)
+    return Quiz(
+        "Lesson 04: ring, tree and parameter server",
+        questions,
+        name="04_ring_tree_ps",
+        learner=learner,
+    )
 
 
 register_bank("04_ring_tree_ps", algorithms_quiz)

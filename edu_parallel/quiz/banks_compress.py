@@ -28,7 +28,8 @@ from ..data_parallel.compress_config import (
 from ..data_parallel.compress_whatif import LARGE_MODEL, Measured, what_if
 from .banks import check_bank_args, register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 CompressRunner = Callable[..., Any]
 RUN_STEPS = 3  # a predict-then-run trains this many steps: the bytes per step do not change
@@ -45,6 +46,11 @@ def formula_runner(world_size: int | None = None, **options: Any) -> Any:
         wire_bytes_per_step=wire,
         compression_ratio=dense_bytes_per_step(config) / wire,
     )
+
+
+def _ranks(n: int) -> str:
+    """The ranks of a run as the lesson writes them: its 2-rank ``cluster``, or a new one."""
+    return "cluster" if n == 2 else f"Cluster({n})"
 
 
 def _choices(rng: random.Random | None, right: str, wrong: list[str], default: int) -> tuple:
@@ -64,7 +70,9 @@ def _reveal(report: Any) -> str:
     )
 
 
-def compress_quiz(seed: int | None = None, runner: CompressRunner | None = None) -> Quiz:
+def compress_quiz(
+    seed: int | None = None, runner: CompressRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 11: wire bytes, all-gather against all-reduce, error feedback, PowerSGD, payoff."""
     rng = check_bank_args(seed, runner, "runner(world_size=None, **options)")
     run = runner or formula_runner
@@ -87,6 +95,8 @@ def compress_quiz(seed: int | None = None, runner: CompressRunner | None = None)
     predicted = CompressConfig(n_run, "topk", ratio=r_run, error_feedback=True, steps=RUN_STEPS)
     n_ps, rank_ps = pick(2, 2, 4), pick(4, 2, 4, 8)
     predicted_ps = CompressConfig(n_ps, "powersgd", rank=rank_ps, steps=RUN_STEPS, start_step=0)
+    topk_config = f'run_compress({_ranks(n_run)}, "topk", ratio={r_run:g}, error_feedback=True)'
+    ps_config = f'run_compress({_ranks(n_ps)}, "powersgd", rank={rank_ps}, start_step=0)'
     runs: dict[str, Any] = {}
 
     def run_topk() -> Any:
@@ -256,6 +266,7 @@ def compress_quiz(seed: int | None = None, runner: CompressRunner | None = None)
             truth=lambda report: report.wire_bytes_per_step,
             params={"N": n_run, "ratio": r_run},
             key="predict_compress_topk",
+            config=topk_config,
         ),
         PredictThenRun(
             f"PowerSGD rank {rank_ps} on {n_ps} ranks, compressing from the first step: predict"
@@ -280,9 +291,12 @@ def compress_quiz(seed: int | None = None, runner: CompressRunner | None = None)
             truth=lambda report: report.compression_ratio,
             params={"N": n_ps, "rank": rank_ps},
             key="predict_compress_powersgd",
+            config=ps_config,
         ),
     ]
-    return Quiz("Lesson 11: gradient compression", questions)
+    return Quiz(
+        "Lesson 11: gradient compression", questions, name="11_compression", learner=learner
+    )
 
 
 register_bank("11_compression", compress_quiz)

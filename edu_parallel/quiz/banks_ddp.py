@@ -24,7 +24,8 @@ from ..data_parallel.buckets import ITEMSIZE, bucket_line
 from ..data_parallel.ddp_config import DTYPE, DdpConfig
 from .banks import check_bank_args, register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 DdpRunner = Callable[..., Any]
 DEFAULT_WORLD = 4  # ranks of the formula runner when none is given (the lesson's cluster)
@@ -74,7 +75,9 @@ def _reveal(report: Any) -> str:
     return "\n".join(lines)
 
 
-def ddp_quiz(seed: int | None = None, runner: DdpRunner | None = None) -> Quiz:
+def ddp_quiz(
+    seed: int | None = None, runner: DdpRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 05: bytes vs buckets, messages, DDP's buckets, overlap, accumulation, tied weights."""
     rng = check_bank_args(seed, runner, "runner(world_size=None, **options) (None: formulas)")
     run = runner or formula_runner
@@ -101,6 +104,8 @@ def ddp_quiz(seed: int | None = None, runner: DdpRunner | None = None) -> Quiz:
     # predict, then run: buckets and messages of one run (not a configuration the lesson prints)
     n_run, cap_run = pick(2, 2, 4), pick(2.5, 0.5, 1.5, 2.5, 5.0, 7.0)
     predicted = DdpConfig(n_run, "deep", bucket_cap_mb=cap_run)
+    ranks = "cluster" if n_run == DEFAULT_WORLD else f"Cluster({n_run})"
+    config = f'run_ddp({ranks}, "deep", bucket_cap_mb={cap_run:g})'  # as the lesson would run it
     runs: list[Any] = []
 
     def run_once() -> Any:
@@ -303,6 +308,7 @@ def ddp_quiz(seed: int | None = None, runner: DdpRunner | None = None) -> Quiz:
             truth=lambda report: len(report.buckets),
             params={"model": "deep", "cap": cap_run, "N": n_run},
             key="predict_ddp_buckets",
+            config=config,
         ),
         PredictThenRun(
             f"Same run (deep model, bucket_cap_mb = {cap_run:g}, {n_run} ranks): predict how many"
@@ -324,9 +330,15 @@ def ddp_quiz(seed: int | None = None, runner: DdpRunner | None = None) -> Quiz:
             truth=lambda report: report.messages_per_step,
             params={"model": "deep", "cap": cap_run, "N": n_run},
             key="predict_ddp_messages",
+            config=config,
         ),
     ]
-    return Quiz("Lesson 05: data-parallel training (DDP)", questions)
+    return Quiz(
+        "Lesson 05: data-parallel training (DDP)",
+        questions,
+        name="05_dp_bucketing_overlap",
+        learner=learner,
+    )
 
 
 register_bank("05_dp_bucketing_overlap", ddp_quiz)

@@ -17,7 +17,8 @@ from ..core.errors import bad_value
 from ..strategy_map.formulas import MapConfig, block_params, formula_param_bytes, formula_sent_bytes
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 MapRunner = Callable[[int], Any]
 LESSON = MapConfig()  # the lesson's model: edu_parallel.strategy_map.strategies's defaults
@@ -34,7 +35,9 @@ def formula_runner(world_size: int) -> Any:
     return SimpleNamespace(runs={"tp": tp})
 
 
-def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
+def map_quiz(
+    seed: int | None = None, runner: MapRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 01: what DP, TP, PP, EP split; bytes they send; the syllabus's table checked (U1,
     U7)."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -47,7 +50,7 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
     h = 4096 if rng is None else rng.choice((1024, 2048, 4096))
     layers = 32 if rng is None else rng.choice((16, 24, 32))
     tokens = 8 * 2048 if rng is None else rng.choice((4, 8, 16)) * 2048
-    n_run = 4 if rng is None else rng.choice((2, 4))
+    n_run = 2 if rng is None else rng.choice((2, 4))  # the lesson prints N = 4
     item = 2  # bf16 gradients and activations
     big = {"layers": layers, "hidden": h, "tokens": tokens, "itemsize": item}
     psi = layers * block_params(h)
@@ -65,7 +68,10 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
                     "DP the batch, TP the weight matrices inside a layer, PP the layers, EP the"
                     " experts of a MoE layer"
                 ),
-                "DP the weights, TP the batch, PP the experts, EP the layers",
+                (
+                    "DP the weight matrices inside each layer, TP the batch, PP the experts of a"
+                    " MoE layer, EP the layers"
+                ),
                 (
                     "DP the layers, TP the optimizer state, PP the batch, EP the tokens' hidden"
                     " dimension"
@@ -138,13 +144,18 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
             " the measured table show for the lesson's model?",
             [
                 (
-                    "Parameters: yes. Activations: DP holds 1/N of one process's (it splits the"
-                    " batch), while TP without sequence parallelism holds MORE per rank than DP"
-                    " (the (b, s, h) tensors are replicated)"
+                    "Right for parameters only: DP holds 1/N of the activations, TP without"
+                    " sequence parallelism more than DP"
                 ),
-                "It is exactly right for parameters and activations alike",
-                "DP holds N times the activations of one process",
-                "PP holds no activations",
+                (
+                    "Right for both: DP keeps a full copy of parameters and activations, the"
+                    " other three split both by their degree"
+                ),
+                (
+                    "Wrong for parameters: every strategy holds all of them, and only the"
+                    " activations are split"
+                ),
+                "PP holds no activations: each stage passes them on to the next stage at once",
             ],
             0,
             "Per-rank activation bytes come from the tensors autograd saved on each rank: DP 1/N,"
@@ -174,9 +185,12 @@ def map_quiz(seed: int | None = None, runner: MapRunner | None = None) -> Quiz:
             truth=lambda report: report.runs["tp"].per_rank[0]["sent_bytes"],
             params={"N": n_run, **lesson},
             key="predict_map_tp_sent",
+            config="run_strategy_map(" + ("cluster" if n_run == 4 else f"Cluster({n_run})") + ")",
         ),
     ]
-    return Quiz("Lesson 01: the parallelism map", questions)
+    return Quiz(
+        "Lesson 01: the parallelism map", questions, name="01_parallelism_map", learner=learner
+    )
 
 
 register_bank("01_parallelism_map", map_quiz)

@@ -24,7 +24,8 @@ from ..expert_parallel.formulas import (
 )
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 MoERunner = Callable[[int, int, int, float, float, int], Any]
 HOT_SKEW = 20.0  # router bias toward expert 0: every token's first choice becomes expert 0
@@ -45,7 +46,9 @@ def formula_runner(
     return SimpleNamespace(dropped_tokens=dropped, traffic_matrix_bytes=matrix)
 
 
-def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
+def moe_quiz(
+    seed: int | None = None, runner: MoERunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 08: capacity, all-to-all volume, the hot expert, drops (U12, U1, U7)."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
@@ -134,13 +137,10 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
             "The outline says expert parallelism 'communicates a lot'. What does the all-to-all"
             " volume of one MoE layer grow with?",
             [
-                (
-                    "The activations: tokens × k × hidden size per exchange, whatever the number of"
-                    " experts or their size"
-                ),
-                "The expert parameters, like the data-parallel all-reduce of gradients",
+                "The activations: tokens × k × hidden size, whatever the number of experts",
+                "The expert parameters, like the data-parallel all-reduce of the gradients",
                 "The number of experts E: each expert adds one message of the whole batch",
-                "Nothing: tokens stay on their rank and only the router weights move",
+                "Nothing much: tokens stay on their rank and only the router weights move",
             ],
             0,
             "Tokens travel, weights do not: each exchange moves at most T·k rows of h values per"
@@ -153,13 +153,10 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
             " large enough that nothing is dropped. What happens to the dispatch traffic matrix"
             " (row = from, column = to)?",
             [
-                (
-                    "Column 0 gets hot: every rank sends most of its rows to rank 0 (and the"
-                    " combine's row 0 sends them back)"
-                ),
-                "Row 0 gets hot: rank 0 sends most of the traffic",
-                "Nothing changes: an all-to-all always moves the same bytes between every pair",
-                "The diagonal gets hot: tokens stay home",
+                "Column 0 gets hot: every rank sends most of its rows to rank 0",
+                "Row 0 gets hot: rank 0 sends most of the dispatch traffic to the others",
+                "Nothing changes: an all-to-all moves the same bytes between every pair",
+                "The diagonal gets hot: the tokens stay on the rank that holds them",
             ],
             0,
             "Rows are senders, columns receivers: all ranks send to the hot expert's rank, whose"
@@ -171,13 +168,10 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
             "Why does the layer run a small all_to_all_single of counts before the token"
             " all-to-all?",
             [
-                (
-                    "Each receiver must know how many rows arrive from every rank (its output split"
-                    " sizes) to size its buffer and to know which rows belong to which local expert"
-                ),
-                "To synchronise the clocks of the ranks",
-                "To send the router weights to the experts",
-                "It is not needed; all_to_all_single infers the sizes",
+                "Each receiver must know how many rows arrive from each rank to size its buffer",
+                "To synchronise the ranks' clocks, so that the trace's timings line up",
+                "To send each rank's router weights to the ranks that hold its experts",
+                "It is not needed: all_to_all_single infers the sizes from the tensors it gets",
             ],
             0,
             "all_to_all_single with variable splits needs input and output split sizes on every"
@@ -223,9 +217,15 @@ def moe_quiz(seed: int | None = None, runner: MoERunner | None = None) -> Quiz:
             truth=lambda report: report.dropped_tokens,
             params={"N": n_run, "T": t_run, "E": e_run, "C": c_run},
             key="predict_hot_dropped",
+            config=(
+                f"run_moe({'cluster' if n_run == 4 else f'Cluster({n_run})'}, experts={e_run},"
+                f" top_k=1, capacity_factor={c_run:g}, skew={HOT_SKEW:g}, tokens={t_run})"
+            ),
         ),
     ]
-    return Quiz("Lesson 08: expert parallelism (MoE)", questions)
+    return Quiz(
+        "Lesson 08: expert parallelism (MoE)", questions, name="08_expert_parallel", learner=learner
+    )
 
 
 register_bank("08_expert_parallel", moe_quiz)

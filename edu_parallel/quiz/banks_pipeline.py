@@ -23,7 +23,8 @@ from ..pipeline_parallel.timing import (
 )
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 PipelineRunner = Callable[[str, int, int], Any]
 
@@ -37,7 +38,9 @@ def simulated_pipeline(schedule: str, num_ranks: int, microbatches: int) -> Any:
     )
 
 
-def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None) -> Quiz:
+def pipeline_quiz(
+    seed: int | None = None, runner: PipelineRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 09: bubble share and Megatron's convention, interleaving, memory of GPipe vs 1F1B."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
@@ -87,13 +90,10 @@ def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None)
         MultipleChoice(
             "What does 1F1B (PipeDream-Flush) change compared with GPipe, for the same P and M?",
             [
-                (
-                    "It keeps the bubble the same and cuts stashed activations from M to at most P"
-                    " per stage"
-                ),
-                "It removes the bubble",
-                "It halves the bubble and keeps memory the same",
-                "It cuts stashed activations from O(P) to O(1)",
+                "Same bubble; stashed activations drop from M to at most P per stage",
+                "No bubble: each stage starts a backward as soon as it can, so none idles",
+                "Half the bubble, with the same activation memory as GPipe per stage",
+                "Same bubble; stashed activations drop from P to one per stage",
             ],
             0,
             "Errata E2: 1F1B starts each microbatch's backward early, so a stage holds at most P-i"
@@ -130,9 +130,9 @@ def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None)
             " right?",
             [
                 f"Yes: (P-1)/(M+P-1) with M = 2P is (P-1)/(3P-1) = {gpipe_bubble(p, 2 * p):.4f}",
-                "No: it should be (P-1)/(2P)",
-                "No: with M = 2P there is no bubble",
-                "No: it should be 1/(3P)",
+                "No: with M = 2P it is (P-1)/(2P), since fill and drain take P-1 slots each",
+                "No: with M = 2P microbatches the bubble is fully hidden, so it is 0",
+                "No: it is 1/(3P), one idle slot per stage out of the 3P in the schedule",
             ],
             0,
             "With equal stage times the GPipe formula holds exactly, and substituting M = 2P gives"
@@ -160,9 +160,10 @@ def pipeline_quiz(seed: int | None = None, runner: PipelineRunner | None = None)
             truth=lambda result: result.peak_activations_per_stage[0],
             params={"P": p_run, "M": m_run},
             key="predict_1f1b_peak",
+            config=f'run_pipeline(cluster, "1f1b", stages={p_run}, microbatches={m_run})',
         ),
     ]
-    return Quiz("Lesson 09: pipeline parallelism", questions)
+    return Quiz("Lesson 09: pipeline parallelism", questions, name="09_pipeline", learner=learner)
 
 
 register_bank("09_pipeline", pipeline_quiz)

@@ -22,7 +22,8 @@ from ..tensor_parallel.formulas import (
 )
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 TPRunner = Callable[[str, int], Any]
 LESSON = {"batch": 2, "seq": 4, "hidden": 8, "itemsize": 8}  # tp_run's defaults, float64
@@ -36,7 +37,9 @@ def formula_runner(mode: str, world_size: int) -> Any:
     return SimpleNamespace(per_rank_sent_bytes=[sent] * world_size)
 
 
-def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
+def tp_quiz(
+    seed: int | None = None, runner: TPRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 07: which collective each layer needs (errata E4), bytes of Megatron's MLP, SP."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
@@ -50,8 +53,8 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
     s = 2048 if rng is None else rng.choice((1024, 2048, 4096))
     h = 4096 if rng is None else rng.choice((2048, 4096, 8192, 12288))
     t = 8 if rng is None else rng.choice((2, 4, 8))
-    n_run = 4 if rng is None else rng.choice((2, 4))
-    mode_run = "row" if rng is None else rng.choice(("column", "row", "mlp"))
+    n_run = 2 if rng is None else rng.choice((2, 4))  # the lesson prints its layers on 4 ranks
+    mode_run = "mlp" if rng is None else rng.choice(("column", "row", "mlp"))
     lb, ls, lh, li = LESSON["batch"], LESSON["seq"], LESSON["hidden"], LESSON["itemsize"]
 
     questions = [
@@ -60,12 +63,9 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
             " does each rank hold after its local matmul, and which collective does the FORWARD"
             " pass need?",
             [
-                (
-                    "A slice of Y; no collective (all-gather only if the full Y is needed);"
-                    " backward all-reduces dX"
-                ),
-                "A partial sum of Y; an all-reduce",
-                "A partial sum of Y; an all-gather",
+                "A slice of Y's columns; no collective (backward all-reduces dX)",
+                "A partial sum of the full Y; an all-reduce to add the ranks' parts",
+                "A partial sum of the full Y; an all-gather to join the ranks' parts",
                 "The full Y; no collective in either pass",
             ],
             0,
@@ -79,13 +79,10 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
             " what does each rank hold after its local matmul, and what does the forward pass"
             " need?",
             [
-                (
-                    "A partial sum of the full Y; an all-reduce (Megatron's g); the bias is added"
-                    " once, after it"
-                ),
-                "A slice of Y; an all-gather",
-                "A slice of Y; nothing",
-                "A partial sum of Y; an all-gather",
+                "A partial sum of the full Y; an all-reduce (Megatron's g)",
+                "A slice of Y's columns; an all-gather to join the slices",
+                "A slice of Y's columns; nothing, the next layer takes slices",
+                "A partial sum of the full Y; an all-gather to join the parts",
             ],
             0,
             "X_r A_r has Y's full shape but only rank r's share of the inner sum over the input"
@@ -137,14 +134,10 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
         MultipleChoice(
             "Why does Megatron split the FIRST MLP matrix A by columns rather than by rows?",
             [
-                (
-                    "GeLU is nonlinear: with columns each rank holds whole columns of XA and"
-                    " applies GeLU locally; with rows it would need the summed XA first, an extra"
-                    " all-reduce before GeLU"
-                ),
-                "Column splits need less memory for the weights",
-                "Row splits cannot be computed on GPUs",
-                "It makes no difference: GeLU(a + b) = GeLU(a) + GeLU(b)",
+                "GeLU is nonlinear: whole columns of XA let each rank apply it locally",
+                "Column splits need less weight memory, since A is wider than it is tall",
+                "Row splits would need an all-gather of X before the matmul, every step",
+                "It makes no difference: GeLU(a + b) = GeLU(a) + GeLU(b) for every a and b",
             ],
             0,
             "GeLU(X1 A1 + X2 A2) != GeLU(X1 A1) + GeLU(X2 A2). Splitting A by columns makes GeLU"
@@ -175,10 +168,13 @@ def tp_quiz(seed: int | None = None, runner: TPRunner | None = None) -> Quiz:
             ),
             truth=lambda report: report.per_rank_sent_bytes[0],
             params={"mode": mode_run, "N": n_run, "b": lb, "s": ls, "h": lh, "itemsize": li},
+            config=f'run_tp(Cluster({n_run}), "{mode_run}")',
             key="predict_tp_sent",
         ),
     ]
-    return Quiz("Lesson 07: tensor parallelism", questions)
+    return Quiz(
+        "Lesson 07: tensor parallelism", questions, name="07_tensor_parallel", learner=learner
+    )
 
 
 register_bank("07_tensor_parallel", tp_quiz)

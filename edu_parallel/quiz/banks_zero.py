@@ -18,7 +18,8 @@ from ..memory.communication import comm_bytes_per_step, fsdp_collectives_per_ste
 from ..memory.model_states import largest_model_that_fits, model_state_bytes
 from .banks import register_bank
 from .container import Quiz
-from .core import MultipleChoice, Numeric, PredictThenRun
+from .core import MultipleChoice, Numeric
+from .predict import PredictThenRun
 
 ZeroRunner = Callable[[int, int], Any]
 SMALL_MODEL_PARAMS = 3 * (
@@ -33,7 +34,9 @@ def formula_runner(stage: int, world_size: int) -> Any:
     return SimpleNamespace(per_rank_peak_model_state_bytes=[per_rank] * world_size)
 
 
-def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz:
+def zero_quiz(
+    seed: int | None = None, runner: ZeroRunner | None = None, learner: str | None = None
+) -> Quiz:
     """Lesson 06: bytes per GPU by stage, what fits, communication (errata E7, E8), U15."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
@@ -47,7 +50,7 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
     n = 64 if rng is None else rng.choice((8, 16, 64, 256))
     stage = 2 if rng is None else rng.choice((1, 2, 3))
     gpu_gib = 80 if rng is None else rng.choice((24, 40, 80))
-    n_run = 4 if rng is None else rng.choice((2, 4))
+    n_run = 2 if rng is None else rng.choice((2, 4))  # the lesson prints N = 4
     stage_run = 2 if rng is None else rng.choice((1, 2, 3))
     size = f"{psi / 1e9:g}B"
     units = 32 if rng is None else rng.choice((12, 24, 32, 80))
@@ -86,13 +89,10 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             "How much does each GPU send per training step under ZeRO-1 and ZeRO-2, compared with"
             " plain DP?",
             [
-                (
-                    "The same: a reduce-scatter plus an all-gather of 2Ψ bytes, like DP's"
-                    " all-reduce; only ZeRO-3 adds a second parameter all-gather (1.5x)"
-                ),
-                "Less: sharding the optimizer cuts the communication",
-                "Twice as much",
-                "Nothing: ZeRO needs no all-reduce",
+                "The same as DP: a reduce-scatter plus an all-gather, 2Ψ bytes in all",
+                "Less: each rank only exchanges the gradients of its own optimizer shard, 2Ψ/N",
+                "Twice as much: the sharded optimizer state must be all-gathered every step",
+                "Nothing: each rank updates its own shard, so no collective is needed",
             ],
             0,
             "Errata E7 (ZeRO §7): ZeRO-1/2 move 2Ψ per rank like DP; ZeRO-3 gathers the parameters"
@@ -144,13 +144,21 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             " (U15)?",
             [
                 (
-                    "ZeRO shards the training STATE and gathers it when needed, every GPU computes"
-                    " the whole model; TP/PP partition the COMPUTATION, each GPU computes only its"
-                    " part with its own weights"
+                    "ZeRO shards the training state and gathers it to compute; TP/PP split the"
+                    " computation itself"
                 ),
-                "They are the same thing under different names",
-                "ZeRO partitions layers, TP/PP shard optimizer states",
-                "ZeRO only works without data parallelism",
+                (
+                    "ZeRO splits the layers across GPUs, like PP; TP/PP shard the optimizer"
+                    " state, like ZeRO-1"
+                ),
+                (
+                    "None: both give each GPU a part of the weights and of the math, under"
+                    " different names"
+                ),
+                (
+                    "ZeRO only saves memory without data parallelism, while TP/PP work with any"
+                    " data-parallel degree"
+                ),
             ],
             0,
             "ZeRO is data parallelism without replication: state is sharded and gathered on demand"
@@ -178,9 +186,10 @@ def zero_quiz(seed: int | None = None, runner: ZeroRunner | None = None) -> Quiz
             truth=lambda report: report.per_rank_peak_model_state_bytes[0],
             params={"psi": SMALL_MODEL_PARAMS, "N": n_run, "stage": stage_run},
             key="predict_zero_rank_bytes",
+            config=f"run_zero(Cluster({n_run}), {stage_run})",
         ),
     ]
-    return Quiz("Lesson 06: ZeRO and FSDP", questions)
+    return Quiz("Lesson 06: ZeRO and FSDP", questions, name="06_zero_fsdp", learner=learner)
 
 
 register_bank("06_zero_fsdp", zero_quiz)

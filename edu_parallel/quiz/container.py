@@ -1,13 +1,22 @@
-"""The :class:`Quiz` container: questions, score bookkeeping and the plain-text form."""
+"""The :class:`Quiz` container: questions, score bookkeeping and the plain-text form.
+
+A quiz shows every multiple-choice question's options in this learner's order (``shuffle.py``):
+``name`` (the bank's name) and ``learner`` seed the permutation, ``shuffle=False`` keeps the
+bank's order. :meth:`Quiz.subset` and :meth:`Quiz.without` split one quiz into a question asked
+in the lesson's body and the final quiz, sharing the questions (and a predict-then-run's run).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_int
-from .core import QUESTION_TYPES, Feedback, MultipleChoice, PredictThenRun, Question, check_text
+from .core import Feedback, MultipleChoice, check_text
+from .predict import QUESTION_TYPES, PredictThenRun, Question
+from .shuffle import check_learner, learner_seed, permutation
 
 
 @dataclass
@@ -16,6 +25,9 @@ class Quiz:
 
     title: str
     questions: list[Question]
+    name: str = ""
+    learner: str | None = None
+    shuffle: bool = True
     results: list[Feedback | None] = field(init=False, repr=False)
     attempts: list[int] = field(init=False, repr=False)
 
@@ -30,7 +42,34 @@ class Quiz:
         keys = [q.key for q in self.questions if q.key]
         if len(set(keys)) != len(keys):
             raise bad_value("questions", keys, "questions with distinct keys")
+        if not isinstance(self.name, str):
+            raise bad_value("name", self.name, "the bank's name, such as '03_ring_allreduce'")
+        check_learner(self.learner)
+        if self.shuffle:
+            self.learner = self.learner or learner_seed()
+            bank = self.name or self.title
+            self.questions = [shuffled(q, self.learner, bank) for q in self.questions]
         self.reset()
+
+    def subset(self, keys: Iterable[str], title: str | None = None) -> Quiz:
+        """A quiz of the questions named by ``keys`` (in that order), as shown here."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        if not keys:
+            raise bad_value("keys", keys, "at least one question key")
+        return Quiz(
+            title or self.title,
+            [self.by_key(k) for k in keys],
+            name=self.name,
+            learner=self.learner,
+            shuffle=False,
+        )
+
+    def without(self, keys: Iterable[str]) -> Quiz:
+        """This quiz less the questions named by ``keys`` (asked elsewhere in the lesson)."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        drop = {self.by_key(k).key for k in keys}
+        kept = [q.key for q in self.questions if q.key not in drop]
+        return self.subset(kept)
 
     def reset(self) -> None:
         """Forget every answer."""
@@ -89,14 +128,29 @@ class Quiz:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def question_text(q: Question, number: int, answers: bool = False) -> list[str]:
-    """Lines for one question: prompt, choices or units hint, and optionally the answer."""
+def shuffled(q: Question, learner: str, bank: str) -> Question:
+    """``q`` with its options in ``learner``'s order (a question already permuted is kept)."""
+    inner = q.predict if isinstance(q, PredictThenRun) else q
+    if not isinstance(inner, MultipleChoice) or inner.order:
+        return q
+    order = permutation(len(inner.choices), learner, bank, q.key or q.prompt)
+    if isinstance(q, PredictThenRun):
+        return dataclasses.replace(q, predict=inner.permuted(order))
+    return inner.permuted(order)
+
+
+def question_text(q: Question, number: int, answers: bool = False, typed: bool = True) -> list[str]:
+    """Lines for one question: prompt, choices or units hint, and optionally the answer.
+
+    ``typed=False`` words the hints for the widget, where choices are ticked, not typed.
+    """
     lines = [f"{number}. {q.prompt}"]
     inner = q.predict if isinstance(q, PredictThenRun) else q
     if isinstance(inner, MultipleChoice):
         lines.extend(f"   {inner.label(i)}" for i in range(len(inner.choices)))
         if inner.multiple:
-            lines.append("   (choose every right answer, e.g. 'a, c')")
+            how = ": type every right letter, e.g. 'a, c'" if typed else ""
+            lines.append(f"   (tick all that apply{how})")
     elif inner.is_bytes:
         lines.append("   (answer in bytes; units allowed, e.g. '1536' or '1.5 KiB')")
     elif inner.units:

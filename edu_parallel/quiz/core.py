@@ -4,11 +4,13 @@ Three kinds of question, each with a ``prompt``, a teaching ``explanation`` and
 ``check(answer) -> Feedback``:
 
 * :class:`MultipleChoice`: one correct choice, or several with ``multiple=True``. Answers are a
-  0-based index (or a set of them), a letter (``"b"``, ``"a,c"``) or the exact choice text.
+  0-based index (or a set of them), a letter (``"b"``, ``"a,c"``) or the exact choice text, all in
+  the order shown: a :class:`~edu_parallel.quiz.container.Quiz` shows each learner the options
+  permuted (``shuffle.py``), and :meth:`MultipleChoice.source` gives them back as the bank wrote.
 * :class:`Numeric`: the answer is computed by package code from the question's ``params``, never
   typed. Answers are numbers or strings; byte quantities accept units (``"1.5 MiB"``, ``"1536"``).
-* :class:`PredictThenRun`: the learner predicts, then the engine runs (lazily, once) and the
-  prediction is graded against ``truth(result)``, the value measured by the run.
+* :class:`~edu_parallel.quiz.predict.PredictThenRun` (in ``predict.py``): the learner predicts,
+  then the engine runs (lazily, once) and the prediction is graded against ``truth(result)``.
 
 An answer that cannot be read raises a ValueError naming ``answer`` (nothing is recorded).
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -77,11 +79,15 @@ class MultipleChoice:
     multiple: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     key: str = ""
+    order: tuple[int, ...] = ()  # shown position i holds the bank's choice order[i]; () as written
 
     def __post_init__(self) -> None:
         check_text("prompt", self.prompt)
         check_text("explanation", self.explanation)
         self.choices = list(self.choices)
+        self.order = tuple(self.order)
+        if self.order and sorted(self.order) != list(range(len(self.choices))):
+            raise bad_value("order", self.order, f"a permutation of 0..{len(self.choices) - 1}")
         if len(self.choices) < 2 or len(self.choices) > len(LETTERS):
             raise bad_value("choices", self.choices, f"a list of 2 to {len(LETTERS)} texts")
         for c in self.choices:
@@ -102,6 +108,36 @@ class MultipleChoice:
         """The correct choice indices as a set, whatever ``multiple`` is."""
         c = self.correct
         return frozenset({c}) if isinstance(c, int) else frozenset(c)
+
+    def position(self, source_index: int) -> int:
+        """Where the bank's choice ``source_index`` is shown."""
+        return self.order.index(source_index) if self.order else source_index
+
+    def source(self) -> MultipleChoice:
+        """This question with its choices in the order the bank wrote them."""
+        if not self.order:
+            return self
+        choices = [""] * len(self.choices)
+        for shown, j in enumerate(self.order):
+            choices[j] = self.choices[shown]
+        correct = {self.order[i] for i in self.correct_indices}
+        return dataclasses.replace(
+            self, choices=choices, correct=correct if self.multiple else correct.pop(), order=()
+        )
+
+    def permuted(self, order: Iterable[int]) -> MultipleChoice:
+        """The same question with the bank's choice ``order[i]`` shown at position ``i``."""
+        src = self.source()
+        order = tuple(order)
+        if sorted(order) != list(range(len(src.choices))):
+            raise bad_value("order", order, f"a permutation of 0..{len(src.choices) - 1}")
+        correct = {order.index(j) for j in src.correct_indices}
+        return dataclasses.replace(
+            src,
+            choices=[src.choices[j] for j in order],
+            correct=correct if src.multiple else correct.pop(),
+            order=order,
+        )
 
     def label(self, i: int) -> str:
         """``"b) text"`` for choice ``i``."""
@@ -259,78 +295,3 @@ class Numeric:
 
     def check(self, answer: Any) -> Feedback:
         return self.grade(self.parse(answer), self.answer)
-
-
-@dataclass
-class PredictThenRun:
-    """Predict with ``predict``, then ``run()`` the engine and show ``reveal(result)``.
-
-    ``truth(result)`` gives the measured answer: a number for a :class:`Numeric` prediction, a
-    choice index for a :class:`MultipleChoice` one. Without ``truth`` the prediction is graded
-    against ``predict``'s own answer. The run happens on the first :meth:`check` (or
-    :meth:`result`) and is cached. ``prompt`` and ``explanation`` default to ``predict``'s.
-    """
-
-    kind: ClassVar[str] = "predict_then_run"
-    prompt: str
-    predict: Numeric | MultipleChoice
-    run: Callable[[], Any]
-    reveal: Callable[[Any], str]
-    explanation: str = ""
-    truth: Callable[[Any], float | int] | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    key: str = ""
-    _result: Any = field(default=None, init=False, repr=False, compare=False)
-    _has_run: bool = field(default=False, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.predict, (Numeric, MultipleChoice)):
-            raise bad_value("predict", self.predict, "a Numeric or MultipleChoice question")
-        self.prompt = self.prompt or self.predict.prompt
-        self.explanation = self.explanation or self.predict.explanation
-        check_text("prompt", self.prompt)
-        check_text("explanation", self.explanation)
-        for name in ("run", "reveal"):
-            if not callable(getattr(self, name)):
-                raise bad_value(name, getattr(self, name), "a callable")
-        if self.truth is not None and not callable(self.truth):
-            raise bad_value("truth", self.truth, "a callable or None")
-
-    @property
-    def predict_kind(self) -> str:
-        """``"numeric"`` or ``"choice"``: what kind of answer the prediction is."""
-        return self.predict.kind
-
-    @property
-    def has_run(self) -> bool:
-        return self._has_run
-
-    @property
-    def expected(self) -> str:
-        """The predicted answer from the formula (the run may measure something else)."""
-        return self.predict.expected
-
-    def result(self) -> Any:
-        """Run the engine once and cache what ``run()`` returned."""
-        if not self._has_run:
-            self._result = self.run()
-            self._has_run = True
-        return self._result
-
-    def parse(self, answer: Any) -> Any:
-        return self.predict.parse(answer)
-
-    def check(self, answer: Any) -> Feedback:
-        self.parse(answer)  # a typo must not start a run
-        result = self.result()
-        if self.truth is None:
-            fb = self.predict.check(answer)
-        elif isinstance(self.predict, Numeric):
-            fb = self.predict.grade(self.predict.parse(answer), float(self.truth(result)))
-        else:
-            fb = dataclasses.replace(self.predict, correct=self.truth(result)).check(answer)
-        return dataclasses.replace(fb, explanation=self.explanation, reveal=self.reveal(result))
-
-
-Question = MultipleChoice | Numeric | PredictThenRun
-QUESTION_TYPES = (MultipleChoice, Numeric, PredictThenRun)

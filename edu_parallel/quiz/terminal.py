@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..core.errors import bad_value
 from .container import Quiz, question_text
-from .core import PredictThenRun
+from .predict import PredictThenRun
 
 MAX_RETRIES = 3
 

@@ -3,6 +3,12 @@
 :class:`QuizWidget` keeps the state in its :class:`~edu_parallel.quiz.container.Quiz` and only
 renders it, so everything works without a browser: ``w.submit(i, value)``, or set ``w.inputs[i]``
 and call ``w.buttons[i].click()``. ipywidgets is imported lazily, when a widget is built.
+``QuizWidget(quiz, keys=[...])`` shows only those questions (a prediction asked in the lesson's
+body, before its run).
+
+ipywidgets 8 draws radio and checkbox labels on one line, cut with an ellipsis; the widget marks
+its choices with CSS classes and ships a ``<style>`` (in an HTML widget) that lets them wrap, so a
+long option is read in full and never overprints the next one.
 """
 
 from __future__ import annotations
@@ -10,9 +16,29 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import ClusterClosedError, bad_value, check_int
 from .container import Quiz, question_text
-from .core import Feedback, MultipleChoice, PredictThenRun
+from .core import Feedback, MultipleChoice
+from .predict import PredictThenRun
+
+CHOICES_CLASS = "edu-quiz-choices"  # a RadioButtons whose labels wrap
+CHECK_CLASS = "edu-quiz-check"  # a Checkbox whose label wraps
+QUESTION_CLASS = "edu-quiz-question"  # one question: prompt, answer input, button, feedback
+STYLE = f"""<style>
+.jupyter-widgets.{CHOICES_CLASS} {{ width: 100% !important; height: auto !important; }}
+.{CHOICES_CLASS} .widget-radio-box {{ width: 100%; flex-grow: 1; }}
+.{CHOICES_CLASS} .widget-radio-box label {{
+  display: flex !important; align-items: flex-start; gap: 0.5em; height: auto !important;
+  line-height: 1.4 !important; white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; margin: 0.15em 0; }}
+.{CHOICES_CLASS} .widget-radio-box input {{ order: -1; flex: none; margin: 0.2em 0 0 0; }}
+.jupyter-widgets.{CHECK_CLASS} {{ width: 100% !important; height: auto !important;
+  line-height: 1.4 !important; }}
+.{CHECK_CLASS} label, .{CHECK_CLASS} label span {{
+  display: flex; align-items: flex-start; gap: 0.5em; height: auto !important;
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }}
+.{CHECK_CLASS} input {{ order: -1; flex: none; margin-top: 0.2em; }}
+</style>"""
 
 
 class QuizWidget:
@@ -22,11 +48,13 @@ class QuizWidget:
     (several answers) or a Text (numbers). For a predict-then-run question Submit runs the engine.
     """
 
-    def __init__(self, quiz: Quiz):
+    def __init__(self, quiz: Quiz, keys: list[str] | None = None):
         import ipywidgets as widgets
 
         if not isinstance(quiz, Quiz):
             raise bad_value("quiz", quiz, "a Quiz (see edu_parallel.quiz.BANKS)")
+        if keys is not None:
+            quiz = quiz.subset(keys)
         self.quiz = quiz
         self.inputs: list[Any] = []
         self.buttons: list[Any] = []
@@ -34,19 +62,19 @@ class QuizWidget:
         boxes = []
         for i, q in enumerate(quiz.questions):
             inner = q.predict if isinstance(q, PredictThenRun) else q
-            prompt, *rest = question_text(q, i + 1)
+            prompt, *rest = question_text(q, i + 1, typed=False)
             hints = [line.strip() for line in rest if line.strip().startswith("(")]
             if isinstance(inner, MultipleChoice):
                 labels = [inner.label(k) for k in range(len(inner.choices))]
                 if inner.multiple:
-                    box = widgets.VBox(
-                        [widgets.Checkbox(value=False, description=t, indent=False) for t in labels]
-                    )
+                    box = widgets.VBox([_checkbox(widgets, t) for t in labels])
+                    box.layout.width = "100%"
                 else:
                     box = widgets.RadioButtons(
                         options=[(t, k) for k, t in enumerate(labels)], index=None
                     )
-                    box.layout.width = "auto"
+                    box.layout.width = "100%"
+                    box.add_class(CHOICES_CLASS)
             else:
                 box = widgets.Text(placeholder="1536 or 1.5 KiB" if inner.is_bytes else "a number")
             label = "Predict, then run" if isinstance(q, PredictThenRun) else "Submit"
@@ -54,13 +82,17 @@ class QuizWidget:
             button.on_click(lambda _b, i=i: self._on_click(i))
             out = widgets.HTML(value="")
             head = "<br>".join([f"<b>{html.escape(prompt)}</b>", *map(html.escape, hints)])
+            head = f"<div style='line-height:1.45;margin-top:0.6em'>{head}</div>"
             self.inputs.append(box)
             self.buttons.append(button)
             self.feedback.append(out)
-            boxes.append(widgets.VBox([widgets.HTML(value=head), box, button, out]))
+            question = widgets.VBox([widgets.HTML(value=head), box, button, out])
+            question.add_class(QUESTION_CLASS)
+            boxes.append(question)
         self.score_label = widgets.HTML(value=self.score_text)
-        title = widgets.HTML(value=f"<h3>{html.escape(quiz.title)}</h3>")
+        title = widgets.HTML(value=STYLE + f"<h3>{html.escape(quiz.title)}</h3>")
         self.widget = widgets.VBox([title, *boxes, self.score_label])
+        self.widget.layout.width = "100%"
 
     @property
     def score_text(self) -> str:
@@ -103,15 +135,30 @@ class QuizWidget:
     def _on_click(self, index: int) -> None:
         try:
             self.submit(index)
+        except ClusterClosedError:  # e.g. after cluster.close(): say how to get one back
+            text = (
+                "This lesson's cluster is closed. Run the cell that starts it (cluster = "
+                "Cluster(...)), then this quiz cell again, and press the button."
+            )
         except Exception as exc:  # a failed run: show it where the learner looks
             text = f"The run failed: {type(exc).__name__}: {exc}"
-            self.feedback[index].value = f"<pre style='color:#b00'>{html.escape(text)}</pre>"
+        else:
+            return
+        self.feedback[index].value = f"<pre style='color:#b00'>{html.escape(text)}</pre>"
 
     def _index(self, index: int) -> int:
         return check_int("index", index, 0, len(self.quiz) - 1)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _checkbox(widgets: Any, text: str) -> Any:
+    """A Checkbox whose label wraps (see :data:`STYLE`), with the full text as its tooltip."""
+    box = widgets.Checkbox(value=False, description=text, indent=False, tooltip=text)
+    box.layout.width = "100%"
+    box.add_class(CHECK_CLASS)
+    return box
 
 
 def render_feedback(fb: Feedback) -> str:
@@ -125,6 +172,7 @@ def render_feedback(fb: Feedback) -> str:
     return "\n".join(parts)
 
 
-def show_quiz(quiz: Quiz) -> QuizWidget:
-    """Build the widget for ``quiz``; the last expression of a cell displays it."""
-    return QuizWidget(quiz)
+def show_quiz(quiz: Quiz, keys: list[str] | None = None) -> QuizWidget:
+    """Build the widget for ``quiz`` (or only the questions ``keys``); a cell's last expression
+    displays it."""
+    return QuizWidget(quiz, keys)

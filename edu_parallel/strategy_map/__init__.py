@@ -5,7 +5,8 @@
   measuring tools;
 * ``strategies.py``: one rank's step under each strategy, built from the parallelism folders;
 * ``table.py``: a strategy's row per rank read off its trace; ``report.py``: every strategy run,
-  checked against one process, tabulated (:func:`run_strategy_map`).
+  checked against one process, tabulated (:func:`run_strategy_map`); ``tables.py``: trace
+  beside formula as DataFrames (:func:`formula_table`, :func:`crossover_table`).
 
 Imports the layers below it and ``data_parallel/``, ``tensor_parallel/``, ``expert_parallel/``,
 ``pipeline_parallel/``. Names load on first use, so the formulas import without torch.
@@ -29,5 +30,7 @@ _LAZY = {
     "run_strategy_map": "report",
     "format_strategy_map": "report",
     "map_runner": "report",
+    "formula_table": "tables",
+    "crossover_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -5,7 +5,7 @@
   block and sequence parallelism; every collective is traced in its pass.
 * ``formulas.py``: modes, argument checks and the bytes each layer sends (pure Python).
 * ``job.py``: one rank's run of a layer; ``report.py``: the check against a dense layer, bytes
-  from the trace (:func:`run_tp`).
+  from the trace (:func:`run_tp`); ``tables.py``: runs as DataFrames, bytes beside formulas.
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
 first use, so the formulas import without torch.
@@ -37,5 +37,9 @@ _LAZY = {
     "run_tp": "report",
     "format_tp": "report",
     "tp_runner": "report",
+    "rule_table": "tables",
+    "message_table": "tables",
+    "pass_table": "tables",
+    "pass_formula": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -25,6 +25,7 @@ from ..core.errors import bad_value
 from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
 from .bars import PHASE_COLORS
+from .fit import MAX_WIDTH_PX, fit_layout
 
 # what a bar of the timeline is, by (kind, op, phase); None: not drawn
 CATEGORIES = {
@@ -36,7 +37,7 @@ CATEGORIES = {
     "pull (incl. waiting)": "#c7c7c7",
     "server waits for a push": "#e8e8e8",
 }
-WIDTH = 960
+WIDTH = MAX_WIDTH_PX
 
 
 def category(e: Event) -> str | None:
@@ -115,7 +116,7 @@ def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = Non
         legend=dict(orientation="h", y=-0.35),
         margin=dict(l=90, r=20, t=70, b=100),
     )
-    return fig
+    return fit_layout(fig)
 
 
 _BUSY = ("gradient", "straggler delay", "update")  # a delay is slow compute, not waiting
@@ -140,7 +141,7 @@ def staleness_figure(histograms: dict[str, dict[int, int]], title: str | None = 
         yaxis_title="share of applied gradients",
         yaxis_tickformat=".0%",
     )
-    return fig
+    return fit_layout(fig)
 
 
 def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None) -> Any:
@@ -161,7 +162,7 @@ def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None
     fig.update_xaxes(matches=None, title="")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     fig.update_layout(title=title or "Held-out loss against wall-clock time and against steps")
-    return fig
+    return fit_layout(fig)
 
 
 def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
@@ -184,4 +185,4 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
     note = ", ".join(f"{r.regime} ({r.straggler})" for r in missed.itertuples()) or "none"
     head = title or "Time to the target accuracy, measured"
     fig.update_layout(title=dict(text=f"{head}<br><sup>never reached it: {note}</sup>", x=0))
-    return fig
+    return fit_layout(fig)

@@ -17,6 +17,7 @@ from ..plans.naive import naive_sent_bytes_formula
 from ..plans.plan import Plan
 from ..plans.ring import ring_sent_bytes_formula
 from .figure import new_figure
+from .fit import fit_layout
 
 Formula = float | list[float] | None
 PHASE_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d"]
@@ -185,4 +186,4 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
             ticktext=[f"{t / unit:g} {unit_name}" for t in ticks],
         ),
     )
-    return fig
+    return fit_layout(fig)

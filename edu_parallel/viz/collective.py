@@ -18,6 +18,7 @@ from ..core.trace import Trace
 from ..plans.collectives import defined_chunks
 from ..plans.plan import Plan
 from .figure import new_figure
+from .fit import LABEL_PT, MAX_WIDTH_IN
 from .model import EMPTY_COLOR, text_color
 
 RANK_COLORS = [
@@ -117,11 +118,13 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
     bounds = list(meta["chunk_bounds"])
     n, c = len(before), len(bounds) - 1
     defined = _defined(meta, n, c)
+    # At most 9.4 in at 100 dpi (the notebook's output): side by side if both fit, else stacked.
     cell_w = 1.25 + 0.12 * max_values
-    fig = new_figure(
-        figsize=(min(22.0, 2 * c * cell_w + 2.2), min(16.0, 0.62 * n + 1.9)), layout="constrained"
-    )
-    axes = fig.subplots(1, 2, sharey=True)
+    wide = 2 * c * cell_w + 2.2 <= MAX_WIDTH_IN
+    width = min(MAX_WIDTH_IN, (2 if wide else 1) * c * cell_w + (2.2 if wide else 1.6))
+    panel_h = min(7.0, 0.62 * n + (1.9 if wide else 1.1))
+    fig = new_figure(figsize=(width, panel_h * (1 if wide else 2)), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True) if wide else fig.subplots(2, 1, sharex=True)
     for ax, label, buffers in ((axes[0], "before", before), (axes[1], "after", after)):
         for r in range(n):
             for k in range(c):
@@ -162,7 +165,7 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                     text,
                     ha="center",
                     va="center",
-                    fontsize=7,
+                    fontsize=LABEL_PT,
                     color="#555555" if undefined else text_color(color),
                     gid="label",
                 )
@@ -171,19 +174,26 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
         ax.set_xticks([k + 0.5 for k in range(c)], [f"c{k}" for k in range(c)])
         ax.set_yticks([-r - 0.5 for r in range(n)], [f"rank {r}" for r in range(n)])
         ax.tick_params(length=0)
-        ax.set_title(label, fontsize=10)
+        ax.tick_params(labelbottom=True)  # stacked: the upper panel keeps its chunk names
+        ax.set_title(label, fontsize=11)
         for side in ax.spines.values():
             side.set_visible(False)
     name = meta.get("collective", "run")
     root = f", root {_root(meta)}" if name in ("broadcast", "reduce", "gather", "scatter") else ""
     fig.suptitle(
         title or f"{name} on {n} ranks{root}: buffers before and after ({meta.get('dtype', '')})",
-        fontsize=11,
+        fontsize=12,
     )
     handles = [
         Patch(facecolor=RANK_COLORS[0], label="rq:cj = rank q's input chunk j"),
         Patch(facecolor=SUM_COLOR, label="\u03a3 = summed over all ranks"),
         Patch(facecolor=EMPTY_COLOR, hatch="//", label="not defined by the collective"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=3 if wide else 2,
+        fontsize=LABEL_PT,
+        frameon=False,
+    )
     return fig

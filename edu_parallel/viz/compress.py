@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import bad_value
 from .ddp import FONT, WIDTH, legend_below, title_layout
+from .fit import fit_layout
 
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b")
 # one color per method in every figure of the lesson; a compressor without error feedback dotted
@@ -107,7 +108,7 @@ def curves_figure(
         font=FONT,
         legend=legend_below(height, margin, 60),
     )
-    return fig
+    return fit_layout(fig)
 
 
 def residual_figure(curves: Any, title: str | None = None) -> Any:
@@ -140,7 +141,7 @@ def residual_figure(curves: Any, title: str | None = None) -> Any:
         font=FONT,
         legend=legend_below(height, margin, 60),
     )
-    return fig
+    return fit_layout(fig)
 
 
 def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
@@ -185,7 +186,7 @@ def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
         font=FONT,
         legend=legend_below(height, margin, 60),
     )
-    return fig
+    return fit_layout(fig)
 
 
 def whatif_figure(df: Any, title: str | None = None) -> Any:
@@ -246,4 +247,4 @@ def whatif_figure(df: Any, title: str | None = None) -> Any:
         legend=legend_below(height, margin, 95),
     )
     fig.update_xaxes(tickangle=-40)
-    return fig
+    return fit_layout(fig)

@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .fit import DEFAULT_FONT_PX, buttons_px
+
+PLAY_LABELS = ("▶ play", "❚❚ pause")
+
 
 def play_controls(
     names: Sequence[str],
@@ -21,7 +25,8 @@ def play_controls(
     prefix: str | None = "step: ",
     y: float = -0.06,
     slider_y: float | None = None,
-    slider_x: float = 0.16,
+    slider_x: float | None = None,
+    plot_px: float | None = None,
     transition_ms: int = 0,
     redraw: bool = True,
     font_size: int | None = None,
@@ -29,7 +34,9 @@ def play_controls(
     """``updatemenus`` and ``sliders`` for ``fig.update_layout``: play (one frame every
     ``duration_ms``), pause, and a slider with one step per frame name (``labels`` shown instead
     of the names; ``prefix`` None hides the current value). ``y`` places the buttons in paper
-    coordinates, the slider just above them unless ``slider_y`` says otherwise."""
+    coordinates, the slider just above them unless ``slider_y`` says otherwise. The slider starts
+    right of the buttons: at ``slider_x`` (paper), or computed from ``plot_px``, the plot area's
+    width in px (the buttons' width is estimated from their labels, :func:`.fit.buttons_px`)."""
     play = {
         "frame": {"duration": duration_ms, "redraw": redraw},
         "transition": {"duration": transition_ms},
@@ -38,6 +45,9 @@ def play_controls(
     }
     jump = {**play, "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}
+    if slider_x is None:
+        buttons = buttons_px(list(PLAY_LABELS), font_size or DEFAULT_FONT_PX) + 16
+        slider_x = 0.16 if plot_px is None else min(0.5, buttons / plot_px)
     font = {} if font_size is None else {"font": {"size": font_size}}
     current = {"visible": False} if prefix is None else {"prefix": prefix, **font}
     steps = [
@@ -55,8 +65,8 @@ def play_controls(
                 "yanchor": "top",
                 "showactive": False,
                 "buttons": [
-                    {"label": "▶ play", "method": "animate", "args": [None, play]},
-                    {"label": "❚❚ pause", "method": "animate", "args": [[None], pause]},
+                    {"label": PLAY_LABELS[0], "method": "animate", "args": [None, play]},
+                    {"label": PLAY_LABELS[1], "method": "animate", "args": [[None], pause]},
                 ],
             }
         ],

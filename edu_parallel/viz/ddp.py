@@ -25,12 +25,13 @@ from ..core.trace import Event, Trace
 from ..core.units import format_bytes
 from ..data_parallel.overlap import measure, training_steps
 from .bars import PHASE_COLORS
+from .fit import MAX_WIDTH_PX, fit_layout
 from .rank_timeline import time_axis_label
 
 COMPUTE_COLORS = {"forward": PHASE_COLORS[0], "backward": PHASE_COLORS[1]}
 COMPUTE_COLORS["optimizer"] = PHASE_COLORS[2]
 BUCKET_COLORS = ("#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b", "#ff9da6", "#17becf")
-WIDTH = 960  # every figure of this lesson fits a notebook column
+WIDTH = MAX_WIDTH_PX  # every figure of this lesson fits a notebook column
 FONT = dict(size=12)
 
 
@@ -271,4 +272,4 @@ def streams_figure(
         yaxis=dict(categoryorder="array", categoryarray=rows, autorange="reversed"),
         meta=dict(origin_s=origin, factor=factor, unit=unit, step=step, hidden=frac),
     )
-    return fig
+    return fit_layout(fig)

@@ -33,6 +33,7 @@ from .ddp import (
     time_unit,
     title_layout,
 )
+from .fit import fit_layout
 
 STATES = ("empty", "grad ready", "issued", "reduced")
 STATE_COLORS = ("#ffffff", "#4c78a8", "#eeca3b", "#54a24b")
@@ -243,4 +244,4 @@ def bucket_fill_animation(
             font_size=11,
         ),
     )
-    return fig
+    return fit_layout(fig)

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.errors import bad_value
 from .bars import PHASE_COLORS
 from .ddp import FONT, WIDTH, legend_below, title_layout
+from .fit import fit_layout
 
 PER_PARAM_MB = 1e-5  # caps below this hold one parameter per bucket for any model here
 PANELS = (
@@ -92,4 +93,4 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
         font=FONT,
         legend=legend_below(height, margin, 70),
     )
-    return fig
+    return fit_layout(fig)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
+from .fit import MAX_WIDTH_PX, fit_layout
 
 OP_COLORS = {"all_gather": "#1f77b4", "reduce_scatter": "#d62728", "all_reduce": "#9467bd"}
 PASS_COLORS = {
@@ -171,9 +172,10 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
     fig.update_layout(
         title=title or f"Collectives of step {step} on rank 0: unit, op, pass",
         height=380,
+        width=MAX_WIDTH_PX,
         legend_title_text="op",
     )
-    return fig
+    return fit_layout(fig)
 
 
 def comparison_rows(reports: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -273,4 +275,4 @@ def gathered_memory_figure(
         title=title or f"Gathered (unsharded) parameter bytes on rank {rank}, step {step}",
         height=110 + 150 * len(curves),
     )
-    return fig
+    return fit_layout(fig)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.trace import Trace
 from .figure import new_figure
+from .fit import LABEL_PT, MAX_WIDTH_IN
 from .model import OP_COLORS, Arrow, build_frames, text_color
 
 _COL_GAP = 1.4  # data units between ranks
@@ -49,7 +50,9 @@ def step_grid(
     n, c, rows = fr.world_size, fr.num_chunks, len(fr.steps)
     col_w = c + _COL_GAP
     width_units = n * col_w
-    inch = min(0.5, max(0.075, 13.0 / width_units))  # inches per data unit (16 ranks: ~20in)
+    # inches per data unit: the figure fits the notebook's output (labels too small to read at
+    # 11 px are left out: cells keep their colours)
+    inch = min(0.5, max(0.075, (MAX_WIDTH_IN - 2.6) / width_units))
     if ax is None:
         fig = new_figure(
             figsize=(width_units * inch + 2.6, rows * _ROW_H * inch + 1.6), layout="constrained"
@@ -82,7 +85,7 @@ def step_grid(
                         gid="cell",
                     )
                 )
-                if font >= 4:
+                if font >= LABEL_PT:
                     ax.text(
                         x0 + k + 0.5,
                         y0 + 0.5,
@@ -94,9 +97,9 @@ def step_grid(
                         color=text_color(fr.color(view, r, k)),
                     )
             sent = [a for a in view.arrows if a.src == r]
-            if sent:
-                text = _sent_text(sent)
-                size = min(8.0, gap_pt, col_w * box_pt / (0.62 * len(text) + 1))
+            text = _sent_text(sent) if sent else ""
+            size = min(9.0, gap_pt, col_w * box_pt / (0.62 * len(text) + 1))
+            if sent and size >= LABEL_PT:
                 ax.text(
                     x0 + c / 2,
                     y0 - 0.15,
@@ -116,7 +119,7 @@ def step_grid(
     ax.set_yticks(
         [-i * _ROW_H + 0.5 for i in range(rows)], [_row_label(fr.steps, i) for i in range(rows)]
     )
-    ax.tick_params(length=0, labelsize=min(9.0, 0.8 * _ROW_H * box_pt))
+    ax.tick_params(length=0, labelsize=max(LABEL_PT, min(9.0, 0.8 * _ROW_H * box_pt)))
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_aspect("equal")
@@ -132,7 +135,7 @@ def step_grid(
         handles=handles,
         loc="outside lower center",
         ncols=3 if wide else 1,
-        fontsize=8,
+        fontsize=LABEL_PT,
         frameon=False,
     )
     return fig

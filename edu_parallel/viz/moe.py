@@ -20,6 +20,7 @@ from ..core.errors import bad_value
 from ..core.marks import traffic_matrix
 from ..core.trace import Trace
 from .controls import play_controls
+from .fit import MAX_WIDTH_PX, fit_layout
 
 PALETTE = (
     "#1f77b4",
@@ -78,13 +79,17 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
         raise bad_value("data", data, "a run or a non-empty {name: run}")
     mats = {name: matrix_of(run, exchange) for name, run in runs.items()}
     top = max((b for m in mats.values() for row in m for b in row), default=0) or 1
+    cols = min(len(mats), 2)  # two heatmaps a row fit the notebook's width with the colour bar
+    rows = -(-len(mats) // cols)
     fig = make_subplots(
-        rows=1,
-        cols=len(mats),
-        horizontal_spacing=0.08,
+        rows=rows,
+        cols=cols,
+        horizontal_spacing=0.12,
+        vertical_spacing=0.3 / rows if rows > 1 else 0.0,
         subplot_titles=[f"<b>{k}</b>" for k in mats] if len(mats) > 1 else None,
     )
     for i, m in enumerate(mats.values()):
+        row, col = i // cols + 1, i % cols + 1
         n = len(m)
         labels = [f"r{k}" for k in range(n)]
         text = [
@@ -101,25 +106,26 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
                 text=text,
                 texttemplate="%{text}",
                 showscale=i == 0,
-                colorbar=dict(title="bytes"),
+                textfont=dict(size=12),
+                colorbar=dict(title="bytes", len=min(1.0, 1.2 / rows), y=1.0, yanchor="top"),
                 hovertemplate="from %{y} to %{x}: %{z:,} B<extra></extra>",
             ),
-            row=1,
-            col=i + 1,
+            row=row,
+            col=col,
         )
-        fig.update_xaxes(title_text="to rank", side="bottom", row=1, col=i + 1)
+        fig.update_xaxes(title_text="to rank", side="bottom", row=row, col=col)
         fig.update_yaxes(
-            title_text="from rank" if i == 0 else None, autorange="reversed", row=1, col=i + 1
+            title_text="from rank" if col == 1 else None, autorange="reversed", row=row, col=col
         )
     head = f"<b>{title}</b><br>" if title else ""
     fig.update_layout(
         title=dict(text=f"{head}{exchange} all-to-all: bytes sent, rank x rank", x=0.5),
-        width=min(1600, 140 + 380 * len(mats)),
-        height=430,
+        width=min(MAX_WIDTH_PX, 160 + 380 * cols),
+        height=130 + 320 * rows + 60 * (rows - 1),
         plot_bgcolor="white",
     )
     fig.layout.meta = dict(matrices=list(mats.values()), names=list(mats), exchange=exchange)
-    return fig
+    return fit_layout(fig)
 
 
 def expert_load_bars(report: Any, title: str | None = None) -> Any:
@@ -185,7 +191,7 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
         yaxis_title="token-expert assignments",
     )
     fig.layout.meta = dict(kept=[list(r) for r in kept], dropped=dropped, capacity_line=line)
-    return fig
+    return fit_layout(fig)
 
 
 def _positions(report: Any) -> tuple[list[dict[str, Any]], int, int]:
@@ -268,7 +274,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
                 x=[None],
                 y=[None],
                 mode="markers",
-                name=f"expert {ex} (rank {ex // per})",
+                name=f"e{ex} on r{ex // per}",
                 marker=dict(size=11, symbol="square", color=PALETTE[ex % len(PALETTE)]),
             )
         )
@@ -289,13 +295,13 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
     fig.update_layout(
         title=dict(text=head + captions["routed"], x=0.5),
         plot_bgcolor="white",
-        width=min(1600, 200 + 40 * n * width),
+        width=min(MAX_WIDTH_PX, 200 + 40 * n * width),
         height=min(900, 220 + 14 * height),
+        legend=dict(title=dict(text="expert"), font=dict(size=12)),
         xaxis=dict(
             range=[-1, n * width - 1],
             fixedrange=True,
-            tickangle=0,
-            tickfont=dict(size=10),
+            tickfont=dict(size=11),
             tickvals=[r * width + c for r in range(n) for c in range(width - 1)],
             ticktext=[
                 f"top-{c + 1}" if c < k else f"e{r * per + c - k}"
@@ -308,8 +314,14 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
         ),
     )
     controls = play_controls(
-        list(stages), duration_ms=1200, transition_ms=800, redraw=False, prefix="frame: ", y=-0.09
+        list(stages),
+        duration_ms=1200,
+        transition_ms=800,
+        redraw=False,
+        prefix="frame: ",
+        y=-0.09,
+        plot_px=fig.layout.width - 80 - 160,  # default left margin, the legend on the right
     )
     fig.update_layout(**controls)
     fig.layout.meta = dict(points=points, slot_width=width, stages=list(stages))
-    return fig
+    return fit_layout(fig)

@@ -21,6 +21,7 @@ from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .controls import play_controls
+from .fit import MAX_WIDTH_PX, MIN_FONT_PX, fit_layout
 from .model import text_color
 from .rank_timeline import time_axis_label
 
@@ -267,7 +268,7 @@ def pipeline_gantt(
     key = "box label: microbatch" + (" over s + stage" if v > 1 else "")
     row_px = 44 if p <= 8 else max(12, 480 // p)
     _layout_gantt(fig, title or _default_title(view), key, view, row_px, names, times, span)
-    return fig
+    return fit_layout(fig)
 
 
 def _cursor(view: PipelineView, t: float, span: float) -> Any:
@@ -316,9 +317,10 @@ def _layout_gantt(
         ),
         barmode="overlay",
         height=height,
+        width=MAX_WIDTH_PX,
         plot_bgcolor="white",
         margin=dict(l=70, r=20, t=80, b=150),
-        uniformtext=dict(minsize=8, mode="hide"),
+        uniformtext=dict(minsize=MIN_FONT_PX, mode="hide"),  # smaller labels: hidden
         xaxis=dict(
             title=view.time_label,
             range=[-0.005 * span, 1.005 * span],
@@ -344,7 +346,7 @@ def _layout_gantt(
             prefix=None,
             y=below(100),
             slider_y=below(92),
-            slider_x=0.17,
-            font_size=10,
+            plot_px=MAX_WIDTH_PX - 70 - 20,
+            font_size=11,
         )
     )

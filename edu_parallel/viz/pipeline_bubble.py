@@ -13,6 +13,7 @@ from typing import Any
 from ..core.errors import check_int
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import gpipe_bubble, time_schedule
+from .fit import fit_layout
 
 
 @dataclass(frozen=True)
@@ -137,4 +138,4 @@ def bubble_vs_microbatches_figure(
         margin=dict(t=60, b=190),
         legend=dict(orientation="v", x=0.0, xanchor="left", y=-0.2, yanchor="top"),
     )
-    return fig
+    return fit_layout(fig)

@@ -13,6 +13,7 @@ from ..core.schema import ACTIVATION
 from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
+from .fit import fit_layout
 from .pipeline import pipeline_view, tint
 
 
@@ -84,7 +85,7 @@ def activation_memory_figure(
             margin=dict(l=80, r=20, t=60, b=60),
         )
         fig.update_xaxes(title_text=view.time_label)
-        return fig
+        return fit_layout(fig)
     fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=0.05 if n > 1 else 0)
     top = max(peaks, default=0.0)
     for s, row in enumerate(steps):
@@ -142,7 +143,7 @@ def activation_memory_figure(
     )
     fig.update_xaxes(range=[0, end * 1.01 or 1.0], gridcolor="#e0e0e0")
     fig.update_xaxes(title_text=view.time_label, row=n, col=1)
-    return fig
+    return fit_layout(fig)
 
 
 def _memory_heatmap(

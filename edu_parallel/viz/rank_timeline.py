@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.trace import Trace
 from .bars import PHASE_COLORS
+from .fit import fit_layout
 
 KINDS = ("send", "recv", "compute", "collective")
 
@@ -81,4 +82,4 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
             ticktext=names,
         ),  # every row labelled
     )
-    return fig
+    return fit_layout(fig)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.trace import Trace
 from .controls import play_controls
+from .fit import MAX_WIDTH_PX, MODEBAR_PX, title_y
 from .model import OP_COLORS, Arrow, RingFrames, StepView, build_frames, text_color
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
@@ -43,13 +44,19 @@ class RingDrawing:
         ]
         self.half_span = self.radius + c / 2 + 1.2  # x: rows stick out sideways
         self.half_height = self.radius + 1.8  # y: a row plus its rank name
-        self.width = int(min(1150, 560 + 36 * n + 6 * n * c))
+        self.width = int(min(MAX_WIDTH_PX, 560 + 36 * n + 6 * n * c))
         plot_px = self.width - _MARGIN["l"] - _MARGIN["r"]
         self.cell_px = 0.92 * plot_px / (2 * self.half_span)
         self.plot_height = round(plot_px * self.half_height / self.half_span)
         self.label_compact, self.font_px = self._fit_labels()
-        lines = max(self.title(i).count("<br>") + 1 for i in range(len(self)))
-        self.margin = dict(_MARGIN, t=48 + 21 * lines)  # title lines, then the colour key
+        self.title_lines = lines = max(self.title(i).count("<br>") + 1 for i in range(len(self)))
+        # below the modebar: the title's lines, then the colour key
+        self.margin = dict(_MARGIN, t=MODEBAR_PX + 6 + 20 * lines + 30)
+
+    @property
+    def height(self) -> int:
+        """The still figure's height (px): the plot and its margins."""
+        return self.plot_height + self.margin["t"] + self.margin["b"]
 
     def __len__(self) -> int:
         return len(self.frames.steps)
@@ -238,13 +245,13 @@ class RingDrawing:
                 text=self.title(index),
                 x=0.5,
                 xanchor="center",
-                y=0.99,
+                y=title_y(self.height, self.title_lines),
                 yanchor="top",
                 yref="container",
                 font=dict(size=15),
             ),
             width=self.width,
-            height=self.plot_height + self.margin["t"] + self.margin["b"],
+            height=self.height,
             margin=self.margin,
             xaxis=axis,
             yaxis=dict(
@@ -288,8 +295,12 @@ class RingDrawing:
             )
             for i in range(len(self))
         ]
-        fig.update_layout(**play_controls(names, duration_ms=1100, prefix="step: ", y=-0.06))
-        fig.update_layout(margin=dict(self.margin, b=130), height=fig.layout.height + 60)
+        plot_px = self.width - self.margin["l"] - self.margin["r"]
+        controls = play_controls(names, duration_ms=1100, prefix="step: ", y=-0.06, plot_px=plot_px)
+        fig.update_layout(**controls)
+        height = self.height + 60
+        y = title_y(height, self.title_lines)
+        fig.update_layout(margin=dict(self.margin, b=130), height=height, title_y=y)
         return fig
 
 

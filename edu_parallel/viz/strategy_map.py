@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from .fit import MAX_WIDTH_PX, fit_layout
 
 METRICS = (
     ("param_bytes", "parameter bytes"),
@@ -83,7 +84,7 @@ def map_table_figure(report: Any, title: str | None = None) -> Any:
         yaxis={"autorange": "reversed"},
         height=120 + 26 * len(rows),
     )
-    return fig
+    return fit_layout(fig)
 
 
 def sent_bars_figure(report: Any, title: str | None = None) -> Any:
@@ -110,7 +111,7 @@ def sent_bars_figure(report: Any, title: str | None = None) -> Any:
         yaxis_title="bytes sent by the rank",
         title=title or "Bytes sent per step, by pass (from the traces)",
     )
-    return fig
+    return fit_layout(fig)
 
 
 def split_grid(run: dict[str, Any]) -> tuple[list[str], list[list[float]], list[list[str]]]:
@@ -166,9 +167,10 @@ def split_figure(report: Any, title: str | None = None) -> Any:
             col=1,
         )
         fig.update_yaxes(autorange="reversed", row=i, col=1)
-        fig.update_xaxes(tickangle=45, tickfont={"size": 8}, row=i, col=1)
+        fig.update_xaxes(tickangle=45, tickfont={"size": 11}, row=i, col=1)
     fig.update_layout(
         title=title or "What each strategy splits: fraction of each parameter tensor per rank",
-        height=260 * len(runs),
+        height=280 * len(runs),
+        width=MAX_WIDTH_PX,
     )
-    return fig
+    return fit_layout(fig)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.errors import bad_value
 from .controls import play_controls
+from .fit import MAX_WIDTH_PX, fit_layout
 
 KINDS = ("replicated", "shard", "slice", "partial", "full", "wrong")
 KIND_COLORS = {
@@ -269,7 +270,7 @@ def _frame_traces(frame: TPFrame, names: list[str], t: int) -> list[Any]:
             y=ty,
             mode="text",
             text=tt,
-            textfont=dict(size=10),
+            textfont=dict(size=11),
             showlegend=False,
             hoverinfo="skip",
         )
@@ -322,6 +323,10 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
     ]
     mode = _get(report, "mode") + ("" if _get(report, "rule") == "megatron" else ", syllabus rule")
     head = f"<b>{title}</b><br>" if title else ""
+    # Equal x and y scales: the width (<= MAX_WIDTH_PX) sets a matrix's size, and so the height.
+    width = min(MAX_WIDTH_PX, max(700, 150 * len(names) + 120))
+    x_span, y_span = len(names) * (1 + GAP_X) + 0.9, (t - 1) * (1 + GAP_Y) + 1.7
+    height = round((width - 90) * y_span / x_span) + 110 + 150
     fig.update_layout(
         title=dict(
             text=f"{head}TP {mode} on {t} ranks: {story[k].label}", x=0.5, font=dict(size=14)
@@ -329,8 +334,8 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
         shapes=_outlines(names, t),
         annotations=notes,
         plot_bgcolor="white",
-        width=max(700, 150 * len(names) + 120),
-        height=260 + 150 * t,
+        width=width,
+        height=height,
         margin=dict(l=70, r=20, t=110, b=150),
         legend=dict(orientation="h", x=0, y=-0.02, yanchor="top", font=dict(size=11)),
         xaxis=dict(visible=False, range=[-0.9, len(names) * (1 + GAP_X)], fixedrange=True),
@@ -354,7 +359,7 @@ def tp_blocks(report: Any, frame: int = 0, title: str | None = None) -> Any:
         or not -len(story) <= frame < len(story)
     ):
         raise bad_value("frame", frame, f"an integer in [{-len(story)}, {len(story) - 1}]")
-    return _figure(report, story, frame % len(story), title)
+    return fit_layout(_figure(report, story, frame % len(story), title))
 
 
 def tp_animation(report: Any, title: str | None = None) -> Any:
@@ -374,7 +379,10 @@ def tp_animation(report: Any, title: str | None = None) -> Any:
         for k, f in enumerate(story)
     ]
     frames = [str(k) for k in range(len(story))]
+    plot_px = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r
     fig.update_layout(
-        **play_controls(frames, duration_ms=1100, prefix="frame: ", y=-0.25, font_size=12)
+        **play_controls(
+            frames, duration_ms=1100, prefix="frame: ", y=-0.25, font_size=12, plot_px=plot_px
+        )
     )
-    return fig
+    return fit_layout(fig)

@@ -28,6 +28,7 @@ from ..core.trace import Trace
 from ..core.units import format_bytes
 from .controls import play_controls
 from .figure import new_figure
+from .fit import MAX_WIDTH_PX, fit_layout
 from .memory_ledger import (
     CATEGORY_NAMES,
     Ledger,
@@ -90,16 +91,19 @@ def memory_bars_animation(
 
     spec = _animation_spec(trace_or_traces, step)
     n = len(spec.names)
+    cols = min(n, 2)  # two panels a row: four of them fit the notebook's width
+    rows = -(-n // cols)
     fig = make_subplots(
-        rows=1,
-        cols=n,
+        rows=rows,
+        cols=cols,
         shared_yaxes=True,
-        horizontal_spacing=0.04 if n > 1 else 0.0,
+        horizontal_spacing=0.06 if n > 1 else 0.0,
+        vertical_spacing=0.22 / rows if rows > 1 else 0.0,
         subplot_titles=[f"<b>{name}</b>" for name in spec.names] if n > 1 else None,
     )
     for p in range(n):
         for trace in _panel_traces(spec, p, 0):
-            fig.add_trace(trace, row=1, col=p + 1)
+            fig.add_trace(trace, row=p // cols + 1, col=p % cols + 1)
     peak = max(
         (
             spec.frame_of(p, k).total(r)
@@ -113,13 +117,13 @@ def memory_bars_animation(
     head = f"<b>{title}</b><br>" if title else ""
     which = _steps_text(spec)
     ranks = max(len(lg.ranks) for lg in spec.ledgers)
-    width = min(1700, 360 + n * max(340, 40 + 70 * ranks))  # legend ~280 px on the right
+    width = min(MAX_WIDTH_PX, 330 + cols * max(300, 40 + 70 * ranks))  # legend ~230 px, right
     fig.update_layout(
         barmode="stack",
         bargap=0.25,
         plot_bgcolor="white",
         width=width,
-        height=640,
+        height=450 + 330 * rows,
         title=dict(
             text=f"{head}Memory per rank by category{which}",
             x=0.5,
@@ -143,8 +147,8 @@ def memory_bars_animation(
     )
     for p in range(n):
         fig.update_xaxes(
-            row=1,
-            col=p + 1,
+            row=p // cols + 1,
+            col=p % cols + 1,
             type="category",
             tickfont=dict(size=12),
             fixedrange=True,
@@ -166,10 +170,10 @@ def memory_bars_animation(
         for k in range(spec.length)
     ]
     fig.update_layout(
-        **play_controls(names, duration_ms=700, prefix="event: ", y=-0.2, font_size=12)
+        **play_controls(names, duration_ms=700, prefix="event: ", y=-0.2 / rows, font_size=12)
     )
     fig.layout.meta = dict(unit=spec.unit, scale=spec.scale, panels=spec.names)
-    return fig
+    return fit_layout(fig)
 
 
 def _animation_spec(
@@ -303,7 +307,9 @@ def memory_bars(
     totals = {n: sum(bd.values()) for n, bd in breakdowns.items()}
     unit, scale = byte_unit(max(totals.values(), default=0))
     names = list(breakdowns)
-    fig = new_figure(figsize=(max(5.5, 1.3 * len(names) + 3.2), 4.6), layout="constrained")
+    fig = new_figure(
+        figsize=(min(7.6, max(5.5, 1.3 * len(names) + 3.2)), 4.6), layout="constrained"
+    )
     ax = fig.add_subplot()
     bottoms = [0.0] * len(names)
     for i, cat in enumerate(categories):

@@ -1,0 +1,208 @@
+"""One executed lesson as a static HTML page that needs no kernel and no network.
+
+nbconvert's ``lab`` template drops the plotly mimetype (``application/vnd.plotly.v1+json``) and
+loads require.js, MathJax, mermaid and the widget manager from CDNs. Here:
+
+* every plotly output becomes a ``div`` + ``script`` (:func:`plotly.io.to_html` without plotly.js),
+  and plotly.js itself is inlined once in the page head, so figures and frame animations (play
+  button, slider) work offline;
+* every widget view (quiz, exercise panel, explorer, progress bar) becomes a one-line note, then
+  its kernel-free counterpart when the package offers one (see ``export_probe.py``), else what it
+  showed when the lesson ran (its HTML texts and the outputs of its Output areas; not for quizzes,
+  whose answers need the kernel);
+* links between lessons (``05_dp_bucketing_overlap.ipynb``) point to the ``.html`` pages.
+
+References: nbconvert templates (https://nbconvert.readthedocs.io/en/latest/customizing.html),
+plotly offline HTML (https://plotly.com/python/interactive-html-export/), the widget state that
+nbclient stores (https://ipywidgets.readthedocs.io/en/stable/embedding.html).
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import re
+from collections.abc import Iterable
+from typing import Any
+
+PLOTLY = "application/vnd.plotly.v1+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+OPEN_IN_LAB = "open this lesson in JupyterLab (<code>edu-parallel lab</code>)"
+TEXT_MODELS = ("HTMLModel", "HTMLMathModel", "LabelModel")
+NOTE_ONLY = ("quiz", "progress bar")  # a snapshot of these would mislead: answers need a kernel
+
+PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}
+<script type="text/javascript">{{ resources.plotly_js }}</script>
+{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{% block extra_css %}<style>
+.edu-nav { padding: 8px 0 4px; font-size: 14px; }
+.edu-widget-note { border-left: 4px solid #1e88e5; background: #f3f8fd; padding: 6px 10px; }
+</style>{% endblock extra_css %}
+{%- block body_header -%}
+{{ super() }}
+<nav class="edu-nav"><a href="index.html">&larr; all lessons</a></nav>
+{%- endblock body_header -%}
+"""
+
+
+def plotly_div(figure: dict[str, Any]) -> str:
+    """A figure as a ``div`` and the script that draws it; plotly.js must be on the page."""
+    import plotly.io as pio
+
+    return pio.to_html(
+        figure, include_plotlyjs=False, full_html=False, auto_play=False, validate=False
+    )
+
+
+def html_output(text: str) -> Any:
+    import nbformat
+
+    return nbformat.v4.new_output("display_data", data={"text/html": text})
+
+
+def widget_note(kind: str, shown: str) -> Any:
+    """The one line that stands for a widget: its kind, what follows, how to use it."""
+    label = f"Interactive widget ({html.escape(kind)})"
+    if kind == "progress bar":
+        line = "Progress bar: it moves while the lesson runs in JupyterLab."
+    elif shown == "counterpart":
+        line = f"{label}: below, the same run as an animation; {OPEN_IN_LAB} to change it."
+    elif shown == "snapshot":
+        line = f"{label}: below, what it showed when the lesson ran; {OPEN_IN_LAB} to use it."
+    else:
+        line = f"{label}: {OPEN_IN_LAB} to use it."
+    return html_output(f'<p class="edu-widget-note">{line}</p>')
+
+
+def _children(state: dict[str, Any], model_id: str) -> list[str]:
+    children = state.get(model_id, {}).get("state", {}).get("children", [])
+    return [c.removeprefix("IPY_MODEL_") for c in children if isinstance(c, str)]
+
+
+def _walk(state: dict[str, Any], model_id: str) -> Iterable[str]:
+    yield model_id
+    for child in _children(state, model_id):
+        yield from _walk(state, child)
+
+
+def fallback_kind(state: dict[str, Any], model_id: str) -> str:
+    """A kind read from the widget state, for views whose owner the kernel could not name."""
+    names = {state.get(m, {}).get("model_name", "") for m in _walk(state, model_id)}
+    return "progress bar" if any(n.endswith("ProgressModel") for n in names) else "widget"
+
+
+def snapshot(state: dict[str, Any], model_id: str) -> list[Any]:
+    """What the view showed: its non-empty HTML texts and its Output areas' outputs, in order."""
+    import nbformat
+
+    outputs: list[Any] = []
+    for m in _walk(state, model_id):
+        model = state.get(m, {})
+        values = model.get("state", {})
+        if model.get("model_name") in TEXT_MODELS and str(values.get("value", "")).strip():
+            outputs.append(html_output(str(values["value"])))
+        elif model.get("model_name") == "OutputModel":
+            outputs += [nbformat.from_dict(o) for o in values.get("outputs", [])]
+    return outputs
+
+
+def static_outputs(outputs: list[Any], state: dict[str, Any], views: dict[str, Any]) -> list[Any]:
+    """``outputs`` with plotly figures as HTML and widget views replaced (see module doc)."""
+    result: list[Any] = []
+    for out in outputs:
+        data = out.get("data", {})
+        if PLOTLY in data:
+            result.append(html_output(plotly_div(data[PLOTLY])))
+        elif WIDGET_VIEW in data:
+            model_id = data[WIDGET_VIEW].get("model_id", "")
+            view = views.get(model_id, {})
+            kind = view.get("kind") or fallback_kind(state, model_id)
+            figures = view.get("figures", [])
+            shown = snapshot(state, model_id) if kind not in NOTE_ONLY and not figures else []
+            what = "counterpart" if figures else "snapshot" if shown else "note"
+            result.append(widget_note(kind, what))
+            result += [html_output(plotly_div(f)) for f in figures]
+            result += static_outputs(shown, state, views)
+        else:
+            result.append(out)
+    return result
+
+
+def link_pages(source: str, stems: Iterable[str]) -> str:
+    """Markdown/HTML links to ``NAME.ipynb`` (a lesson or the index) point to ``NAME.html``."""
+    names = "|".join(re.escape(s) for s in sorted(stems, key=len, reverse=True))
+    if not names:
+        return source
+    pattern = re.compile(rf"(\]\(\s*<?|href=[\"'])((?:\./)?(?:{names}))\.ipynb(?=[#)>\"'\s])")
+    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}.html", source)
+
+
+def static_notebook(nb: Any, views: dict[str, Any], stems: Iterable[str]) -> Any:
+    """A copy of the executed ``nb`` ready for HTML: no widget state, no kernel-only output."""
+    page = copy.deepcopy(nb)
+    widgets = page.metadata.pop("widgets", {})
+    state = widgets.get(WIDGET_STATE, {}).get("state", {})
+    stems = list(stems)
+    for cell in page.cells:
+        if cell.cell_type == "markdown":
+            cell.source = link_pages(cell.source, stems)
+        elif cell.cell_type == "code":
+            cell.outputs = static_outputs(cell.get("outputs", []), state, views)
+    return page
+
+
+def render_page(page: Any, title: str, plotly_js: str) -> str:
+    """The page's HTML (nbconvert ``lab`` template, with plotly.js inlined once, no CDN)."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"edu_parallel_page.html.j2": PAGE_TEMPLATE})],
+        template_file="edu_parallel_page.html.j2",
+        embed_images=True,
+    )
+    body, _ = exporter.from_notebook_node(
+        page, resources={"metadata": {"name": title}, "plotly_js": plotly_js}
+    )
+    return body
+
+
+def first_heading(nb: Any, default: str) -> str:
+    """The text of the first markdown heading, e.g. ``Lesson 03: ring all-reduce``."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                match = re.match(r"\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", line)
+                if match:
+                    return match.group(1)
+    return default
+
+
+def _links(entries: list[tuple[str, str]], tag: str) -> str:
+    items = "\n".join(
+        f'<li><a href="{html.escape(page)}">{html.escape(name)}</a></li>' for page, name in entries
+    )
+    return f"<{tag}>\n{items}\n</{tag}>\n"
+
+
+def index_page(
+    lessons: list[tuple[str, str]],
+    pages: list[tuple[str, str]] | None = None,
+    title: str = "edu-parallel: the course",
+) -> str:
+    """``index.html``: ``lessons`` and the course's other ``pages``, each ``(file, title)``."""
+    more = f"<h2>Course pages</h2>\n{_links(pages, 'ul')}" if pages else ""
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>body {{ font-family: sans-serif;"
+        f" max-width: 50em; margin: 2em auto; line-height: 1.6; }}</style>\n</head>\n<body>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p>The lessons as they ran, with their figures and"
+        f" animations; the widgets need JupyterLab (<code>edu-parallel lab</code>).</p>\n"
+        f"<h2>Lessons</h2>\n{_links(lessons, 'ol')}{more}</body>\n</html>\n"
+    )

@@ -1,0 +1,151 @@
+"""The learner's workspace: a private copy of the lessons, never the checkout or the package.
+
+``edu-parallel lab`` opens the lessons from a folder of the learner's own
+(``~/edu-parallel-course``, or ``--dir``). The first time, every lesson is copied there. Later:
+
+* a lesson the learner has not changed is refreshed when the course's copy changed (a ``git pull``,
+  a new release);
+* a lesson the learner changed (edited, or saved with outputs) is kept, and one line says how to
+  restore it: ``edu-parallel lab --reset 03``;
+* a lesson new to the course is copied.
+
+What was copied is remembered in ``.edu-parallel/lessons.json`` (the SHA-256 of each file as
+copied), so "unchanged by the learner" is a fact, not a guess from timestamps. Traces and progress
+files that the lessons write land in the workspace too, so a full pass leaves the checkout as it
+was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import bad_value
+
+DEFAULT_DIR = Path("~/edu-parallel-course")
+MANIFEST = Path(".edu-parallel") / "lessons.json"
+COURSE_SUFFIXES = (".ipynb",)
+
+
+@dataclass
+class SyncReport:
+    """What :func:`sync_workspace` did, file name by file name."""
+
+    folder: Path
+    copied: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the learner's edits; the course's copy changed
+
+    def lines(self) -> list[str]:
+        """What a learner should read: the folder, what changed, and how to restore a lesson."""
+        done = [
+            f"{verb} {len(names)}"
+            for verb, names in (
+                ("copied", self.copied),
+                ("refreshed", self.refreshed),
+                ("restored", self.restored),
+            )
+            if names
+        ]
+        out = [f"lessons: {self.folder}" + (f" ({', '.join(done)})" if done else "")]
+        out += [
+            f"  {name}: the course's version changed and yours has edits; "
+            f"`edu-parallel lab --reset {lesson_number(name)}` replaces yours with it"
+            for name in self.kept
+        ]
+        return out
+
+
+def lesson_number(name: str) -> str:
+    """``"03_ring_allreduce.ipynb"`` -> ``"03"``; a page without a number keeps its stem."""
+    stem = Path(name).stem
+    head = stem.split("_", 1)[0]
+    return head if head.isdigit() else stem
+
+
+def course_files(source: Path) -> dict[str, Path]:
+    """The files of the course in ``source``: ``{name: path}``, sorted by name."""
+    return {
+        p.name: p
+        for p in sorted(source.iterdir())
+        if p.is_file() and p.suffix in COURSE_SUFFIXES and not p.name.startswith(".")
+    }
+
+
+def resolve_reset(names: Iterable[str], source: Path) -> list[str]:
+    """The file names that ``--reset`` names: a number (``03``), a stem, a file name, or ``all``.
+
+    Raises a one-line ValueError naming the first name that matches no lesson, with the valid ones.
+    """
+    files = course_files(source)
+    picked: list[str] = []
+    for raw in names:
+        text = str(raw).strip()
+        if text == "all":
+            return list(files)
+        hits = [n for n in files if text in (n, Path(n).stem, lesson_number(n))]
+        if len(hits) != 1:
+            valid = ", ".join(lesson_number(n) for n in files)
+            raise bad_value("reset", raw, f"a lesson number or name, or all (lessons: {valid})")
+        if hits[0] not in picked:
+            picked.append(hits[0])
+    return picked
+
+
+def check_workspace(target: Path, source: Path) -> Path:
+    """``target`` as a workspace folder: not a file, and not the course's own lessons folder."""
+    target = target.expanduser()
+    if target.exists() and not target.is_dir():
+        raise bad_value(
+            "dir", str(target), "a folder (existing or new) for your copy of the lessons"
+        )
+    if target.resolve() == source.resolve():
+        raise bad_value(
+            "dir", str(target), f"a folder of your own, not the course's lessons ({source})"
+        )
+    return target
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sync_workspace(target: Path, source: Path, reset: Iterable[str] = ()) -> SyncReport:
+    """Bring ``target`` up to date with the course in ``source`` (see the module docstring).
+
+    ``reset`` lists file names (from :func:`resolve_reset`) to overwrite with the course's copy.
+    """
+    target = check_workspace(Path(target), source)
+    resets = set(reset)
+    target.mkdir(parents=True, exist_ok=True)
+    manifest_path = target / MANIFEST
+    try:
+        copied_as = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        copied_as = {}
+    report = SyncReport(target)
+    for name, src in course_files(source).items():
+        dest, new = target / name, _sha(src)
+        if not dest.exists():
+            bucket = report.copied
+        elif name in resets:
+            bucket = report.restored
+        elif _sha(dest) == new:
+            copied_as[name] = new
+            continue
+        elif copied_as.get(name) == _sha(dest):  # untouched since we copied it
+            bucket = report.refreshed
+        else:
+            report.kept.append(name)
+            continue
+        shutil.copyfile(src, dest)
+        copied_as[name] = new
+        bucket.append(name)
+    manifest_path.parent.mkdir(exist_ok=True)
+    manifest_path.write_text(json.dumps(copied_as, indent=1, sort_keys=True) + "\n")
+    return report

@@ -1,0 +1,151 @@
+"""Collective and all-reduce runs as tables (pandas DataFrames): counted bytes beside formulas.
+
+* :func:`builtin_table`: each collective checked against its torch builtin;
+* :func:`volume_table`: bytes each rank sent (counted from the trace) beside
+  :func:`~edu_parallel.plans.collectives.volume_formula` and the nccl-tests bus factor
+  (nccl-tests ``doc/PERFORMANCE.md``);
+* :func:`ring_volume_table`, :func:`phase_table`: ring all-reduce bytes per phase and in all,
+  against ``(N-1)/N D`` and ``2(N-1)/N D`` (Patarasuk & Yuan 2009);
+* :func:`bandwidth_table`: algbw and busbw of runs of several sizes;
+* :func:`calibration_table`: measured times beside the alpha-beta model fitted on this machine;
+* :func:`topology_table`: hierarchical and flat all-reduce traces retimed on a two-level
+  topology, beside the closed-form prediction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..core.metrics import bus_factor
+from ..models import CostModel, Topology, predict, retime
+from ..plans import ring_sent_bytes_formula, volume_formula
+from .allreduce import AllReduceReport
+from .collective import CollectiveReport
+from .hierarchical import HierarchicalReport
+
+
+def builtin_table(reports: Mapping[str, CollectiveReport]) -> pd.DataFrame:
+    """One row per collective: does the plan's result equal the torch builtin's?"""
+    rows = [
+        {"collective": name, "matches torch builtin": r.matches_builtin, "reference": r.reference}
+        for name, r in reports.items()
+    ]
+    return pd.DataFrame(rows).set_index("collective")
+
+
+def volume_table(reports: Mapping[str, CollectiveReport]) -> pd.DataFrame:
+    """Bytes each rank sent (counted), the formula's per rank (rounded), and the bus factor."""
+    rows = []
+    for name, r in reports.items():
+        formula = volume_formula(name, r.world_size, r.nbytes, r.root)["sent"]
+        rows.append(
+            {
+                "collective": name,
+                "sent per rank (counted, B)": list(r.per_rank_sent_bytes),
+                "sent per rank (formula, B)": [round(x) for x in formula],
+                "busbw factor": r.bus_factor,
+            }
+        )
+    return pd.DataFrame(rows).set_index("collective")
+
+
+def ring_volume_table(reports: Sequence[AllReduceReport]) -> pd.DataFrame:
+    """Ring all-reduce runs on different N: reduce-scatter and total bytes per rank vs formula."""
+    rows = []
+    for r in reports:
+        f = ring_sent_bytes_formula(r.world_size, r.nbytes)
+        rows.append(
+            {
+                "N": r.world_size,
+                "reduce-scatter sent (counted, B)": list(r.per_phase_sent_bytes["reduce-scatter"]),
+                "(N-1)/N·D (B)": f["reduce-scatter"],
+                "total sent (counted, B)": list(r.per_rank_sent_bytes),
+                "2(N-1)/N·D (B)": f["total"],
+            }
+        )
+    return pd.DataFrame(rows).set_index("N")
+
+
+def phase_table(report: AllReduceReport, rank: int = 0) -> pd.DataFrame:
+    """One rank's bytes sent and received per ring phase and in all, beside the formulas and the
+    outline's per-phase figure (errata E1)."""
+    n, d = report.world_size, report.nbytes
+    sent = report.trace.sent_bytes(per_phase=True)
+    recv = report.trace.recv_bytes(per_phase=True)
+    rows = [
+        {
+            "phase": phase,
+            "sent (B)": sent[phase][rank],
+            "received (B)": recv[phase][rank],
+            "formula (B)": (n - 1) / n * d,
+            "outline's 2(N-1)/N·D (B)": 2 * (n - 1) / n * d,
+        }
+        for phase in ("reduce-scatter", "all-gather")
+    ]
+    rows.append(
+        {
+            "phase": "both phases",
+            "sent (B)": report.per_rank_sent_bytes[rank],
+            "received (B)": report.per_rank_recv_bytes[rank],
+            "formula (B)": 2 * (n - 1) / n * d,
+            "outline's 2(N-1)/N·D (B)": 2 * (n - 1) / n * d,
+        }
+    )
+    return pd.DataFrame(rows).set_index("phase")
+
+
+def bandwidth_table(reports: Sequence[AllReduceReport]) -> pd.DataFrame:
+    """Time, algbw and busbw per all-reduce run; busbw/algbw beside the factor 2(N-1)/N."""
+    rows = [
+        {
+            "bytes per rank": r.nbytes,
+            "time (ms)": r.time_s * 1e3,
+            "algbw (GB/s)": r.algbw_gbps,
+            "busbw (GB/s)": r.busbw_gbps,
+            "busbw / algbw": r.busbw_gbps / r.algbw_gbps,
+            "2(N-1)/N": bus_factor("all_reduce", r.world_size),
+        }
+        for r in reports
+    ]
+    return pd.DataFrame(rows).set_index("bytes per rank")
+
+
+def calibration_table(reports: Sequence[AllReduceReport], link: Any) -> pd.DataFrame:
+    """Measured all-reduce times beside :func:`~edu_parallel.models.predict` on ``link`` (a fitted
+    :func:`~edu_parallel.comm.calibrate` result or a preset name)."""
+    rows = []
+    for r in reports:
+        predicted = predict(r.algo, r.world_size, r.nbytes, link).time_s
+        rows.append(
+            {
+                "bytes per rank": r.nbytes,
+                "measured (ms)": r.time_s * 1e3,
+                "alpha-beta model (ms)": predicted * 1e3,
+                "measured / model": r.time_s / predicted,
+            }
+        )
+    return pd.DataFrame(rows).set_index("bytes per rank")
+
+
+def topology_table(
+    hierarchical: HierarchicalReport, flat: AllReduceReport, topology: Topology
+) -> pd.DataFrame:
+    """The two runs' traces retimed on ``topology`` beside :func:`~edu_parallel.models.predict`."""
+    model = CostModel(topology.intra, topology=topology)
+    n = flat.world_size
+    rows = [
+        {
+            "algorithm": name,
+            "matches dist.all_reduce": r.matches_builtin,
+            "trace retimed (µs)": retime(r.trace, model).duration * 1e6,
+            "alpha-beta model (µs)": predict(algo, n, r.nbytes, topology).time_s * 1e6,
+        }
+        for name, algo, r in (
+            ("hierarchical", "hierarchical", hierarchical),
+            ("flat ring", "ring", flat),
+        )
+    ]
+    return pd.DataFrame(rows).set_index("algorithm")

@@ -1,0 +1,288 @@
+"""Drive a real ``edu-parallel lab`` in Debian's Chromium as a learner does (test_learner_path).
+
+:class:`LabServer` starts the course command on a free loopback port, in a fresh workspace, with a
+known token; :class:`Lesson` opens one lesson in JupyterLab and does what a learner does: Run All,
+scroll through, press Play, answer the quiz. Every reading comes from the page (the DOM that the
+learner sees), never from the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHROMIUM_FLAGS = [  # as root in a container, on a closed network
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RAW_WIDGET_REPRS = ("VBox(", "HBox(", "Output(", "HTML(value", "Button(", "IntSlider(")
+BUSY_PROMPTS = ("[*]:", "[ ]:")
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the current tab
+FEEDBACK_WORDS = ("Correct!", "Not quite", "run failed", "cluster is closed", "is not valid")
+
+
+def find_chromium() -> str | None:
+    """Debian's chromium (``apt install chromium``), or the one ``EDU_PARALLEL_CHROMIUM`` names."""
+    named = os.environ.get("EDU_PARALLEL_CHROMIUM")
+    if named:
+        return named if Path(named).exists() else None
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def why_no_browser() -> str | None:
+    """Why the real-browser pass cannot run here, or None when it can."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    if find_chromium() is None:
+        return "no Chromium found (apt install chromium, or set EDU_PARALLEL_CHROMIUM)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LabServer:
+    """``python -m edu_parallel lab --no-browser`` in ``folder`` on a free port, stopped on exit."""
+
+    def __init__(self, folder: Path, env: dict[str, str]):
+        self.folder, self.port, self.token = folder, _free_port(), secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **env, "JUPYTER_TOKEN": self.token}
+        self.log = folder.parent / "lab.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pending: list[threading.Thread] = []
+
+    def url(self, path: str) -> str:
+        return f"{self.base}{path}?token={self.token}"
+
+    def shutdown_kernels(self, path: str, wait: bool = True) -> None:
+        """Delete the sessions (and so the kernels, and their ranks) of the notebook ``path``;
+        with ``wait=False`` in the background (joined when the server stops)."""
+        if not wait:
+            worker = threading.Thread(target=self.shutdown_kernels, args=(path,), daemon=True)
+            worker.start()
+            self.pending.append(worker)
+            return
+        with urllib.request.urlopen(self.url("/api/sessions"), timeout=10) as r:
+            sessions = json.load(r)
+        for session in sessions:
+            if session.get("path") == path:
+                req = urllib.request.Request(self.url(f"/api/sessions/{session['id']}"))
+                req.method = "DELETE"
+                urllib.request.urlopen(req, timeout=30).close()
+
+    def __enter__(self) -> LabServer:
+        cmd = [sys.executable, "-m", "edu_parallel", "lab", "--no-browser"]
+        cmd += ["--port", str(self.port), "--dir", str(self.folder)]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url("/api/kernelspecs"), timeout=5) as r:
+                    if "python3" in json.load(r)["kernelspecs"]:
+                        return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError("edu-parallel lab did not start:\n" + self.log.read_text()[-3000:])
+
+    def __exit__(self, *exc: object) -> None:
+        for worker in self.pending:
+            worker.join(timeout=60)
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@dataclass
+class Scan:
+    """What the learner sees in a lesson after Run All, output by output."""
+
+    cells: int = 0
+    errors: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    plotly_outputs: int = 0
+    plotly_rendered: int = 0
+    raw_widgets: list[str] = field(default_factory=list)
+    broken_widgets: list[str] = field(default_factory=list)
+    too_wide: list[str] = field(default_factory=list)
+
+
+_SCAN_CELL = """cell => {
+  const outs = [...cell.querySelectorAll('.jp-OutputArea-output')];
+  const text = e => (e.innerText || '').trim().slice(0, 160);
+  return {
+    errors: outs.filter(e => e.dataset.mimeType === 'application/vnd.jupyter.error').map(text),
+    stderr: outs.filter(e => e.dataset.mimeType === 'application/vnd.jupyter.stderr').map(text),
+    plotly: outs.filter(e => e.classList.contains('jp-RenderedPlotly')).length,
+    rendered: outs.filter(e => e.classList.contains('jp-RenderedPlotly')
+                              && e.querySelector('.main-svg')).length,
+    plain: outs.filter(e => e.dataset.mimeType === 'text/plain').map(text),
+    broken: outs.filter(e => /Loading widget|Error displaying widget|Model not found/
+                              .test(e.innerText || '')).map(text),
+    wide: outs.filter(e => e.scrollWidth > e.clientWidth + 1)
+              .map(e => `${e.scrollWidth}px in ${e.clientWidth}px: ${text(e).slice(0, 60)}`),
+  };
+}"""
+
+
+class Lesson:
+    """One lesson opened from the file browser of a lab page, as a learner opens it."""
+
+    def __init__(self, page, server: LabServer, name: str, shots: Path):
+        self.name, self.shots, self.server, self.page = name, shots, server, page
+        page.locator(".jp-DirListing-itemText", has_text=name).first.dblclick()
+        page.wait_for_selector(f".lm-TabBar-tab.lm-mod-current:has-text('{name}')")
+        page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=90_000)
+        page.wait_for_selector(f"{PANEL} .jp-KernelName:has-text('Python 3')", timeout=90_000)
+        self.wait_idle(90)
+        time.sleep(1.0)  # the session is connected a moment after the kernel reports idle
+        dialog = page.query_selector(".jp-Dialog-header")
+        if dialog is not None:
+            raise AssertionError(f"{name} opened with a dialog: {dialog.inner_text()!r}")
+
+    def close(self) -> None:
+        """Close the tab without saving, and shut its kernel down (a closed tab keeps it)."""
+        self.page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+        discard = self.page.wait_for_selector(".jp-Dialog button:has-text('Discard')")
+        discard.click()
+        self.page.wait_for_selector(".jp-Dialog", state="detached")
+        self.server.shutdown_kernels(self.name, wait=False)
+
+    def screenshot(self, label: str) -> Path:
+        path = self.shots / f"{Path(self.name).stem}_{label}.png"
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+    def wait_idle(self, timeout_s: float) -> None:
+        """Wait until the kernel is idle and no code cell is queued or running."""
+        deadline = time.monotonic() + timeout_s
+        selector = f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']"
+        while time.monotonic() < deadline:
+            busy = self.page.evaluate(
+                """busy => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                   .filter(p => p.closest('.jp-NotebookPanel:not(.lm-mod-hidden)'))
+                   .some(p => p.innerText.trim() === busy)""",
+                BUSY_PROMPTS[0],
+            )
+            if not busy and self.page.query_selector(selector):
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"{self.name}: the kernel was still busy after {timeout_s:.0f} s")
+
+    def run_all(self, timeout_s: float) -> float:
+        """Run > Run All Cells, as in the menu; returns the seconds until every cell ran."""
+        start = time.monotonic()
+        self.page.click("li.lm-MenuBar-item:has-text('Run')")
+        self.page.click("li[data-command='runmenu:run-all']")
+        self.page.wait_for_selector(".jp-InputPrompt:has-text('[*]')", timeout=30_000)
+        self.wait_idle(timeout_s)
+        return time.monotonic() - start
+
+    def scan(self) -> Scan:
+        """Scroll through every cell (so each output is laid out) and read its outputs."""
+        scan = Scan()
+        for cell in self.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell"):
+            cell.scroll_into_view_if_needed()
+            seen = cell.evaluate(_SCAN_CELL)
+            scan.cells += 1
+            scan.errors += seen["errors"]
+            scan.stderr += seen["stderr"]
+            scan.plotly_outputs += seen["plotly"]
+            scan.plotly_rendered += seen["rendered"]
+            scan.raw_widgets += [t for t in seen["plain"] if t.startswith(RAW_WIDGET_REPRS)]
+            scan.broken_widgets += seen["broken"]
+            scan.too_wide += seen["wide"]
+        return scan
+
+    def animations(self) -> list:
+        """The plotly figures that carry frames (an animation), as element handles."""
+        plots = self.page.query_selector_all(".js-plotly-plot")
+        return [
+            p
+            for p in plots
+            if p.evaluate("g => ((g._transitionData || {})._frames || []).length > 1")
+        ]
+
+    def press_play(self, plot) -> tuple[str, str]:
+        """Press the animation's Play button; the slider's label before and 3 s after."""
+        plot.scroll_into_view_if_needed()
+        label = "g => [...g.querySelectorAll('.slider-group text.slider-label')].map(t => t.textContent).join('')"  # noqa: E501
+        frame = "g => String((g._fullLayout.sliders[0] || {}).active ?? '')"
+        before = plot.evaluate(label) + "#" + plot.evaluate(frame)
+        buttons = [
+            b
+            for b in plot.query_selector_all(".updatemenu-button")
+            if "▶" in (b.text_content() or "") or "play" in (b.text_content() or "").lower()
+        ]
+        assert buttons, f"{self.name}: an animation without a Play button"
+        button = buttons[0]
+        button.click()
+        deadline, after = time.monotonic() + 6, before
+        while after == before and time.monotonic() < deadline:
+            time.sleep(0.25)
+            after = plot.evaluate(label) + "#" + plot.evaluate(frame)
+        return before, after
+
+    def quiz_questions(self) -> list:
+        """The quiz questions on the page (body and end), as element handles, in page order."""
+        return self.page.query_selector_all(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .edu-quiz-question"
+        )
+
+    def answer(self, block, choice: str | None = None, text: str | None = None) -> str:
+        """Click the option whose text is ``choice`` (or type ``text``), press the question's
+        button as a learner does, and return the feedback the widget shows."""
+        block.scroll_into_view_if_needed()
+        if choice is not None:
+            label = block.evaluate_handle(
+                "(b, t) => [...b.querySelectorAll('label')].find(l => l.textContent.includes(t))",
+                choice,
+            ).as_element()
+            assert label is not None, f"{self.name}: no option reads {choice!r}"
+            label.click()
+        else:
+            block.query_selector("input[type='text']").fill(text or "")
+        before = block.inner_text()
+        block.query_selector("button").click()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            shown = block.inner_text()
+            if shown != before and any(w in shown for w in FEEDBACK_WORDS):
+                return shown
+            time.sleep(0.3)
+        raise TimeoutError(f"{self.name}: no feedback 120 s after pressing the button")

@@ -1,0 +1,143 @@
+"""The learner's path in a real browser: the course command, Run All, Play, the quiz, every lesson.
+
+Playwright drives Debian's ``chromium`` (``apt install chromium``; Playwright's own browser
+download is not used) against a real ``edu-parallel lab`` in a fresh workspace. For every lesson it
+runs all cells from the Run menu and waits until the kernel is idle, then reads the page as a
+learner sees it: no error or stderr box, every plotly figure drawn, every widget rendered (no
+"Loading widget", no raw ``VBox(...)``), no output wider than its area; it presses Play on an
+animation and sees the frame move, and answers quiz questions right and wrong, a predict-then-run
+question included, and reads the grading. A failure saves a screenshot and names it.
+
+Without Chromium or Playwright the tests skip and say why; in CI (``CI=true``) that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from lab_driver import CHROMIUM_FLAGS, LabServer, Lesson, find_chromium, why_no_browser
+
+from edu_parallel.quiz import MultipleChoice, PredictThenRun, get_quiz
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+LESSONS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+RUN_ALL_LIMIT_S = 240
+LEARNER = "browser-test"  # the learner seed of the lab's kernels: the same shuffled options
+
+
+@pytest.fixture(scope="module")
+def browser():
+    reason = why_no_browser()
+    if reason:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{reason}: in CI the browser test must run (.ci/run installs chromium)")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, browser):
+    root = tmp_path_factory.mktemp("learner")
+    env = {
+        "EDU_PARALLEL_LEARNER": LEARNER,
+        "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
+        "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime"),
+    }
+    with LabServer(root / "course", env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    """One JupyterLab page for the whole pass; each lesson opens in a tab, as a learner does."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(lab.url("/lab/workspaces/learner"))
+    page.wait_for_selector(".jp-DirListing-itemText", timeout=90_000)
+    yield page
+    page.close()
+
+
+def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
+    """A question answered wrong, then right, and a predict-then-run question graded by its run.
+
+    The right answers come from the lesson's bank built here, with the learner seed the kernel
+    has, and are found on the page by their text (the options are shuffled per learner)."""
+    bank = get_quiz(stem, learner=LEARNER)
+    on_page = []
+    for block in lesson.quiz_questions():
+        shown = block.inner_text()
+        on_page += [(block, q) for q in bank if q.prompt[:60] in shown]
+    assert on_page, f"{stem}: no quiz question of the bank is on the page"
+    single = [(b, q) for b, q in on_page if isinstance(q, MultipleChoice) and not q.multiple]
+    assert single, f"{stem}: no one-answer question to try"
+    block, q = single[0]
+    wrong = q.choices[min(set(range(len(q.choices))) - set(q.correct_indices))]
+    assert "Not quite" in lesson.answer(block, choice=wrong)
+    right = q.choices[next(iter(q.correct_indices))]
+    assert "Correct!" in lesson.answer(block, choice=right)
+    predicts = [(b, q) for b, q in on_page if isinstance(q, PredictThenRun)]
+    assert predicts, f"{stem}: no predict-then-run question"
+    block, q = predicts[0]
+    if isinstance(q.predict, MultipleChoice):
+        shown = lesson.answer(block, choice=q.predict.choices[0])
+    else:
+        shown = lesson.answer(block, text="3")
+    assert "Correct!" in shown or "Not quite" in shown, f"{stem}: the run did not grade: {shown}"
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_a_learner_runs_every_cell_and_sees_every_output(page, lab, shots, name):
+    lesson = Lesson(page, lab, name, shots)
+    try:
+        seconds = lesson.run_all(RUN_ALL_LIMIT_S)
+        scan = lesson.scan()
+        print(f"{name}: Run All {seconds:.1f} s, {scan.cells} cells, {scan.plotly_outputs} plots")
+        assert not scan.errors, f"error outputs: {scan.errors}"
+        assert not scan.stderr, f"stderr boxes (they read as errors): {scan.stderr}"
+        assert scan.plotly_rendered == scan.plotly_outputs, "a plotly figure was not drawn"
+        assert not scan.raw_widgets, f"widgets shown as text: {scan.raw_widgets}"
+        assert not scan.broken_widgets, f"widgets that did not load: {scan.broken_widgets}"
+        assert not scan.too_wide, f"outputs wider than their area: {scan.too_wide}"
+        for plot in lesson.animations()[:1]:
+            before, after = lesson.press_play(plot)
+            assert before != after, f"Play did not move the animation (still {before})"
+        _answer_the_quiz(lesson, Path(name).stem)
+    except BaseException:
+        print(f"screenshot: {lesson.screenshot('failure')}")
+        raise
+    finally:
+        lesson.close()
+
+
+def test_the_lab_opens_on_the_index_and_its_links_lead_through_the_course(browser, lab):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(lab.url("/"))
+        page.wait_for_selector(".lm-TabBar-tab.lm-mod-current:has-text('index.ipynb')")
+        listing = page.inner_text(".jp-DirListing-content")
+        assert "LESSON_TEMPLATE" not in listing and "00_tour.ipynb" in listing
+        page.click(f".jp-RenderedMarkdown a[href*='/files/{LESSONS[0]}?']")
+        page.wait_for_selector(f".lm-TabBar-tab.lm-mod-current:has-text('{LESSONS[0]}')")
+        panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+        nav = page.locator(f"{panel} a[href*='/files/{LESSONS[1]}?']").last
+        nav.scroll_into_view_if_needed()
+        nav.click()
+        page.wait_for_selector(f".lm-TabBar-tab.lm-mod-current:has-text('{LESSONS[1]}')")
+    finally:
+        page.close()
+        for name in ("index.ipynb", *LESSONS[:2]):
+            lab.shutdown_kernels(name)
