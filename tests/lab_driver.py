@@ -277,11 +277,11 @@ class Lesson:
             label.click()
         else:
             block.query_selector("input[type='text']").fill(text or "")
-        before = block.inner_text()
+        before = block.text_content() or ""
         block.query_selector("button").click()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            shown = block.inner_text()
+            shown = block.text_content() or ""
             if shown != before and any(w in shown for w in FEEDBACK_WORDS):
                 return shown
             time.sleep(0.3)

@@ -52,6 +52,11 @@ def lab(tmp_path_factory, browser):
         "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
         "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime"),
     }
+    # JupyterLab asks about news in a toast a minute in; a learner dismisses it, the test says no
+    settings = root / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / "lab-settings")
     with LabServer(root / "course", env) as server:
         yield server
 
@@ -79,7 +84,7 @@ def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
     bank = get_quiz(stem, learner=LEARNER)
     on_page = []
     for block in lesson.quiz_questions():
-        shown = block.inner_text()
+        shown = block.text_content() or ""
         on_page += [(block, q) for q in bank if q.prompt[:60] in shown]
     assert on_page, f"{stem}: no quiz question of the bank is on the page"
     single = [(b, q) for b, q in on_page if isinstance(q, MultipleChoice) and not q.multiple]
