@@ -96,5 +96,9 @@ _LAZY = {
     "build_schedule": "pipeline_parallel.builders",
     "run_strategy_map": "strategy_map.report",
     "StrategyMapReport": "strategy_map.report",
+    "run_3d": "parallel_3d.report",
+    "Report3D": "parallel_3d.report",
+    "plan": "planner.planning",
+    "ClusterSpec": "planner.hardware",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -42,14 +42,61 @@ def test_one_error_names_every_bad_factor() -> None:
         (dict(world_size=17, max_world_size=16), "expected an integer in [1, 16]"),
         (
             dict(world_size=8, tp=2, dp=3),
-            "dp=3 is not valid: expected -1 or world_size / (tp * pp) = 4",
+            "dp * tp * pp = 3 * 2 * 1 = 6 is not valid: expected world_size=8",
         ),
-        (dict(world_size=8, tp=4, pp=4), "tp * pp = 4 * 4 is not valid"),
+        (dict(world_size=8, tp=4, pp=4), "tp * pp = 4 * 4 = 16 is not valid"),
         (dict(world_size=8, pp=2, ep=8), "ep=8 is not valid: expected a divisor of dp * tp = 4"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             ParallelDims(**kwargs)
+
+
+def test_the_model_and_the_schedule_are_checked_against_the_degrees() -> None:
+    """TP divides heads and hidden, PP (times chunks) divides the layers, interleaving needs a
+    multiple of PP microbatches; one error names every bad factor, model and mesh alike."""
+    ok = ParallelDims(8, tp=2, pp=2, layers=8, heads=4, hidden=16, microbatches=4, chunks=2)
+    assert (ok.dp, ok.chunks, ok.layers) == (2, 2, 8)
+    with pytest.raises(ValueError) as err:
+        ParallelDims(8, dp=4, tp=3, pp=2, heads=4, hidden=8, layers=3)
+    text = str(err.value)
+    for part in (
+        "tp=3 is not valid: expected a divisor of world_size=8",
+        "tp=3 is not valid: expected a divisor of heads=4",
+        "tp=3 is not valid: expected a divisor of hidden=8",
+        "pp=2 is not valid: expected a divisor of layers=3",
+    ):
+        assert part in text
+    cases = [
+        (dict(pp=8, layers=4), "pp=8 is not valid: expected at most layers=4"),
+        (dict(pp=2, layers=6, chunks=2), "pp * chunks = 4 is not valid: expected a divisor of"),
+        (dict(pp=2, layers=8, chunks=2, microbatches=3), "microbatches=3 is not valid"),
+        (dict(tp=2, heads=0), "heads=0 is not valid: expected an integer >= 1"),
+        (dict(dp=3, tp=2, pp=2), "dp * tp * pp = 3 * 2 * 2 = 12 is not valid"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ParallelDims(8, **kwargs)
+    assert ParallelDims(8, pp=2, layers=8, chunks=1, microbatches=3).microbatches == 3
+
+
+def test_coordinates_and_groups_put_tp_fastest() -> None:
+    d = ParallelDims(8, tp=2, pp=2)
+    assert [d.rank_of(**d.coords(r)) for r in range(8)] == list(range(8))
+    assert d.coords(5) == {"pp": 1, "dp": 0, "tp": 1}
+    assert d.groups("tp") == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert d.groups("dp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
+    assert d.groups("pp") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    every = sorted(r for dim in ("tp", "dp", "pp") for g in d.groups(dim) for r in g)
+    assert every == sorted(list(range(8)) * 3)
+    with pytest.raises(ValueError, match="dim='cp' is not valid"):
+        d.groups("cp")
+    moe = ParallelDims(8, tp=2, ep=2)  # dp = 4: EP blocks of 2 inside each DP group
+    assert moe.groups("dp") == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert moe.groups("ep") == [[0, 2], [4, 6], [1, 3], [5, 7]]
+    assert moe.groups("edp") == [[0, 4], [2, 6], [1, 5], [3, 7]]
+    with pytest.raises(ValueError, match="ep=4 is not valid: expected a divisor of dp=2"):
+        ParallelDims(8, tp=2, pp=2, ep=4).groups("ep")
 
 
 def test_executors_share_one_interface() -> None:

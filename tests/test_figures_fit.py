@@ -18,6 +18,7 @@ from test_tp import report as tp_report
 from test_viz_async import async_trace, sync_trace
 from test_viz_compress import bytes_by_n_table
 from test_viz_ddp import ddp_trace, sweep_table
+from test_viz_mesh import reports_3d
 from test_viz_pipeline import timed
 from test_viz_zero import zero3_trace
 
@@ -32,6 +33,7 @@ from edu_parallel.data_parallel import (
 )
 from edu_parallel.data_parallel.compress_config import messages_per_step, wire_bytes_per_step
 from edu_parallel.models.simulation import simulate
+from edu_parallel.planner import ClusterSpec, plan
 from edu_parallel.plans.naive import naive_allreduce_plan
 from edu_parallel.plans.ring import ring_allreduce_plan
 from edu_parallel.viz.fit import MAX_WIDTH_PX, fit_problems
@@ -93,6 +95,11 @@ def _whatif() -> pd.DataFrame:
     return what_if(measured, links=("nvlink4-h100", "eth-25g"))
 
 
+def _planned(model: str = "llama3-70b", nodes: int = 8, batch: int = 512, seq: int = 4096):
+    """The planner's result for a lesson-sized cluster (pure arithmetic, fast)."""
+    return plan(model, ClusterSpec(nodes, 8, "h100"), batch, seq)
+
+
 def _estimates() -> dict:
     from types import SimpleNamespace
 
@@ -125,6 +132,7 @@ BUILDERS = {
     "gathered_memory_figure": lambda r: [
         viz.gathered_memory_figure({"ZeRO-3": r["fsdp"].zero3_trace, "FSDP": r["fsdp"].trace})
     ],
+    "group_bytes_figure": lambda r: [viz.group_bytes_figure(rep) for rep in reports_3d()],
     "loss_curves_figure": lambda r: [
         viz.loss_curves_figure(
             {"sync": pd.DataFrame({"step": [1, 2], "time_s": [0.1, 0.3], "loss": [2.0, 1.5]})}
@@ -135,6 +143,13 @@ BUILDERS = {
     "memory_bars_animation": lambda r: [
         viz.memory_bars_animation(r["zero"]),
         viz.memory_bars_animation(zero3_trace(world=2), title="ZeRO-3"),
+    ],
+    "memory_figure": lambda r: [viz.memory_figure(rep) for rep in reports_3d()],
+    "mesh_figure": lambda r: [viz.mesh_figure(rep) for rep in reports_3d()],
+    "pareto_figure": lambda r: [
+        viz.pareto_figure(_planned(), highlight={"dp": 8, "tp": 8, "pp": 1, "name": "8 x 8 x 1"}),
+        viz.pareto_figure(_planned("gpt3-175b", 64, 1536, 2048), infeasible=False),
+        viz.pareto_figure(_planned("llama3-8b", 1, 64)),
     ],
     "pipeline_gantt": lambda r: [
         viz.pipeline_gantt(timed("1f1b", 4, 8)),
@@ -155,6 +170,11 @@ BUILDERS = {
     "step_grid": lambda r: [viz.step_grid(ring(4, 64)), viz.step_grid(ring(8, 256))],
     "streams_figure": lambda r: [viz.streams_figure(ddp_trace(), title="overlap")],
     "sweep_figure": lambda r: [viz.sweep_figure(sweep_table())],
+    "time_terms_figure": lambda r: [
+        viz.time_terms_figure(_planned(), top=10),
+        viz.time_terms_figure(_planned("gpt3-175b", 64, 1536, 2048), top=1),
+        viz.time_terms_figure(_planned(), top=5, overhead_only=True),
+    ],
     "time_to_target_figure": lambda r: [
         viz.time_to_target_figure(
             pd.DataFrame(

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1] / "edu_parallel"
 # folder -> the folders it may import from (its own folder always). Read bottom-up.
 _TRAINING = ("core", "plans", "engine", "models", "memory", "comm")
 PARALLELISMS = ("data_parallel", "tensor_parallel", "expert_parallel", "pipeline_parallel")
+COMPOSED = ("planner", "parallel_3d")  # lesson 10: the parallelisms together, planned and run
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
     "plans": ("core",),
@@ -43,16 +44,20 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "comm": ("core", "plans", "engine", "models"),
     **{p: _TRAINING for p in PARALLELISMS},
     "strategy_map": (*_TRAINING, *PARALLELISMS),
+    # The planner is arithmetic over the models and the memory calculator: pure, no engine.
+    "planner": ("core", "models", "memory"),
+    # DP x TP x PP (x EP) composed on one mesh of ranks; its byte counts are the planner's.
+    "parallel_3d": (*_TRAINING, *PARALLELISMS, "strategy_map", "planner"),
     # Renderers and quizzes read traces, plans, models and formulas; the reach rule below keeps
     # them off the engine even where a folder they read also holds a runner.
-    "viz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map"),
-    "quiz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map"),
+    "viz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map", *COMPOSED),
+    "quiz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map", *COMPOSED),
     # Exercises run the learner's code on the ranks and draw it with the lessons' renderers.
-    "exercises": (*_TRAINING, *PARALLELISMS, "strategy_map", "viz", "quiz"),
-    "app": (*_TRAINING, *PARALLELISMS, "strategy_map", "viz", "quiz", "exercises"),
+    "exercises": (*_TRAINING, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz"),
+    "app": (*_TRAINING, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "exercises"),
 }
 TOP_LEVEL = ("__init__", "__main__")  # the only modules outside a folder
-PURE = ("core", "plans", "models", "memory", "viz", "quiz")  # never reach engine/
+PURE = ("core", "plans", "models", "memory", "planner", "viz", "quiz")  # never reach engine/
 ENGINE = "engine"
 LAZY_TABLE = "_LAZY"  # a package __init__'s {name: "submodule"} table, loaded on first use
 

@@ -3,9 +3,12 @@
     edu-parallel run ring --world-size 4 --size 1MiB [--dtype float32] [--json] [--trace FILE]
     edu-parallel run allreduce --algo naive --world-size 4 --size 64KiB
     edu-parallel run allreduce --algo ps --servers 2 --world-size 4 --json
+    edu-parallel run 3d --dp 2 --tp 2 --pp 2 [--ep 1] [--zero 1] [--json]
     edu-parallel plan ring --world-size 4
     edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4 [--json]
     edu-parallel memory --params 7.5e9 --gpus 64 --zero 3 [--offload optimizer] [--json]
+    edu-parallel planner --model llama3-70b --nodes 16 --gpus-per-node 8 --gpu h100 \\
+        --global-batch 1024 --seq 8192 [--memory-gb 80] [--top 10] [--all] [--json]
     edu-parallel exercise check 03 my_ring.py   # grade your own algorithm on real ranks
     edu-parallel lab [--dir DIR] [--reset 03]  # the lessons in JupyterLab, in your own copy
     edu-parallel tour           # the same first steps in the terminal, no browser
@@ -36,6 +39,7 @@ from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
 from .paths import PICTURE_SUFFIXES, check_output_file
+from .planner_command import add_planner_arguments, run_planner
 from .tour import run_tour, save_readme_figure
 
 
@@ -220,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     memory = sub.add_parser("memory", help="model-state bytes per GPU with ZeRO, offload, TP, PP")
     add_memory_arguments(memory)
     memory.set_defaults(func=run_memory)
+    planner = sub.add_parser(
+        "planner", help="rank every DP x TP x PP configuration of a model on a cluster"
+    )
+    add_planner_arguments(planner)
+    planner.set_defaults(func=run_planner)
     exercise = sub.add_parser("exercise", help="the coding exercises: list, check, hint, solution")
     add_exercise_arguments(exercise, _Parser)
     lab = sub.add_parser("lab", help="open the course in JupyterLab")

@@ -147,6 +147,13 @@ LESSONS: tuple[Lesson, ...] = (
         ("E2", "E3"),
     ),
     Lesson(
+        "10_3d_planner",
+        "3D parallelism: DP × TP × PP on one mesh, and a planner for real clusters",
+        "DP × TP × PP on 8 ranks, checked and counted; a planner ranks real layouts.",
+        ("U6", "U7", "U14", "U15"),
+        errata=("E7",),
+    ),
+    Lesson(
         "11_compression",
         "Gradient compression: fewer bytes on the wire, and error feedback to keep convergence",
         "Seven gradient compressors: bytes on the wire, convergence, error feedback.",
@@ -161,7 +168,6 @@ LESSONS: tuple[Lesson, ...] = (
 )
 
 PLANNED: tuple[Planned, ...] = (
-    Planned("10", "3D parallelism and a planner", ("U6", "U7", "U14")),
     Planned(
         "13",
         "The landscape: Megatron-LM, DeepSpeed, ColossalAI; NCCL, RCCL and interconnects",

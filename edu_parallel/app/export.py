@@ -114,6 +114,9 @@ def _client_class() -> type:
     class ExportClient(NotebookClient):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
+            # nbclient mirrors every ipywidgets Output back to the kernel, and with a figure of
+            # more than ~100 KB in one it waits out the cell timeout; the views are probed below.
+            self.widget_registry = {}
             self.views: dict[str, Any] = {}
             self.current: Any = None
 

@@ -54,7 +54,9 @@ ZERO_CATEGORIES = (*MODEL_STATE, GATHERED_PARAMS, COMM_BUFFER)
 ACTIVATION = "activation"  # pipeline: one microbatch's stashed activations on a stage
 PARAMS = "params"  # strategy map: parameter bytes a rank holds
 ACTIVATIONS = "activations"  # strategy map: activation bytes a rank saved for backward
-CATEGORIES = (*ZERO_CATEGORIES, ACTIVATION, PARAMS, ACTIVATIONS)
+GRADS = "grads"  # 3D run: gradient bytes a rank holds
+OPTIMIZER = "optimizer"  # 3D run: optimizer-state bytes (Adam's m and v) a rank holds
+CATEGORIES = (*ZERO_CATEGORIES, ACTIVATION, PARAMS, ACTIVATIONS, GRADS, OPTIMIZER)
 
 
 # ----------------------------------------------------------------------------- meta

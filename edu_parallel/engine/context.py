@@ -189,7 +189,8 @@ class RankContext:
         phase: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Call ``torch.distributed.<name>(tensor, ...)`` and record a ``collective`` event.
+        """Call ``torch.distributed.<name>(tensor, ...)`` and record a ``collective`` event;
+        with a ``group=`` its global ranks are recorded as ``attrs["group"]``.
 
         With ``async_op=True`` the event is marked ``attrs["async"]`` and the returned handle's
         ``wait()`` closes it, so its span runs from the launch to the wait."""
@@ -198,11 +199,15 @@ class RankContext:
         start = self.tracer.now()
         out = getattr(dist, name)(tensor, *args, **kwargs)
         nbytes = nbytes_of(tensor)
-        attrs = {"async": True} if kwargs.get("async_op") else None
+        attrs: dict[str, Any] = {"async": True} if kwargs.get("async_op") else {}
+        if kwargs.get("group") is not None:  # the global ranks it ran on (default: the world)
+            attrs["group"] = dist.get_process_group_ranks(kwargs["group"])
         ev = self.record(
-            "collective", name, start, step=step, phase=phase, nbytes=nbytes, attrs=attrs
+            "collective", name, start, step=step, phase=phase, nbytes=nbytes, attrs=attrs or None
         )
-        return TracedWork(out, ev, self.tracer) if attrs and out is not None else out
+        return (
+            TracedWork(out, ev, self.tracer) if kwargs.get("async_op") and out is not None else out
+        )
 
     def barrier(self) -> None:
         """An untraced barrier (used to line ranks up before timing)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..core.errors import bad_value
 from .broadcast_chain import EXERCISE as BROADCAST_CHAIN
 from .bucketed_reducer import EXERCISE as BUCKETED_REDUCER
+from .mesh_groups import EXERCISE as MESH_GROUPS
 from .moe_dispatch import EXERCISE as MOE_DISPATCH
 from .one_f_one_b import EXERCISE as ONE_F_ONE_B
 from .ring_allreduce import EXERCISE as RING_ALLREDUCE
@@ -25,6 +26,7 @@ EXERCISES: dict[str, Exercise] = {
             ONE_F_ONE_B,
             ROW_PARALLEL,
             MOE_DISPATCH,
+            MESH_GROUPS,
         ),
         key=lambda e: e.id,
     )

@@ -20,6 +20,7 @@ folders, never the engine.
 from __future__ import annotations
 
 from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
+from .banks_3d import three_d_quiz
 from .banks_async import async_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
 from .banks_compress import compress_quiz
@@ -61,6 +62,7 @@ __all__ = [
     "show_quiz",
     "simulation_runner",
     "tour_quiz",
+    "three_d_quiz",
     "tp_quiz",
     "zero_quiz",
 ]

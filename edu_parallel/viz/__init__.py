@@ -20,10 +20,18 @@
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
 * Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
   :func:`dispatch_animation`, :func:`map_table_figure`.
+* The planner (lesson 10): :func:`pareto_figure` (memory per GPU against step time, the Pareto
+  front, the best starred), :func:`time_terms_figure` (why the fastest win), and the
+  :class:`PlannerWidget` explorer.
+* The mesh of a 3D run (lesson 10): :func:`mesh_figure` (ranks as a (stage, replica, TP) grid,
+  TP / PP / DP / EP buttons showing who talks and how many bytes, animated from the trace),
+  :func:`group_bytes_figure` (bytes per rank by group type against the planner),
+  :func:`memory_figure` (model states and activations per rank).
 * ``controls.py``: the play/pause/slider block and the widget display every renderer shares.
 
-Imports ``core/``, ``plans/``, ``models/``, ``memory/`` and the pure modules of the parallelism
-folders, never the engine; plotting libraries are imported inside the functions, never torch.
+Imports ``core/``, ``plans/``, ``models/``, ``memory/``, ``planner/`` and the pure modules of the
+parallelism folders, never the engine; plotting libraries are imported inside the functions,
+never torch.
 """
 
 from __future__ import annotations
@@ -44,12 +52,16 @@ from .ddp_sweep import cap_label, sweep_figure
 from .fsdp import collective_sequence, gathered_memory_figure
 from .grid import step_grid
 from .memory_ledger import Ledger, LedgerFrame, ledger
+from .mesh import mesh_figure
+from .mesh_bars import group_bytes_figure, memory_figure
 from .model import Arrow, RingFrames, StepView, build_frames
 from .moe import dispatch_animation, expert_load_bars, traffic_heatmap
 from .pipeline import PipelineView, pipeline_gantt, pipeline_view
 from .pipeline_bubble import bubble_curves, bubble_vs_microbatches_figure
 from .pipeline_memory import activation_memory_figure
 from .pipeline_widget import PipelineState, PipelineWidget
+from .planner import pareto_figure, time_terms_figure
+from .planner_widget import PlannerState, PlannerWidget
 from .player import PlayerState, RingPlayer
 from .rank_timeline import time_axis_label, timeline
 from .ring import RingDrawing, ring_animation, ring_step_figure
@@ -65,6 +77,8 @@ __all__ = [
     "PipelineState",
     "PipelineView",
     "PipelineWidget",
+    "PlannerState",
+    "PlannerWidget",
     "PlayerState",
     "RingDrawing",
     "RingFrames",
@@ -89,11 +103,15 @@ __all__ = [
     "dispatch_animation",
     "expert_load_bars",
     "gathered_memory_figure",
+    "group_bytes_figure",
     "ledger",
     "loss_curves_figure",
     "map_table_figure",
     "memory_bars",
     "memory_bars_animation",
+    "memory_figure",
+    "mesh_figure",
+    "pareto_figure",
     "pipeline_gantt",
     "pipeline_view",
     "regime_timeline",
@@ -107,6 +125,7 @@ __all__ = [
     "streams_figure",
     "sweep_figure",
     "time_axis_label",
+    "time_terms_figure",
     "time_to_target_figure",
     "timeline",
     "tp_animation",

@@ -1,0 +1,183 @@
+"""``edu-parallel planner``: every DP x TP x PP configuration of a model on a cluster, ranked.
+
+    edu-parallel planner --model llama3-70b --nodes 16 --gpus-per-node 8 --gpu h100 \\
+        --global-batch 1024 --seq 8192 [--intra nvlink4-h100] [--inter ib-ndr-400] \\
+        [--efficiency 0.5] [--memory-gb 80] [--top 10] [--all] [--json]
+    edu-parallel planner --layers 32 --hidden 4096 --heads 32 --nodes 1 --gpus-per-node 8 \\
+        --global-batch 64 --seq 2048 [--experts 8 --top-k 2]
+    edu-parallel planner --model mixtral-8x7b --nodes 8 --global-batch 1024 --seq 4096
+
+A mixture-of-experts model (a preset such as ``mixtral-8x7b``, or ``--experts E --top-k K``)
+adds the EP degree to the search (:mod:`edu_parallel.planner.experts`); the table then has an
+``ep`` column.
+
+``--json`` prints ``{"configs": [...], ...}`` best first, each with ``dp``, ``tp``, ``pp``, ``ep``,
+``chunks``, ``zero``, ``micro_batch``, ``microbatches``, ``recompute``, ``memory_bytes_per_gpu``,
+``step_time_s``, ``time_terms``, ``tokens_per_s``, ``mfu``, ``feasible``, ``reason``; ``--all``
+adds the infeasible ones with their reasons. Formulas: :mod:`edu_parallel.planner.estimate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..core.errors import bad_value, check_int
+from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
+from ..models.topology import LINKS
+from ..planner.evaluate import check_inputs
+from ..planner.hardware import GPUS, ClusterSpec
+from ..planner.planning import PlannerResult, plan
+
+SHAPE_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k")
+ZERO_OK = ("vocab", "experts")  # shape options that may be 0
+
+
+def add_planner_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help=f"a preset: {', '.join(PRESETS)}")
+    p.add_argument("--layers", type=int, default=None, help="custom shape: layers (no --model)")
+    p.add_argument("--hidden", type=int, default=None, help="custom shape: hidden size")
+    p.add_argument("--heads", type=int, default=None, help="custom shape: attention heads")
+    p.add_argument("--kv-heads", type=int, default=None, help="custom shape: key/value heads")
+    p.add_argument("--ffn", type=int, default=None, help="custom shape: MLP width (default 4h)")
+    p.add_argument("--vocab", type=int, default=50257, help="custom shape: vocabulary (50257)")
+    p.add_argument("--experts", type=int, default=None, help="custom shape: MoE experts per layer")
+    p.add_argument("--top-k", type=int, default=None, help="custom shape: experts per token")
+    p.add_argument("--arch", default="gpt2", help=f"custom shape: {', '.join(ARCHS)} (gpt2)")
+    p.add_argument("--nodes", type=int, required=True, help="nodes")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--gpu", default="h100", help=f"{', '.join(GPUS)} (default h100)")
+    p.add_argument("--intra", default="nvlink4-h100", help=f"link in a node: {', '.join(LINKS)}")
+    p.add_argument("--inter", default="ib-ndr-400", help="link between nodes (default ib-ndr-400)")
+    p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the preset's)")
+    p.add_argument("--efficiency", type=float, default=0.5, help="fraction of peak, (0, 1]")
+    p.add_argument("--memory-gb", type=float, default=None, help="GB per GPU (default: the GPU's)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=None,
+        help="configurations to print (default: 10 as text, every feasible one with --json)",
+    )
+    p.add_argument("--all", action="store_true", help="include the infeasible configurations")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
+    """The preset name or a custom ModelShape, and its default sequence length."""
+    given = [k for k in SHAPE_OPTIONS if k != "vocab" and getattr(a, k) is not None]
+    if a.model is not None:
+        if given:
+            raise bad_value(
+                f"--{given[0].replace('_', '-')}", getattr(a, given[0]), "omitted with --model"
+            )
+        return a.model, None
+    missing = [f"--{k}" for k in ("layers", "hidden", "heads") if getattr(a, k) is None]
+    if missing:
+        raise bad_value(
+            "model",
+            None,
+            f"--model {{{', '.join(PRESETS)}}} or a custom shape ({', '.join(missing)} missing)",
+        )
+    problems = []
+    for k in SHAPE_OPTIONS:
+        if getattr(a, k) is not None:
+            try:
+                check_int(k, getattr(a, k), 0 if k in ZERO_OK else 1)
+            except ValueError as exc:
+                problems.append(str(exc))
+    if a.arch not in ARCHS:
+        problems.append(str(bad_value("arch", a.arch, "one of " + ", ".join(ARCHS))))
+    if not problems and a.hidden % a.heads:
+        problems.append(str(bad_value("hidden", a.hidden, f"a multiple of heads={a.heads}")))
+    experts = a.experts or 0
+    if not problems and experts and not 1 <= (a.top_k or 0) <= experts:
+        valid = f"an integer in [1, {experts}] with --experts {experts}"
+        problems.append(str(bad_value("top_k", a.top_k, valid)))
+    elif not problems and not experts and a.top_k is not None:
+        problems.append(str(bad_value("top_k", a.top_k, "omitted without --experts (dense)")))
+    if problems:
+        raise ValueError("; ".join(problems))
+    seq = a.seq if a.seq is not None else 2048
+    shape = ModelShape(
+        "custom",
+        a.arch,
+        a.layers,
+        a.hidden,
+        a.heads,
+        a.vocab,
+        seq,
+        a.kv_heads,
+        a.ffn,
+        experts=experts,
+        top_k=a.top_k or 0,
+    )
+    return shape, seq
+
+
+def planner_result(a: argparse.Namespace) -> PlannerResult:
+    """Validate the arguments (every bad one named in one line) and plan."""
+    model, default_seq = _model(a)
+    problems: list[str] = []
+    try:
+        cluster = ClusterSpec(a.nodes, a.gpus_per_node, a.gpu, a.intra, a.inter)
+    except ValueError as exc:
+        problems.append(str(exc))
+        cluster = ClusterSpec(1, 1)  # stands in while the other inputs are checked
+    seq = a.seq if a.seq is not None else default_seq
+    if seq is None:  # a preset (an unknown name is reported below)
+        seq = PRESETS[model].seq if model in PRESETS else 1
+    budget = None
+    if a.memory_gb is not None:
+        if not a.memory_gb > 0:
+            problems.append(str(bad_value("memory_gb", a.memory_gb, "a number of GB > 0")))
+        else:
+            budget = a.memory_gb * 1e9
+    try:
+        if a.top is not None:
+            check_int("top", a.top, 1)
+    except ValueError as exc:
+        problems.append(str(exc))
+    try:
+        check_inputs(model, cluster, a.global_batch, seq, a.efficiency, budget)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return plan(model, cluster, a.global_batch, seq, efficiency=a.efficiency, memory_budget=budget)
+
+
+def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: A002
+    chosen = (result.configs if all else result.feasible)[:top]
+    moe = result.model.experts > 0  # an ep column only for a mixture of experts
+    ep_head = f" {'ep':>3}" if moe else ""
+    lines = [
+        f"{result.model.name} ({result.model.params / 1e9:.4g}B params"
+        + (f", {active_params(result.model) / 1e9:.4g}B active" if moe else "")
+        + f") on"
+        f" {result.cluster.describe()}, global batch {result.global_batch} x seq {result.seq},"
+        f" efficiency {result.efficiency:g}, {result.memory_budget / 1e9:.4g} GB per GPU:"
+        f" {len(result.feasible)} of {len(result.configs)} configurations fit",
+        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3}{ep_head} {'v':>2} {'zero':>4} {'mb':>3} {'M':>5}"
+        f" {'recompute':<9} {'GB':>7} {'step s':>9} {'MFU':>6}  reason",
+    ]
+    for i, c in enumerate(chosen, 1):
+        mem = "-" if c.memory_bytes_per_gpu is None else f"{c.memory_bytes_per_gpu / 1e9:.1f}"
+        step = "-" if c.step_time_s is None else f"{c.step_time_s:.3f}"
+        mfu = "-" if c.mfu is None else f"{c.mfu:.1%}"
+        lines.append(
+            f"{i:>3} {c.dp:>5} {c.tp:>3} {c.pp:>3}{f' {c.ep:>3}' if moe else ''} {c.chunks:>2}"
+            f" {c.zero:>4} {c.micro_batch:>3}"
+            f" {c.microbatches:>5} {c.recompute:<9} {mem:>7} {step:>9} {mfu:>6}  {c.reason}"
+        )
+    return "\n".join(lines)
+
+
+def run_planner(a: argparse.Namespace) -> int:
+    result = planner_result(a)
+    if a.json:
+        print(json.dumps(result.to_json_dict(all=a.all, top=a.top)))
+    else:
+        print(format_planner(result, a.top or 10, a.all))
+    return 0

@@ -1,0 +1,198 @@
+"""Run one 3D-parallel step on a cluster, check it against one process, and read its numbers.
+
+:func:`run_3d` checks the degrees and sizes (:func:`~edu_parallel.parallel_3d.config.check_3d_args`)
+before any process works, runs :func:`~edu_parallel.parallel_3d.step.step_job` on every rank, and
+compares with :func:`~edu_parallel.parallel_3d.model.reference_step` on one process:
+
+* the loss: the shares of the last stage's ranks (one TP rank per replica) add up to it;
+* every gradient: each rank's local gradient before the DP sync, summed over its DP group, equals
+  the slice of the full gradient it holds (TP shard of its stage's layers; EP: its experts);
+* every parameter after Adam equals the one-process update of its slice.
+
+Beside the measured bytes per rank and group (:mod:`edu_parallel.parallel_3d.measure`) it keeps
+what the planner predicts for the same model and layout
+(:func:`edu_parallel.planner.traffic.group_bytes_per_rank`): the two are equal for the dense model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..core.dims import ParallelDims
+from ..core.trace import Trace
+from ..core.units import format_bytes
+from ..engine.executor import Executor
+from ..planner.traffic import group_bytes_per_rank
+from .config import ITEMSIZE, Config3D, check_3d_args
+from .measure import GROUP_TYPES, bubble_fraction, measure_3d
+from .model import reference_step
+from .step import step_job
+
+RTOL, ATOL = 1e-4, 1e-6  # float32, sums in another order
+
+
+@dataclass
+class Report3D:
+    """A 3D step's outcome: the check against one process, per-rank rows, the trace."""
+
+    dims: ParallelDims
+    config: Config3D
+    matches_reference: bool
+    max_abs_error: float
+    loss: float
+    reference_loss: float
+    rows: list[dict[str, Any]]
+    predicted_bytes_by_group: list[dict[str, float]] | None
+    trace: Trace = field(repr=False)
+
+    @property
+    def layout(self) -> str:
+        d = self.dims
+        text = f"DP{d.dp} x TP{d.tp} x PP{d.pp}"
+        return text + (f" x EP{d.ep}" if self.config.experts else "")
+
+    @property
+    def bubble_fraction_measured(self) -> float:
+        return bubble_fraction(self.rows)
+
+    @property
+    def bubble_fraction_model(self) -> float:
+        """1F1B's idle share of a stage's span with equal F and B times: (p-1)/(M+p-1)."""
+        p, m = self.dims.pp, self.config.num_microbatches(self.dims.pp)
+        return (p - 1) / (m + p - 1)
+
+    @property
+    def matches_builtin(self) -> bool:  # the CLI's exit status
+        return self.matches_reference
+
+    @property
+    def matches_planner(self) -> bool:
+        if self.predicted_bytes_by_group is None:
+            return False
+        return all(
+            abs(row["sent_bytes_by_group"][k] - pred.get(k, 0.0)) < 0.5
+            for row, pred in zip(self.rows, self.predicted_bytes_by_group, strict=True)
+            for k in GROUP_TYPES
+        )
+
+    def format(self) -> str:
+        return format_3d(self)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d = self.dims
+        return {
+            "layout": self.layout,
+            "dims": {"world_size": d.world_size, "dp": d.dp, "tp": d.tp, "pp": d.pp, "ep": d.ep},
+            "config": dict(self.config.__dict__),
+            "matches_reference": self.matches_reference,
+            "max_abs_error": self.max_abs_error,
+            "loss": self.loss,
+            "reference_loss": self.reference_loss,
+            "per_rank_coords": [{k: r[k] for k in ("pp", "dp", "tp")} for r in self.rows],
+            "per_rank_sent_bytes_by_group": [r["sent_bytes_by_group"] for r in self.rows],
+            "per_rank_messages_by_group": [r["messages_by_group"] for r in self.rows],
+            "per_rank_model_state_bytes": [
+                {k: r[k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes")}
+                for r in self.rows
+            ],
+            "per_rank_activation_bytes": [r["activation_bytes"] for r in self.rows],
+            "per_rank_idle_s": [r["idle_s"] for r in self.rows],
+            "bubble_fraction_measured": self.bubble_fraction_measured,
+            "bubble_fraction_model": self.bubble_fraction_model,
+            "predicted_sent_bytes_by_group": self.predicted_bytes_by_group,
+            "matches_planner": self.matches_planner,
+        }
+
+
+def _compare(results: list[dict[str, Any]], ref: dict[str, Any], dims: ParallelDims):
+    """(all equal, worst absolute difference) over gradients (summed over DP) and updates."""
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    summed: dict[tuple[Any, ...], torch.Tensor] = defaultdict(lambda: 0)  # type: ignore[arg-type]
+    for res in results:
+        for name, (index, g) in res["grads"].items():
+            key = (res["coords"]["tp"], res["coords"]["pp"], name, tuple(map(tuple, index)))
+            summed[key] = summed[key] + g
+        for name, (index, t) in res["updated"].items():
+            pairs.append((t, ref["updated"][name][tuple(slice(a, b) for a, b in index)]))
+    for (_, _, name, index), g in summed.items():
+        pairs.append((g, ref["grads"][name][tuple(slice(a, b) for a, b in index)]))
+    ok, worst = bool(pairs), 0.0
+    for got, want in pairs:
+        if got.shape != want.shape:
+            return False, float("inf")
+        ok &= bool(torch.allclose(got, want, rtol=RTOL, atol=ATOL))
+        worst = max(worst, float((got - want).abs().max()))
+    return ok, worst
+
+
+def run_3d(
+    cluster: Executor, dp: Any = -1, tp: Any = 1, pp: Any = 1, ep: Any = 1, **sizes: Any
+) -> Report3D | None:
+    """One training step of the layout on ``cluster`` (``sizes``: fields of :class:`Config3D`);
+    None on a non-zero rank under torchrun."""
+    dims, cfg = check_3d_args(cluster.world_size, dp, tp, pp, ep, **sizes)
+    out = cluster.run(step_job, (dims.dp, dims.tp, dims.pp, dims.ep), cfg)
+    if out is None:
+        return None
+    ref = reference_step(cfg)
+    ok, worst = _compare(out.results, ref, dims)
+    last = [
+        r["loss"]
+        for r in out.results
+        if r["coords"]["pp"] == dims.pp - 1 and r["coords"]["tp"] == 0
+    ]
+    loss = sum(last)
+    ok &= abs(loss - ref["loss"]) <= RTOL * abs(ref["loss"]) + ATOL
+    out.trace.meta.update({"concept": "3d", "world_size": dims.world_size})
+    predicted = None
+    if not cfg.experts:
+        m = cfg.num_microbatches(dims.pp)
+        predicted = group_bytes_per_rank(
+            cfg.shape(), dims, cfg.micro_batch(dims), m, cfg.seq, zero=cfg.zero, itemsize=ITEMSIZE
+        )
+    return Report3D(
+        dims, cfg, ok, worst, loss, ref["loss"], measure_3d(out.trace, dims), predicted, out.trace
+    )
+
+
+def format_3d(report: Report3D) -> str:
+    """The check, then one line per rank: coordinates, model state, activations, bytes per
+    group (EP only with experts), idle."""
+    kinds = ("tp", "pp", "dp", "ep") if report.config.experts else ("tp", "pp", "dp")
+    lines = [
+        f"3D step {report.layout} on {report.dims.world_size} ranks:"
+        f" {'matches' if report.matches_reference else 'DOES NOT match'} one process"
+        f" (loss {report.loss:.6f}, max |difference| {report.max_abs_error:.1e})",
+        f"{'rank':>4} {'pp':>2} {'dp':>2} {'tp':>2} {'model state':>12} {'activations':>12}"
+        + "".join(f" {k.upper() + ' sent':>10}" for k in kinds)
+        + f" {'idle':>8}",
+    ]
+    for r in report.rows:
+        sent = r["sent_bytes_by_group"]
+        lines.append(
+            f"{r['rank']:>4} {r['pp']:>2} {r['dp']:>2} {r['tp']:>2}"
+            f" {format_bytes(r['model_state_bytes']):>12} {format_bytes(r['activation_bytes']):>12}"
+            + "".join(f" {format_bytes(sent[k]):>10}" for k in kinds)
+            + f" {r['idle_s'] * 1e3:>6.1f}ms"
+        )
+    lines.append(
+        f"bubble: measured {report.bubble_fraction_measured:.0%} of the compute span,"
+        f" 1F1B model (p-1)/(M+p-1) = {report.bubble_fraction_model:.0%}"
+    )
+    if report.predicted_bytes_by_group is not None:
+        verdict = "equal" if report.matches_planner else "DIFFERENT from"
+        lines.append(f"bytes per rank and group: {verdict} the planner's prediction")
+    return "\n".join(lines)
+
+
+def runner_3d(cluster: Executor) -> Any:
+    """``run(**layout) -> Report3D`` on ``cluster``, for the lesson's quiz (predict, then run)."""
+
+    def run(**layout: Any) -> Report3D | None:
+        return run_3d(cluster, **layout)
+
+    return run

@@ -1,0 +1,312 @@
+"""The planner's results drawn (lesson 10): which configurations fit, which are fast, and why.
+
+They read a :class:`~edu_parallel.planner.plan.PlannerResult` only (never run anything, never
+import torch; plotly is imported inside):
+
+* :func:`pareto_figure`: every feasible configuration at (memory per GPU, step time) on log axes,
+  coloured by activation recomputation; the Pareto front (no other configuration is both smaller
+  and faster, :meth:`PlannerResult.pareto`) as a line; the best starred; out-of-memory ones as
+  faint grey crosses right of the GPU memory line; a ``highlight`` (e.g. a published layout) as a
+  diamond. Hover shows the configuration.
+* :func:`time_terms_figure`: the step time of the top configurations split into the planner's
+  exposed terms (compute, TP, EP for a mixture of experts, PP, DP, bubble;
+  :mod:`edu_parallel.planner.estimate`), stacked, so the learner sees why one wins.
+
+The trade-off drawn is the Ultra-Scale Playbook's (Tazi et al. 2025, "finding the best
+configuration"): memory bought with recomputation, sharding and pipeline stages costs time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..core.errors import bad_value, check_int
+from ..planner import TERMS, ConfigEstimate, PlannerResult
+from .ddp import FONT, WIDTH, legend_below, title_layout
+from .fit import fit_layout
+
+# the fields that name a configuration (a ConfigEstimate's, before its estimate)
+CONFIG_KEYS = ("dp", "tp", "pp", "ep", "chunks", "zero", "micro_batch", "microbatches", "recompute")
+RECOMPUTE_COLORS = {"none": "#4C78A8", "selective": "#54A24B", "full": "#F58518"}
+TERM_COLORS = {
+    "compute": "#4C78A8",
+    "tp": "#F58518",
+    "ep": "#72B7B2",
+    "pp": "#54A24B",
+    "dp": "#E45756",
+    "bubble": "#B279A2",
+}
+TERM_NAMES = {
+    "compute": "compute",
+    "tp": "TP all-reduces",
+    "ep": "EP all-to-alls",
+    "pp": "PP sends",
+    "dp": "DP sync (exposed)",
+    "bubble": "pipeline bubble",
+}
+RECOMPUTE_SHORT = {"none": "no-rc", "selective": "sel-rc", "full": "full-rc"}
+
+
+def layout_label(c: ConfigEstimate) -> str:
+    """A configuration in one short line: ``"8×2×4 v4 Z3 mb1 M64 sel-rc"`` (dp×tp×pp, interleaved
+    chunks when more than one, the EP degree when more than one (``ep8``), ZeRO stage, micro-batch
+    size, microbatches, recomputation)."""
+    chunks = f" v{c.chunks}" if c.chunks > 1 else ""
+    chunks += f" ep{c.ep}" if c.ep > 1 else ""
+    return (
+        f"{c.dp}×{c.tp}×{c.pp}{chunks} Z{c.zero} mb{c.micro_batch} M{c.microbatches}"
+        f" {RECOMPUTE_SHORT.get(c.recompute, c.recompute)}"
+    )
+
+
+def config_hover(c: ConfigEstimate) -> str:
+    """The hover text of one configuration: its degrees and its estimate."""
+    head = (
+        f"<b>dp={c.dp}, tp={c.tp}, pp={c.pp}</b>, chunks={c.chunks}, ZeRO-{c.zero}<br>"
+        f"micro_batch={c.micro_batch}, microbatches M={c.microbatches}, recompute={c.recompute}"
+    )
+    if c.memory_bytes_per_gpu is None:
+        return f"{head}<br>{c.reason}"
+    tail = (
+        f"<br>memory {c.memory_bytes_per_gpu / 1e9:.1f} GB per GPU, step {c.step_time_s:.3g} s,"
+        f" MFU {c.mfu:.1%}"
+    )
+    return head + tail + ("" if c.feasible else f"<br>{c.reason}")
+
+
+def _check_result(result: Any) -> PlannerResult:
+    if not isinstance(result, PlannerResult) or not result.feasible:
+        raise bad_value(
+            "result", type(result).__name__, "a PlannerResult of plan() with a feasible config"
+        )
+    return result
+
+
+def find_config(result: PlannerResult, highlight: Any) -> ConfigEstimate:
+    """The best-ranked configuration of ``result`` (with an estimate) whose fields equal
+    ``highlight``'s (a dict of :data:`CONFIG_KEYS`, plus an optional ``"name"``)."""
+    valid = f"a dict of configuration fields ({', '.join(CONFIG_KEYS)}) and an optional 'name'"
+    if not isinstance(highlight, dict) or not set(highlight) - {"name"}:
+        raise bad_value("highlight", highlight, valid)
+    unknown = set(highlight) - {*CONFIG_KEYS, "name"}
+    if unknown:
+        raise bad_value("highlight", highlight, f"{valid}; unknown: {', '.join(sorted(unknown))}")
+    fields = {k: v for k, v in highlight.items() if k != "name"}
+    for c in result.configs:
+        if c.memory_bytes_per_gpu is not None and all(
+            getattr(c, k) == v for k, v in fields.items()
+        ):
+            return c
+    raise bad_value("highlight", highlight, "fields matching a configuration this plan estimated")
+
+
+def log_ticks(values: list[float]) -> list[float]:
+    """1-2-3-5 tick values over the decades ``values`` span (plotly's own log ticks label 2, 3, ...
+    in small type; ticks outside the axis range are not drawn)."""
+    first = math.floor(math.log10(min(values)))
+    last = math.ceil(math.log10(max(values)))
+    return [m * 10.0**e for e in range(first, last + 1) for m in (1, 2, 3, 5)]
+
+
+def _point_trace(configs: list[tuple[int, ConfigEstimate]], name: str, **style: Any) -> Any:
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[c.memory_bytes_per_gpu / 1e9 for _, c in configs],
+        y=[c.step_time_s for _, c in configs],
+        customdata=[i for i, _ in configs],  # index into result.configs
+        hovertext=[config_hover(c) for _, c in configs],
+        hoverinfo="text",
+        name=name,
+        **style,
+    )
+
+
+def pareto_figure(
+    result: Any,
+    *,
+    highlight: dict[str, Any] | None = None,
+    infeasible: bool = True,
+    title: str | None = None,
+) -> Any:
+    """Step time against memory per GPU for every configuration of ``result`` (see the module
+    docstring). Each feasible configuration is one point, in exactly one trace (``"feasible,
+    recompute=..."`` or ``"Pareto front"``); ``customdata`` holds its index in
+    ``result.configs``. ``infeasible=False`` leaves out the out-of-memory crosses."""
+    import plotly.graph_objects as go
+
+    result = _check_result(result)
+    marked = None if highlight is None else find_config(result, highlight)
+    indexed = list(enumerate(result.configs))
+    front_ids = {id(c) for c in result.pareto()}
+    fig = go.Figure()
+    oom = [(i, c) for i, c in indexed if not c.feasible and c.memory_bytes_per_gpu is not None]
+    if infeasible and oom:
+        fig.add_trace(
+            _point_trace(
+                oom,
+                "out of memory",
+                mode="markers",
+                marker=dict(symbol="x-thin", size=6, color="#9a9a9a", line=dict(width=1)),
+                opacity=0.45,
+            )
+        )
+    for rc, color in RECOMPUTE_COLORS.items():
+        points = [(i, c) for i, c in indexed if c.feasible and id(c) not in front_ids]
+        points = [(i, c) for i, c in points if c.recompute == rc]
+        if points:
+            fig.add_trace(
+                _point_trace(
+                    points,
+                    f"feasible, recompute={rc}",
+                    mode="markers",
+                    marker=dict(size=6, color=color, opacity=0.6),
+                )
+            )
+    front = [(i, c) for i, c in indexed if id(c) in front_ids]
+    fig.add_trace(
+        _point_trace(
+            front,
+            f"Pareto front ({len(front)})",
+            mode="lines+markers",
+            line=dict(color="black", width=2),
+            marker=dict(size=8, color="black"),
+        )
+    )
+    best = result.best
+    fig.add_trace(
+        _point_trace(
+            [(0, best)],
+            f"best: {layout_label(best)}",
+            mode="markers",
+            marker=dict(symbol="star", size=20, color="#FFD700", line=dict(color="black", width=1)),
+        )
+    )
+    if marked is not None:
+        name = highlight.get("name") or ", ".join(f"{k}={v}" for k, v in highlight.items())
+        rank = result.rank_of(**{k: getattr(marked, k) for k in CONFIG_KEYS})
+        where = f"rank {rank}" if rank else "does not fit"
+        fig.add_trace(
+            _point_trace(
+                [(result.configs.index(marked), marked)],
+                f"{name} ({where})",
+                mode="markers",
+                marker=dict(symbol="diamond-open", size=18, color="#D62728", line=dict(width=3)),
+            )
+        )
+    shown = [c for _, c in (oom if infeasible else [])] + result.feasible
+    times = [c.step_time_s for c in shown]
+    mems = [c.memory_bytes_per_gpu / 1e9 for c in shown]
+    budget = result.memory_budget / 1e9
+    is_gpu = result.memory_budget == result.cluster.gpu.memory_bytes
+    fig.add_trace(
+        go.Scatter(
+            x=[budget, budget],
+            y=[min(times) / 1.15, max(times) * 1.15],
+            mode="lines",
+            line=dict(color="#D62728", dash="dash", width=2),
+            name=f"{'GPU memory' if is_gpu else 'memory budget'}: {budget:.4g} GB",
+            hoverinfo="name",
+        )
+    )
+    cluster = result.cluster
+    n, ok = len(result.configs), len(result.feasible)
+    head = title or (
+        f"{result.model.name} on {cluster.world_size} {cluster.gpu.name.upper()}:"
+        f" {ok} of {n} configurations fit"
+    )
+    sub = (
+        f"batch {result.global_batch} × {result.seq} tokens, efficiency {result.efficiency:g};"
+        f" best {layout_label(best)}: {best.step_time_s:.3g} s, MFU {best.mfu:.1%}"
+    )
+    height, margin = 600, dict(l=80, r=30, t=90, b=150)
+    fig.update_layout(
+        title=title_layout(head, sub),
+        width=WIDTH,
+        height=height,
+        margin=margin,
+        font=FONT,
+        legend=legend_below(height, margin, 60),
+        xaxis=dict(
+            type="log",
+            title_text="memory per GPU (GB, log scale)",
+            tickvals=log_ticks([*mems, budget]),
+        ),
+        yaxis=dict(type="log", title_text="step time (s, log scale)", tickvals=log_ticks(times)),
+        hovermode="closest",
+    )
+    return fit_layout(fig)
+
+
+def time_terms_figure(
+    result: Any, top: int = 10, *, overhead_only: bool = False, title: str | None = None
+) -> Any:
+    """The ``top`` fastest feasible configurations, one horizontal bar each (best at the top),
+    split into the step time's exposed terms; the bar's end is the step time, written with the
+    MFU beside it. ``overhead_only=True`` leaves compute out: the bars are what each
+    configuration pays on top of it (where the top configurations differ)."""
+    import plotly.graph_objects as go
+
+    result = _check_result(result)
+    top = check_int("top", top, 1, 100)
+    configs = result.feasible[:top]
+    labels = [f"{r}. {layout_label(c)}" for r, c in enumerate(configs, 1)]
+    fig = go.Figure()
+    # EP only for a mixture-of-experts model (a dense model's EP term is always 0)
+    skip = {"compute"} if overhead_only else set()
+    if not result.model.experts:
+        skip.add("ep")
+    terms = [t for t in TERMS if t not in skip]
+    for term in terms:
+        xs = [c.time_terms[term] for c in configs]
+        fig.add_bar(
+            y=labels,
+            x=xs,
+            orientation="h",
+            name=TERM_NAMES[term],
+            marker_color=TERM_COLORS[term],
+            hovertext=[
+                f"{lab}<br>{TERM_NAMES[term]}: {x:.4g} s ({x / c.step_time_s:.1%} of the step)"
+                for lab, x, c in zip(labels, xs, configs, strict=True)
+            ],
+            hoverinfo="text",
+        )
+    ends = [sum(c.time_terms[t] for t in terms) for c in configs]
+    fig.add_scatter(
+        y=labels,
+        x=ends,
+        mode="text",
+        text=[
+            f"  {'+' * overhead_only}{e:.3g} s"
+            + (f" (step {c.step_time_s:.3g} s)" if overhead_only else f", MFU {c.mfu:.0%}")
+            for c, e in zip(configs, ends, strict=True)
+        ],
+        textposition="middle right",
+        textfont=dict(size=12),
+        showlegend=False,
+        hoverinfo="skip",
+    )
+    head = title or f"Why the fastest win: {result.model.name}, the top {len(configs)} step times"
+    sub = (
+        "each bar: one configuration's time beyond compute, split into exposed terms (s)"
+        if overhead_only
+        else "each bar: one configuration's step time, split into exposed terms (s)"
+    )
+    height = max(320, 150 + 30 * len(configs)) + 110
+    margin = dict(l=230, r=30, t=90, b=110)
+    fig.update_layout(
+        title=title_layout(head, sub),
+        barmode="stack",
+        width=WIDTH,
+        height=height,
+        margin=margin,
+        font=FONT,
+        legend=legend_below(height, margin, 55) | dict(traceorder="normal"),
+        xaxis=dict(
+            title_text="time beyond compute (s)" if overhead_only else "step time (s)",
+            range=[0, max(ends) * 1.28 or 1.0],
+        ),
+        yaxis=dict(autorange="reversed", categoryorder="array", categoryarray=labels),
+    )
+    return fit_layout(fig)

@@ -1,0 +1,216 @@
+"""DP x TP x PP (x EP) executed on 8 ranks: the step equals one process, every collective ran on a
+TP, DP or EP group of the mesh, and the bytes each rank sends per group equal the planner's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from edu_parallel import Cluster
+from edu_parallel.core.dims import ParallelDims
+from edu_parallel.parallel_3d import LAYOUTS, check_3d_args, measure_3d, run_3d
+from edu_parallel.parallel_3d.config import ITEMSIZE
+from edu_parallel.parallel_3d.report import _compare
+
+JSON_KEYS = {
+    "matches_reference",
+    "per_rank_sent_bytes_by_group",
+    "per_rank_model_state_bytes",
+    "per_rank_activation_bytes",
+    "bubble_fraction_measured",
+}
+
+
+# ---------------------------------------------------------------- checked before any process
+def test_bad_degrees_and_sizes_are_named_at_once() -> None:
+    with pytest.raises(ValueError) as err:
+        check_3d_args(8, dp=2, tp=3, pp=8, layers=4, heads=4, hidden=16)
+    text = str(err.value)
+    assert "tp=3 is not valid: expected a divisor of world_size=8" in text
+    assert "tp=3 is not valid: expected a divisor of heads=4" in text
+    assert "pp=8 is not valid: expected at most layers=4" in text
+    cases = [
+        (dict(dp=4, tp=2, pp=2), "dp * tp * pp = 4 * 2 * 2 = 16 is not valid"),
+        (dict(dp=2, tp=2, pp=2, batch=12), "batch=12 is not valid: expected a multiple of"),
+        (dict(dp=2, tp=2, pp=2, batch=0), "batch=0 is not valid"),
+        (dict(dp=2, tp=2, pp=2, batch=-4), "batch=-4 is not valid"),
+        (dict(dp=2, tp=2, pp=2, zero=3), "zero=3 is not valid"),
+        (dict(dp=2, tp=4, pp=1, ep=2), "ep=2 is not valid: expected 1 without experts"),
+        (dict(dp=4, tp=2, pp=1, ep=8, experts=8), "ep=8 is not valid"),
+        (dict(dp=2, tp=2, pp=2, heads=6), "heads=6 is not valid: expected a divisor of hidden=16"),
+        (dict(dp=2, tp=2, pp=2, heads=1), "tp=2 is not valid: expected a divisor of heads=1"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message.replace("*", r"\*")):
+            check_3d_args(8, **kwargs)
+    dims, cfg = check_3d_args(8, 2, 2, 2)
+    assert (dims.dp, dims.tp, dims.pp, cfg.num_microbatches(2), cfg.micro_batch(dims)) == (
+        2,
+        2,
+        2,
+        4,
+        2,
+    )
+
+
+# ---------------------------------------------------------------- the runs
+@pytest.fixture(scope="module")
+def reports():
+    out = {}
+    with Cluster(8, timeout=60) as c:
+        for dp, tp, pp, ep in LAYOUTS:
+            extra = {"experts": 4} if ep > 1 else {}
+            out[(dp, tp, pp, ep, 0)] = run_3d(c, dp, tp, pp, ep, **extra)
+        out[(2, 2, 2, 1, 1)] = run_3d(c, 2, 2, 2, zero=1)
+        out[(4, 2, 1, 2, 1)] = run_3d(c, 4, 2, 1, 2, experts=4, zero=1)
+        out["mesh"] = c.run(_device_mesh_groups, (2, 2, 2)).results
+    return out
+
+
+def _device_mesh_groups(ctx, shape):
+    from torch.distributed import get_process_group_ranks
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", shape, mesh_dim_names=("pp", "dp", "tp"))
+    return {d: get_process_group_ranks(mesh.get_group(d)) for d in ("pp", "dp", "tp")}
+
+
+@pytest.mark.multiprocess
+def test_every_layout_equals_one_process(reports) -> None:
+    runs = [r for k, r in reports.items() if k != "mesh"]
+    assert len(runs) == len(LAYOUTS) + 2
+    for rep in runs:
+        assert rep.matches_reference, (rep.layout, rep.max_abs_error)
+        assert rep.max_abs_error < 1e-5
+        assert rep.loss == pytest.approx(rep.reference_loss, rel=1e-5)
+        assert rep.matches_builtin
+
+
+@pytest.mark.multiprocess
+def test_a_planted_wrong_gradient_or_update_is_caught(reports) -> None:
+    from edu_parallel.parallel_3d.model import reference_step
+
+    rep = reports[(2, 2, 2, 1, 0)]
+    ref = reference_step(rep.config)
+    results = [
+        {
+            "coords": rep.dims.coords(r),
+            "grads": {n: (i, ref["grads"][n][tuple(slice(a, b) for a, b in i)] / 2) for n, i in h},
+            "updated": {n: (i, ref["updated"][n][tuple(slice(a, b) for a, b in i)]) for n, i in h},
+        }
+        for r, h in enumerate(_holdings(rep))
+    ]
+    assert _compare(results, ref, rep.dims)[0]  # halves summed over dp=2: the full gradient
+    name, (index, g) = next(iter(results[3]["grads"].items()))
+    results[3]["grads"][name] = (index, g + 1e-3)
+    assert not _compare(results, ref, rep.dims)[0]
+
+
+def _holdings(rep):
+    """Per rank the (tensor, index) pairs its trace says it holds."""
+    out = [[] for _ in range(rep.dims.world_size)]
+    for e in rep.trace.events:
+        if e.kind == "mark" and e.op == "holds":
+            out[e.rank].append((e.attrs["tensor"], e.attrs["index"]))
+    return out
+
+
+@pytest.mark.multiprocess
+def test_bytes_per_rank_and_group_equal_the_planner(reports) -> None:
+    for key, rep in reports.items():
+        if key == "mesh" or rep.config.experts:
+            continue
+        assert rep.predicted_bytes_by_group is not None and rep.matches_planner, rep.layout
+        for row, pred in zip(rep.rows, rep.predicted_bytes_by_group, strict=True):
+            for k in ("tp", "pp", "dp"):
+                assert row["sent_bytes_by_group"][k] == pytest.approx(pred[k], abs=0.5)
+        d = rep.dims
+        sent = [r["sent_bytes_by_group"] for r in rep.rows]
+        assert all((s["tp"] > 0) == (d.tp > 1) for s in sent)
+        assert all((s["dp"] > 0) == (d.dp > 1) for s in sent)
+        assert all((s["pp"] > 0) == (d.pp > 1) and s["ep"] == 0 for s in sent)
+
+
+@pytest.mark.multiprocess
+def test_collectives_ran_on_the_groups_of_the_mesh(reports) -> None:
+    rep = reports[(4, 2, 1, 2, 0)]
+    d = rep.dims
+    tp, dp, edp = (set(map(tuple, d.groups(k))) for k in ("tp", "dp", "edp"))
+    ep = set(map(tuple, d.groups("ep")))
+    seen = {"all_reduce": set(), "all_to_all_single": set()}
+    for e in rep.trace.events:
+        if e.kind == "collective":
+            group = tuple(e.attrs["group"])
+            assert group in tp | dp | edp | ep, (e.op, group)
+            seen.setdefault(e.op, set()).add(group)
+    assert seen["all_to_all_single"] == ep  # tokens travel inside the EP blocks only
+    assert seen["all_reduce"] == tp | dp | edp  # f/g in TP, dense grads in DP, experts in EDP
+    assert all(r["sent_bytes_by_group"]["ep"] > 0 for r in rep.rows)
+    # the same trace with a collective moved onto a group the mesh does not have is named
+    bad = next(e for e in rep.trace.events if e.kind == "collective" and e.op == "all_reduce")
+    original = bad.attrs["group"]
+    bad.attrs["group"] = [0, 7]
+    try:
+        with pytest.raises(ValueError, match=r"on ranks \[0, 7\], not a TP or DP group"):
+            measure_3d(rep.trace, d)
+    finally:
+        bad.attrs["group"] = original
+
+
+@pytest.mark.multiprocess
+def test_the_mesh_is_torchs_device_mesh(reports) -> None:
+    dims = ParallelDims(8, tp=2, pp=2)
+    for rank, groups in enumerate(reports["mesh"]):
+        for dim, ranks in groups.items():
+            assert ranks in dims.groups(dim), (rank, dim)
+            assert rank in ranks
+
+
+@pytest.mark.multiprocess
+def test_memory_per_rank_follows_the_layout(reports) -> None:
+    for key, rep in reports.items():
+        if key == "mesh" or rep.config.experts:
+            continue
+        d, h, L = rep.dims, rep.config.hidden, rep.config.layers
+        params = 12 * h * h * L // (d.pp * d.tp) * ITEMSIZE  # 12 h^2 per layer, split t and p ways
+        for row in rep.rows:
+            assert row["param_bytes"] == params and row["grad_bytes"] == params
+            share = 1 if rep.config.zero == 0 or d.dp == 1 else d.dp
+            assert row["optimizer_bytes"] == 2 * params // share  # Adam's m and v
+            assert row["activation_bytes"] > 0
+    one, zero1 = reports[(2, 2, 2, 1, 0)], reports[(2, 2, 2, 1, 1)]
+    assert [r["activation_bytes"] for r in one.rows] == [r["activation_bytes"] for r in zero1.rows]
+    # 1F1B: the first stage holds more microbatches in flight than the last
+    first = [r["activation_bytes"] for r in one.rows if r["pp"] == 0]
+    last = [r["activation_bytes"] for r in one.rows if r["pp"] == 1]
+    assert min(first) > max(last)
+
+
+@pytest.mark.multiprocess
+def test_the_json_report_has_the_issue_keys(reports) -> None:
+    data = json.loads(json.dumps(reports[(2, 2, 2, 1, 0)].to_json_dict()))
+    assert JSON_KEYS <= set(data)
+    assert data["matches_reference"] is True and data["matches_planner"] is True
+    assert len(data["per_rank_sent_bytes_by_group"]) == 8
+    assert 0.0 <= data["bubble_fraction_measured"] < 1.0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "edu_parallel", "run", "3d", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.multiprocess
+def test_cli_runs_3d_and_names_bad_degrees() -> None:
+    out = _cli("--dp", "2", "--tp", "2", "--pp", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert JSON_KEYS <= set(data) and data["matches_reference"] and data["matches_planner"]
+    bad = _cli("--dp", "2", "--tp", "3", "--pp", "2", "--heads", "4")
+    assert bad.returncode == 2
+    line = bad.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "tp=3 is not valid: expected a divisor of heads=4" in line
