@@ -87,9 +87,9 @@ def test_hierarchical_allreduce_on_two_pretend_nodes_matches_the_builtin(cluster
         report = run_hierarchical(cluster4, 2, size, dtype)
         assert report.matches_builtin and (report.nodes, report.gpus_per_node) == (2, 2)
         assert validate(report.plan) == [] and report.plan == hierarchical_allreduce_plan(2, 2)
-        d = report.nbytes  # a non-leader sends its two halves up the chain: D; a leader sends
-        # D/2 twice to the other leader (ring) and both halves down the chain: 2D
-        assert report.per_rank_sent_bytes == [2 * d, d, 2 * d, d]
+        d = report.nbytes  # every rank: D/2 in the node's reduce-scatter and D/2 in its
+        # all-gather, D/4 twice in its shard's ring across nodes: 3D/2, no leader
+        assert report.per_rank_sent_bytes == [3 * d // 2] * 4
     topo = Topology(2, 2, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"])
     out = retime(report.trace, CostModel(topo.bottleneck(), reduce_Bps=50e9, topology=topo))
     expected = predict("hierarchical", 4, report.nbytes, topo, reduce_Bps=50e9)

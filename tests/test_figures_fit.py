@@ -32,6 +32,8 @@ from edu_parallel.data_parallel import (
     what_if,
 )
 from edu_parallel.data_parallel.compress_config import messages_per_step, wire_bytes_per_step
+from edu_parallel.models.interconnects import interconnect_table
+from edu_parallel.models.nccl_systems import NCCL_SYSTEMS
 from edu_parallel.models.simulation import simulate
 from edu_parallel.planner import ClusterSpec, plan
 from edu_parallel.plans.naive import naive_allreduce_plan
@@ -133,6 +135,10 @@ BUILDERS = {
         viz.gathered_memory_figure({"ZeRO-3": r["fsdp"].zero3_trace, "FSDP": r["fsdp"].trace})
     ],
     "group_bytes_figure": lambda r: [viz.group_bytes_figure(rep) for rep in reports_3d()],
+    "interconnect_figure": lambda r: [
+        viz.interconnect_figure(interconnect_table(ring(8, 1 << 20), 1 << 20)),
+        viz.interconnect_figure(interconnect_table(ring(4, 4096), 4096, nodes=2)),
+    ],
     "loss_curves_figure": lambda r: [
         viz.loss_curves_figure(
             {"sync": pd.DataFrame({"step": [1, 2], "time_s": [0.1, 0.3], "loss": [2.0, 1.5]})}
@@ -146,6 +152,10 @@ BUILDERS = {
     ],
     "memory_figure": lambda r: [viz.memory_figure(rep) for rep in reports_3d()],
     "mesh_figure": lambda r: [viz.mesh_figure(rep) for rep in reports_3d()],
+    "nccl_choice_figure": lambda r: (
+        [viz.nccl_choice_figure(s) for s in NCCL_SYSTEMS.values()]
+        + [viz.nccl_choice_figure(NCCL_SYSTEMS["4x1-pcie-25gbe"], "all_gather")]
+    ),
     "pareto_figure": lambda r: [
         viz.pareto_figure(_planned(), highlight={"dp": 8, "tp": 8, "pp": 1, "name": "8 x 8 x 1"}),
         viz.pareto_figure(_planned("gpt3-175b", 64, 1536, 2048), infeasible=False),

@@ -282,9 +282,11 @@ def test_cli_model_offload_tp_json():
     assert data["params"] == get_preset("llama3-70b").params
     assert data["bytes_per_gpu"] == pytest.approx(2 * psi / 8)
     assert data["cpu_bytes_per_gpu"] == pytest.approx(14 * psi / 8)
+    # Llama's own terms (SwiGLU width 28672, 8 KV heads), not Korthikanti's GPT layer
     assert data["activations"]["bytes"] == pytest.approx(
-        activation_bytes(8192, 1, 8192, 64, 80, tp=8)
+        activation_bytes(8192, 1, 8192, 64, 80, tp=8, arch="llama", kv_heads=8, ffn=28672)
     )
+    assert data["activations"]["arch"] == "llama"
     assert data["largest_model_that_fits"] == largest_model_that_fits(
         80e9, 64, 3, "mixed", "all", 8
     )

@@ -32,6 +32,7 @@ CASES = [  # (fixture, schedule, P, M, v): every schedule on 2 and on 4 ranks
     ("cluster2", "1f1b", 2, 4, 1),
     ("cluster2", "interleaved", 2, 4, 2),
     ("cluster2", "zb-h1", 2, 4, 1),
+    ("cluster2", "interleaved", 2, 2, 2),  # M == P: the current warm-up rule (torch 2.13)
     ("cluster4", "gpipe", 4, 4, 1),
     ("cluster4", "1f1b", 4, 8, 1),
     ("cluster4", "interleaved", 4, 8, 2),
@@ -50,7 +51,7 @@ def test_every_schedule_matches_the_single_process_reference(request, fixture, n
     computes = Counter(
         (e.op, e.attrs["stage"], e.attrs["microbatch"]) for e in trace.select("compute")
     )
-    kinds = ("F", "B", "W") if name == "zb-h1" else ("F", "B")
+    kinds = ("F", "I", "W") if name == "zb-h1" else ("F", "B")  # torch's names
     assert computes == Counter((k, s, mb) for k in kinds for s in range(stages) for mb in range(m))
     for e in trace.select("compute"):
         assert e.chunk == e.attrs["stage"] and e.rank == e.chunk % p and e.end >= e.start
@@ -192,6 +193,27 @@ def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
     assert Schedule.from_text(data["schedule"]).to_text() == data["schedule"]  # the plan as text
     assert data["bubble_fraction_measured"] == pytest.approx(1 / 5, rel=1e-9)
     assert data["peak_activations_per_stage"] == [2, 1]
+
+
+def test_cli_zb_h1_defaults_to_the_papers_equal_passes(capsys):
+    """Without --t-*, zb-h1 retimes with Qi et al.'s T_F = T_B = T_W (1F1B keeps t_b = 2 as one
+    full backward): the same work per rank, and ZB-H1's bubble is a third of 1F1B's."""
+    runs = {}
+    for name in ("zb-h1", "1f1b"):
+        args = ["run", "pipeline", "--schedule", name, "--stages", "2", "--microbatches", "4"]
+        assert main([*args, "--json"]) == 0
+        runs[name] = json.loads(capsys.readouterr().out)
+    zb, one = runs["zb-h1"], runs["1f1b"]
+    assert zb["times"] == {"t_f": 1.0, "t_b": 1.0, "t_w": 1.0, "t_comm": 0.0}
+    assert one["times"] == {"t_f": 1.0, "t_b": 2.0, "t_w": 0.0, "t_comm": 0.0}
+    assert zb["matches_reference"] and zb["follows_schedule"]
+    assert zb["bubble_fraction_measured"] == pytest.approx(zb["bubble_fraction_formula"])
+    zb_idle = zb["makespan_retimed"] - 4 * 3  # per rank: M (t_f + t_b + t_w) of work
+    one_idle = one["makespan_retimed"] - 4 * 3
+    assert zb_idle * 3 == pytest.approx(one_idle) and zb_idle > 0
+    with pytest.raises(SystemExit):
+        main(["run", "pipeline", "--help"])
+    assert "zb-h1: 1, Qi et al. 2023" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ FORMULAS = {
     "tree_steps": lambda p: 2 * math.floor(math.log2(p["N"])),
     "ps_server_recv": lambda p: (p["N"] - 1) * p["D"],
     "ring_latency_us": lambda p: 2 * (p["N"] - 1) * p["alpha_us"],
+    "hier_cross_bytes": lambda p: 2 * (p["K"] - 1) / p["K"] * p["S"] / p["g"],
     "predict_naive_busiest": lambda p: (p["N"] - 1) * p["D"],
     "gpipe_share": lambda p: (p["P"] - 1) / (p["M"] + p["P"] - 1),
     "megatron_ratio": lambda p: (p["P"] - 1) / p["M"],
@@ -76,6 +77,7 @@ FORMULAS = {
     "all_to_one_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
     "predict_hot_dropped": lambda p: p["N"] * (p["T"] - math.ceil(p["C"] * p["T"] / p["E"])),
     "tp_allreduce_bytes": lambda p: p["b"] * p["s"] * p["h"] * p["itemsize"],
+    "tp_layer_sent": lambda p: 8 * (p["t"] - 1) / p["t"] * p["b"] * p["s"] * p["h"] * p["itemsize"],
     "tp_mlp_sent": lambda p: (
         2 * (2 * (p["t"] - 1) / p["t"]) * p["b"] * p["s"] * p["h"] * p["itemsize"]
     ),
@@ -106,6 +108,7 @@ FORMULAS.update(
             4 * p["L"] * (p["N"] - 1) / p["N"] * p["T"] * p["h"] * p["itemsize"]
         ),
         "map_pp_sent": lambda p: 2 * p["T"] * p["h"] * p["itemsize"],
+        "map_layer_crossover": lambda p: 3 * p["h"] / p["k"],
         "map_tp_param_bytes": lambda p: (
             p["L"] * ((8 * p["h"] ** 2 + 4 * p["h"]) / p["N"] + p["h"]) * p["itemsize"]
         ),

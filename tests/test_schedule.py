@@ -53,10 +53,11 @@ def test_action_text_round_trip_and_errors():
     a = Action(1, "F", 0)
     assert a.text() == "1F0" and str(a) == "1F0"
     assert Action.from_text("12W34") == Action(12, "W", 34)
+    assert Action.from_text("3I1") == Action(3, "I", 1)
     for bad in ("1X0", "F0", "1F", "-1F0", ""):
         with pytest.raises(ValueError, match="action="):
             Action.from_text(bad)
-    assert KINDS == ("F", "B", "W") and SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1")
+    assert KINDS == ("F", "B", "I", "W") and SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1")
 
 
 @pytest.mark.parametrize(("name", "p", "m", "v"), CASES)
@@ -92,6 +93,17 @@ def test_golden_shapes_match_the_papers():
     assert all(row.count(None) == p - 1 for row in zb.actions)
 
 
+def test_old_text_with_b_before_w_is_rejected_naming_the_fix():
+    """This package once wrote ZB-H1's input-gradient pass as B; under torch's names B is the
+    full backward, so B then W would compute the weight gradient twice."""
+    new = build_schedule("zb-h1", 2, 2).to_text()
+    old = new.replace("I", "B")
+    assert "0B0" in old and "0W0" in old
+    with pytest.raises(ValueError, match=r"text='0B0 with 0W0'.*write .* as I \(0I0\)"):
+        Schedule.from_text(old)
+    assert Schedule.from_text(new) == build_schedule("zb-h1", 2, 2)
+
+
 def test_from_text_errors():
     with pytest.raises(ValueError, match="text="):
         Schedule.from_text("plan x")
@@ -106,7 +118,13 @@ def test_dependencies():
     assert dependencies(Action(2, "F", 3), 4) == [Action(1, "F", 3)]
     assert dependencies(Action(3, "B", 1), 4) == [Action(3, "F", 1)]  # the loss: last stage
     assert dependencies(Action(1, "B", 1), 4) == [Action(1, "F", 1), Action(2, "B", 1)]
-    assert dependencies(Action(1, "W", 1), 4) == [Action(1, "B", 1)]
+    assert dependencies(Action(1, "I", 1), 4) == [Action(1, "F", 1), Action(2, "I", 1)]
+    assert dependencies(Action(1, "W", 1), 4) == [Action(1, "I", 1)]
+    # a mixed schedule: stage 2 ran a full backward, stage 1 an I; present decides
+    present = {Action(2, "B", 1), Action(1, "I", 1)}
+    assert dependencies(Action(1, "I", 1), 4, present) == [Action(1, "F", 1), Action(2, "B", 1)]
+    present = {Action(2, "I", 1), Action(1, "B", 1)}
+    assert dependencies(Action(1, "B", 1), 4, present) == [Action(1, "F", 1), Action(2, "I", 1)]
 
 
 # ----------------------------------------------------------------------------- broken schedules
@@ -141,18 +159,28 @@ def test_backward_before_the_next_stage_backward_is_caught():
     assert "!!0B0" in explain_schedule(bad)
 
 
-def test_wrong_rank_duplicate_missing_out_of_range_and_w_before_b():
+def test_wrong_rank_duplicate_missing_out_of_range_and_w_before_i():
     s = build_schedule("zb-h1", 2, 2)
     swapped = edit(s, {(0, 0): Action(1, "F", 0)})  # stage 1 on rank 0, 0F0 gone
     msgs = [q.message for q in validate_schedule(swapped)]
     assert any("is on rank 0, but stage 1 runs on rank 1" in m for m in msgs)
     assert any(m == "0F0 never runs" for m in msgs)
     t = s.actions[0].index(Action(0, "W", 0))
-    b = s.actions[0].index(Action(0, "B", 0))
-    moved = edit(s, {(0, t): Action(0, "B", 0), (0, b): Action(0, "W", 0)})
+    b = s.actions[0].index(Action(0, "I", 0))
+    moved = edit(s, {(0, t): Action(0, "I", 0), (0, b): Action(0, "W", 0)})
     assert any(
-        "0W0 at slot" in q.message and "needs 0B0" in q.message for q in validate_schedule(moved)
+        "0W0 at slot" in q.message and "needs 0I0" in q.message for q in validate_schedule(moved)
     )
+    full = edit(s, {(0, b): Action(0, "B", 0)})  # the old convention, built in code
+    msgs = [q.message for q in validate_schedule(full)]
+    assert msgs == [
+        "0W0 follows the full backward 0B0, which computed the weight gradient already: write"
+        " the input-gradient pass as 0I0 (torch's names)"
+    ]
+    both = edit(s, {(0, t): Action(0, "B", 0)})  # 0I0 and 0B0, no 0W0
+    assert [q.message for q in validate_schedule(both)] == [
+        "0B0 and 0I0 both run: a backward is one B, or one I then one W"
+    ]
     dup = edit(s, {(1, 0): Action(1, "F", 1)})
     assert any("runs twice" in q.message for q in validate_schedule(dup))
     far = edit(s, {(1, 0): Action(3, "F", 0)})

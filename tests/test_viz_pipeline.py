@@ -85,7 +85,7 @@ def test_gantt_boxes_are_the_timeline_spans(case):
     for g, w in zip(got, want, strict=True):
         assert g[:4] == w[:4] and g[4:] == pytest.approx(w[4:], abs=1e-12)
     kinds = {tr.meta["kind"]: tr.marker.color for tr in fig.data if tr.meta.get("role") == "box"}
-    assert set(kinds) == ({"F", "B", "W"} if name == "zb-h1" else {"F", "B"})
+    assert set(kinds) == ({"F", "I", "W"} if name == "zb-h1" else {"F", "B"})  # torch names
     assert list(fig.layout.yaxis.ticktext) == [f"rank {r}" for r in range(p)]
     assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # reversed: rank 0 on top
     assert fig.layout.xaxis.title.text == (

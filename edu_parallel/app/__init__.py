@@ -11,6 +11,8 @@
 * ``course.py`` (with ``course_outline.py``, ``course_pages.py``, ``course_links.py``): the course
   as data (lessons in order, the outline's units and errata) and the index, syllabus and errata
   pages and lesson navigation built from it.
+* ``landscape.py`` (libraries, backends) and ``landscape_frameworks.py`` (frameworks mapped to
+  this course's modules): lesson 13's tables.
 * ``export.py`` (with ``export_html.py``, ``export_probe.py``): ``edu-parallel export --html``, the
   lessons executed into a static site that plays with no kernel and no network.
 
@@ -29,5 +31,8 @@ _LAZY = {
     "LESSONS": "course",
     "export_site": "export",
     "run_tour": "tour",
+    "libraries_table": "landscape",
+    "backend_table": "landscape",
+    "frameworks_table": "landscape_frameworks",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

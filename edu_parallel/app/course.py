@@ -93,7 +93,8 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(
         "02_collectives",
         "Collectives: what each primitive leaves where",
-        "The eight collectives on real ranks: buffers before and after, bytes, busbw.",
+        "NCCL's five collectives, and all-to-all, gather and scatter from send/recv: buffers,"
+        " bytes, busbw.",
         ("U5", "U9"),
     ),
     Lesson(
@@ -165,15 +166,17 @@ LESSONS: tuple[Lesson, ...] = (
         "Synchronous, asynchronous, local-SGD and backup workers under stragglers.",
         ("U16", "U17"),
     ),
+    Lesson(
+        "13_landscape",
+        "The landscape: communication libraries, interconnects and frameworks",
+        "NCCL, RCCL and the rest; one real run retimed on every interconnect; five frameworks.",
+        ("U13", "U19"),
+        ("U8",),
+        ("E6",),
+    ),
 )
 
 PLANNED: tuple[Planned, ...] = (
-    Planned(
-        "13",
-        "The landscape: Megatron-LM, DeepSpeed, ColossalAI; NCCL, RCCL and interconnects",
-        ("U13", "U19"),
-        ("E6",),
-    ),
     Planned("14", "Debugging: killed, hung, lagging and mismatched ranks"),
 )
 

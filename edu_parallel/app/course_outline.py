@@ -241,7 +241,9 @@ ERRATA: tuple[Erratum, ...] = (
         "No such AMD library exists. AMD's stack is RCCL (NCCL-compatible API, ring and tree, "
         "with MSCCL and MSCCL++ integrated) and rocSHMEM; RCCLX is Meta's fork of RCCL, not "
         "AMD's. An MI300X has 7 Infinity Fabric (xGMI) links, a fully connected 8-GPU mesh.",
-        "",
+        "The landscape table of lesson 13: every library with its maker, hardware and the torch "
+        'backend that reaches it (RCCL loads as torch\'s "nccl" backend on ROCm), and the '
+        "Infinity Fabric presets of the cost model with one real trace retimed on them.",
         "ROCm documentation (MI300 architecture); ROCm/rccl",
     ),
     Erratum(
@@ -277,10 +279,14 @@ ERRATA: tuple[Erratum, ...] = (
         "Tree is for cross-node, ring for large clusters.",
         "NCCL chooses per message size and topology from a latency/bandwidth model: ring latency "
         "grows with the number of ranks, tree latency with the log of the number of nodes; "
-        "large, bandwidth-bound messages favour the ring.",
+        "large, bandwidth-bound messages favour the ring. NCCL also has NVLS and NVLSTree "
+        "(NVSwitch SHARP), CollNet (InfiniBand SHARP) and PAT, each with the LL, LL128 and "
+        "Simple protocols; NCCL_ALGO and NCCL_PROTO force a choice.",
         "The alpha-beta model, calibrated on this machine and with NVLink and InfiniBand "
-        "presets, predicts ring and tree time against message size and finds the crossover.",
-        "NCCL src/graph/tuning.cc",
+        "presets, predicts ring and tree time against message size and finds the crossover; "
+        "NCCL 2.30.7's own tuning model picks (algorithm, protocol) per size on five cluster "
+        "presets, and its crossover plots show the winner change with size and topology.",
+        "NCCL src/graph/tuning.cc (2.30.7)",
     ),
     Erratum(
         "E10",

@@ -3,10 +3,14 @@
     edu-parallel memory --params 7.5e9 --gpus 64 --zero 3
     edu-parallel memory --model llama3-70b --gpus 64 --tp 8 --zero 1 --offload optimizer --json
     edu-parallel memory --model llama3-8b --gpus 8 --zero 2 --micro-batch 1 --recompute selective
+    edu-parallel memory --model zero-7.5b --gpus 64 --zero 3 --offload all --convention deepspeed
 
 Prints ``bytes_per_gpu`` and a ``breakdown`` by category (ZeRO paper §3.1, Fig. 1), the CPU bytes
 under ``--offload``, the bytes each GPU sends per step, and, with ``--model``, the activation
-memory (Korthikanti et al. 2022). Formulas and sources: :mod:`edu_parallel.memory.model_states`.
+memory (Korthikanti et al. 2022; Llama's own terms for Llama presets). ``--convention``
+counts the states as the ZeRO paper (default), Megatron-LM's distributed optimizer or DeepSpeed's
+estimators do (:mod:`edu_parallel.memory.conventions`). Formulas and sources:
+:mod:`edu_parallel.memory.model_states`.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import re
 from typing import Any
 
 from ..core.errors import bad_value
-from ..memory.activations import activation_estimate
+from ..memory.activations import shape_activation_estimate
 from ..memory.communication import comm_estimate
+from ..memory.conventions import CONVENTIONS, largest_module_params
 from ..memory.model_states import (
     OFFLOADS,
     PRECISIONS,
@@ -50,6 +55,27 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0: plain DP)")
     p.add_argument("--precision", default="mixed", help=f"{', '.join(PRECISIONS)} (default mixed)")
     p.add_argument("--offload", default="none", help=f"{', '.join(OFFLOADS)} (default none)")
+    p.add_argument(
+        "--convention",
+        default="zero-paper",
+        help=f"{', '.join(CONVENTIONS)}: whose accounting (default zero-paper, 16 B/param)",
+    )
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=None,
+        help="--convention deepspeed: GPUs per node (default min(gpus, 8))",
+    )
+    p.add_argument(
+        "--largest-layer-params",
+        default=None,
+        help="--convention deepspeed, ZeRO-3: the largest module's parameters (--model sets it)",
+    )
+    p.add_argument(
+        "--no-zero-init",
+        action="store_true",
+        help="--convention deepspeed, ZeRO-3: the model is built whole before partitioning",
+    )
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
     p.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (default 1)")
     p.add_argument(
@@ -95,22 +121,32 @@ def memory_report(a: argparse.Namespace) -> dict[str, Any]:
         raise bad_value("params", None, PARAMS_RANGE + f", or --model {{{', '.join(PRESETS)}}}")
     else:
         params = parse_count(a.params)
-    states = model_state_bytes(params, a.gpus, a.zero, a.precision, a.offload, a.tp, a.pp)
+    largest = None
+    if a.largest_layer_params is not None:
+        largest = int(parse_count(a.largest_layer_params, "largest_layer_params"))
+    elif shape is not None:
+        largest = largest_module_params(shape)
+    states = model_state_bytes(
+        params,
+        a.gpus,
+        a.zero,
+        a.precision,
+        a.offload,
+        a.tp,
+        a.pp,
+        a.convention,
+        gpus_per_node=a.gpus_per_node,
+        largest_layer_params=largest,
+        zero_init=not a.no_zero_init,
+    )
     data = states.to_json_dict()
     data["model"] = None if shape is None else shape.to_json_dict()
     data["comm"] = comm_estimate(params, a.gpus, a.zero, a.precision, a.tp, a.pp).to_json_dict()
     data["activations"] = None
     if shape is not None:
         seq = shape.seq if a.seq is None else a.seq
-        activations = activation_estimate(
-            seq,
-            a.micro_batch,
-            shape.hidden,
-            shape.heads,
-            shape.layers,
-            a.tp,
-            a.sequence_parallel,
-            a.recompute,
+        activations = shape_activation_estimate(
+            shape, seq, a.micro_batch, shape.layers, a.tp, a.sequence_parallel, a.recompute
         )
         data["activations"] = activations.to_json_dict()
     data["gpu_bytes"] = None
@@ -119,7 +155,7 @@ def memory_report(a: argparse.Namespace) -> dict[str, Any]:
         gpu_bytes = a.gpu_gb * 1e9
         data["gpu_bytes"] = gpu_bytes
         data["largest_model_that_fits"] = largest_model_that_fits(
-            gpu_bytes, a.gpus, a.zero, a.precision, a.offload, a.tp, a.pp
+            gpu_bytes, a.gpus, a.zero, a.precision, a.offload, a.tp, a.pp, a.convention
         )
     return data
 
@@ -133,19 +169,25 @@ def format_memory(d: dict[str, Any]) -> str:
     lines = [
         (
             f"{name}{d['params']:.4g} params on {d['gpus']} GPUs (tp={d['tp']}, pp={d['pp']}, "
-            f"dp={d['dp']}), ZeRO-{d['zero']}, {d['precision']}, offload={d['offload']}"
+            f"dp={d['dp']}), ZeRO-{d['zero']}, {d['precision']}, offload={d['offload']}, "
+            f"convention={d['convention']}"
         ),
         f"formula        {d['formula']}",
         f"bytes_per_gpu  {d['bytes_per_gpu']:.6g}  ({_gb(d['bytes_per_gpu'])})",
     ]
-    if d["offload"] != "none":
+    if d["offload"] != "none" or d["cpu_bytes_per_node"] is not None:
         lines.append(
             f"cpu_bytes_per_gpu  {d['cpu_bytes_per_gpu']:.6g}  ({_gb(d['cpu_bytes_per_gpu'])})"
         )
-    lines.append("breakdown      category     GPU          CPU")
-    for category, gpu in d["breakdown"].items():
-        cpu = d["cpu_breakdown"][category]
-        lines.append(f"               {category:<12} {_gb(gpu):<12} {_gb(cpu)}")
+    if d["cpu_bytes_per_node"] is not None:
+        per_node = d["cpu_bytes_per_node"]
+        lines.append(f"cpu_bytes_per_node  {per_node:.12g}  ({_gb(per_node)}, DeepSpeed's CPU)")
+    width = max(12, *(len(c) for c in (*d["breakdown"], *d["cpu_breakdown"])))
+    lines.append(f"breakdown      {'category':<{width}} GPU          CPU")
+    categories = list(d["breakdown"]) + [c for c in d["cpu_breakdown"] if c not in d["breakdown"]]
+    for category in categories:
+        gpu, cpu = d["breakdown"].get(category, 0), d["cpu_breakdown"].get(category, 0)
+        lines.append(f"               {category:<{width}} {_gb(gpu):<12} {_gb(cpu)}")
     lines.append(
         f"comm           {_gb(d['comm']['bytes_per_gpu'])} sent per GPU per step:"
         f" {d['comm']['formula']}"

@@ -2,11 +2,13 @@
 
     edu-parallel model allreduce --algo ring --world-size 64 --size 1GiB --link nvlink4-h100
     edu-parallel model allreduce --algo hierarchical --world-size 16 --nodes 2 --link nvlink4 --json
+    edu-parallel model allreduce --world-size 64 --nodes 8 --nics 8 --size 1GiB
     edu-parallel model all_gather --world-size 8 --size 64MiB --link ib-ndr-400
 
 Prints the predicted time, algbw and busbw (nccl-tests' definitions) and the latency (``α``) and
 bandwidth (``S/B``) terms of :func:`edu_parallel.models.cost.predict`. With ``--nodes K`` the ranks
-form ``K`` nodes joined by ``--inter-link``; flat algorithms then run at the slower link's pace.
+form ``K`` nodes joined by ``--inter-link``, ``--nics N`` NICs per node (default 1): the ring runs
+one channel per NIC (NCCL's channels), other flat algorithms run at the slower link's pace.
 Formulas: Thakur, Rabenseifner & Gropp 2005 and NCCL ``src/graph/tuning.cc`` (see ``costmodel``).
 """
 
@@ -15,20 +17,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..core.errors import bad_value
+from ..core.errors import bad_value, check_int
 from ..core.units import format_bytes, parse_size
 from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from ..models.topology import LINKS, Link, Topology
+from .nccl_command import add_nccl_arguments, run_nccl
 
-WHAT = ("allreduce", "all_reduce", *OTHER_COLLECTIVES)
+WHAT = ("allreduce", "all_reduce", *OTHER_COLLECTIVES, "nccl")  # nccl: NCCL's own tuner
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", metavar="COLLECTIVE", help=f"one of {', '.join(WHAT)}")
     p.add_argument(
         "--algo",
-        default="ring",
-        help=f"all-reduce algorithm: {', '.join(ALLREDUCE_ALGOS)} (default ring)",
+        default=None,
+        help=f"all-reduce algorithm: {', '.join(ALLREDUCE_ALGOS)} (default ring); nccl: NCCL_ALGO",
     )
     p.add_argument("--world-size", type=int, default=8, help="ranks (default 8)")
     p.add_argument(
@@ -50,6 +53,12 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         default="ib-ndr-400",
         help="link between nodes with --nodes (default ib-ndr-400)",
     )
+    p.add_argument(
+        "--nics",
+        type=int,
+        default=None,
+        help="NICs per node with --nodes, a divisor of the ranks per node (default 1)",
+    )
     p.add_argument("--servers", type=int, default=None, help="parameter servers (--algo ps only)")
     p.add_argument("--alpha", type=float, default=None, help="override the link's latency, seconds")
     p.add_argument(
@@ -61,6 +70,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reduce-gbps", type=float, default=None, help="reduction speed in GB/s (default: free)"
     )
+    add_nccl_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -68,7 +78,7 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
     """Validate the arguments and predict; every bad one raises a one-line ValueError."""
     if a.what not in WHAT:
         raise bad_value("collective", a.what, "one of " + ", ".join(WHAT))
-    name = a.algo if a.what in ("allreduce", "all_reduce") else a.what
+    name = (a.algo or "ring") if a.what in ("allreduce", "all_reduce") else a.what
     nbytes = parse_size(a.size)
     link = link_preset(a.link, "link")
     if a.alpha is not None or a.bandwidth is not None:
@@ -76,8 +86,17 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
         bw = link.bandwidth_Bps if a.bandwidth is None else a.bandwidth * 1e9
         link = Link(f"{link.name} (custom)", alpha, bw, f"{link.name} with --alpha/--bandwidth")
     where: Link | Topology = link
+    nics = getattr(a, "nics", None)
+    if nics is not None and a.nodes is None:
+        raise bad_value("nics", nics, "no value without --nodes (NICs join nodes)")
     if a.nodes is not None:
         where = Topology.split(a.world_size, a.nodes, link, link_preset(a.inter_link, "inter_link"))
+        if nics is not None:
+            g = where.gpus_per_node
+            if check_int("nics", nics, 1, g) and g % nics:
+                divisors = ", ".join(str(d) for d in range(1, g + 1) if g % d == 0)
+                raise bad_value("nics", nics, f"a divisor of the {g} ranks per node ({divisors})")
+            where = Topology(where.nodes, g, where.intra, where.inter, nics)
     reduce_Bps = None if a.reduce_gbps is None else a.reduce_gbps * 1e9
     return (
         predict(name, a.world_size, nbytes, where, reduce_Bps=reduce_Bps, servers=a.servers),
@@ -116,6 +135,8 @@ def format_prediction(p: Prediction, where: Link | Topology) -> str:
 
 
 def run_model(a: argparse.Namespace) -> int:
+    if a.what == "nccl":
+        return run_nccl(a)
     p, where = model_prediction(a)
     if a.json:
         data = p.to_json_dict()

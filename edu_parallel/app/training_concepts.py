@@ -21,6 +21,7 @@ from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import check_choice, check_int
 from ..expert_parallel.formulas import DEFAULTS as MOE
 from ..pipeline_parallel.builders import SCHEDULES
+from ..pipeline_parallel.formulas import default_times
 from ..strategy_map.formulas import STRATEGIES
 from ..tensor_parallel.formulas import MODES, RULES
 from .concept import Concept
@@ -43,14 +44,28 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
     _int(p, "hidden", 32, "hidden size h (default 32)")
     _int(p, "microbatch-size", 4, "rows per microbatch (default 4)")
     _int(p, "seed", 0, "seed of weights and batch (default 0)")
-    times = (("f", 1.0, "forward"), ("b", 2.0, "backward (B)"), ("w", 0.0, "weight-gradient (W)"))
-    for name, default, what in (*times, ("comm", 0.0, "send")):
+    usual, zb = default_times("1f1b"), default_times("zb-h1")
+    times = (
+        ("f", "t_f", "forward (F)"),
+        ("b", "t_b", "input-gradient pass (I; a full backward B costs t_b + t_w)"),
+        ("w", "t_w", "weight-gradient pass (W)"),
+    )
+    for name, key, what in times:
         p.add_argument(
             f"--t-{name}",
             type=float,
-            default=default,
-            help=f"time of one {what} to retime the executed order (default {default:g})",
+            default=None,
+            help=(
+                f"time of one {what} to retime the executed order (default {usual[key]:g}; "
+                f"zb-h1: {zb[key]:g}, Qi et al. 2023's T_F = T_B = T_W)"
+            ),
         )
+    p.add_argument(
+        "--t-comm",
+        type=float,
+        default=0.0,
+        help="time of one send to retime the executed order (default 0)",
+    )
 
 
 def _pipeline_world_size(a: argparse.Namespace) -> int:
@@ -65,7 +80,10 @@ def _pipeline_world_size(a: argparse.Namespace) -> int:
 def _pipeline_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
     """``--stages`` defaults to the world size; every option is checked against it."""
     stages = dims.world_size if a.stages is None else a.stages
-    times = {"t_f": a.t_f, "t_b": a.t_b, "t_w": a.t_w, "t_comm": a.t_comm}
+    check_choice("schedule", a.schedule, SCHEDULES)
+    given = {"t_f": a.t_f, "t_b": a.t_b, "t_w": a.t_w}
+    times = {k: default_times(a.schedule)[k] if x is None else x for k, x in given.items()}
+    times["t_comm"] = a.t_comm
     sizes = {"hidden": a.hidden, "microbatch_size": a.microbatch_size, "seed": a.seed}
     pipeline_parallel.check_pipeline_args(
         a.schedule, stages, a.microbatches, a.chunks, a.layers, dims.world_size, **sizes, **times

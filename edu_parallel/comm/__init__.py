@@ -32,6 +32,7 @@ _LAZY = {
     "collective_runner": "collective",
     "HierarchicalReport": "hierarchical",
     "run_hierarchical": "hierarchical",
+    "sent_by_link_class": "hierarchical",
     "cluster_traffic_runner": "compare",
     "bench_collectives": "bench",
     "check_collectives": "bench",
@@ -54,5 +55,7 @@ _LAZY = {
     "bandwidth_table": "tables",
     "calibration_table": "tables",
     "topology_table": "tables",
+    "link_class_table": "tables",
+    "nics_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -10,6 +10,12 @@ formulas use; NCCL keeps the same two numbers per link type, measured once by it
 (``baseLat``/``hwLat`` and the graph's bandwidths in ``src/graph/tuning.cc``). The result is a
 :class:`~edu_parallel.models.topology.Link` that :func:`~edu_parallel.models.cost.predict` and
 :func:`~edu_parallel.models.retiming.retime` accept like the presets.
+
+What the fit measures depends on the machine. On a VM whose ranks share two CPU cores, the fitted
+``α`` (hundreds of microseconds to milliseconds) is the time for a worker process to be woken by
+the scheduler and get a core back, plus gloo's TCP stack: process and scheduler overhead, not a
+property of any link. The link presets' ``α`` (a few microseconds) are hardware and library
+latencies of one message; lesson 04 prints both and their ratio.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """Hierarchical all-reduce on real ranks grouped into pretend nodes, checked against torch.
 
-The plan is :func:`edu_parallel.plans.hierarchical.hierarchical_allreduce_plan` (chain reduce in
-each node, ring all-reduce among the node leaders, chain broadcast); :func:`run_hierarchical` runs
-it on a cluster whose ranks are split into ``nodes`` equal groups and compares the result with
-``dist.all_reduce``. Its retimed trace with a two-level
+The plan is :func:`edu_parallel.plans.hierarchical.hierarchical_allreduce_plan` (ring
+reduce-scatter in each node, every local rank all-reduces its shard across nodes over its own NIC,
+ring all-gather in each node: Jia et al. 2018's 2D all-reduce); :func:`run_hierarchical` runs it on
+a cluster whose ranks are split into ``nodes`` equal groups, compares the result with
+``dist.all_reduce`` and counts the bytes each rank sent inside its node and across nodes, beside
+:func:`~edu_parallel.plans.hierarchical.hierarchical_bytes_formula` (``2(g-1)/g·S`` and
+``2(K-1)/K·S/g``). Its retimed trace with a two-level
 :class:`~edu_parallel.models.topology.Topology` equals :func:`edu_parallel.models.cost.predict`
-(``"hierarchical"``).
+(``"hierarchical"``) for any number of NICs per node.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..engine.context import RankContext
 from ..engine.execute import run_plan, same_result
 from ..engine.executor import Executor
 from ..models.topology import LINKS, Topology
-from ..plans.hierarchical import hierarchical_allreduce_plan
+from ..plans.hierarchical import hierarchical_allreduce_plan, hierarchical_bytes_formula
 from ..plans.layout import plan_meta
 from ..plans.plan import Plan
 
@@ -50,7 +53,9 @@ def hierarchical_job(ctx: RankContext, plan: Plan, buffer: Buffer) -> dict[str, 
 
 @dataclass
 class HierarchicalReport:
-    """One run of the hierarchical all-reduce on pretend nodes."""
+    """One run of the hierarchical all-reduce on pretend nodes. ``per_rank_intra_bytes`` and
+    ``per_rank_inter_bytes``: bytes each rank sent inside its node and across nodes, counted from
+    the trace; ``formula_bytes``: :func:`hierarchical_bytes_formula` for this run."""
 
     nodes: int
     gpus_per_node: int
@@ -61,6 +66,9 @@ class HierarchicalReport:
     algbw_gbps: float
     busbw_gbps: float
     per_rank_sent_bytes: list[int]
+    per_rank_intra_bytes: list[int]
+    per_rank_inter_bytes: list[int]
+    formula_bytes: dict[str, float]
     trace: Trace = field(repr=False)
     plan: Plan = field(repr=False)
 
@@ -92,6 +100,7 @@ def run_hierarchical(
     )
     time_s = max(max(r["end"] - r["start"] for r in out.results), 1e-9)
     real = buffer.real_bytes
+    intra, inter = sent_by_link_class(out.trace, shape) if trace else ([], [])
     return HierarchicalReport(
         nodes=shape.nodes,
         gpus_per_node=shape.gpus_per_node,
@@ -102,6 +111,19 @@ def run_hierarchical(
         algbw_gbps=algbw_gbps(real, time_s),
         busbw_gbps=busbw_gbps("all_reduce", n, real, time_s),
         per_rank_sent_bytes=list(out.trace.sent_bytes()) if trace else [],
+        per_rank_intra_bytes=intra,
+        per_rank_inter_bytes=inter,
+        formula_bytes=hierarchical_bytes_formula(shape.nodes, shape.gpus_per_node, real),
         trace=out.trace,
         plan=plan,
     )
+
+
+def sent_by_link_class(trace: Trace, topology: Topology) -> tuple[list[int], list[int]]:
+    """Bytes each rank sent inside its node and across nodes (``topology.link`` of each send)."""
+    topology.check_world_size(trace.world_size, "trace.world_size")
+    intra, inter = [0] * trace.world_size, [0] * trace.world_size
+    for e in trace.select(kind="send"):
+        same = topology.node_of(e.rank) == topology.node_of(e.peer)
+        (intra if same else inter)[e.rank] += int(e.nbytes)
+    return intra, inter

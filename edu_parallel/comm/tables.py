@@ -9,18 +9,23 @@
 * :func:`bandwidth_table`: algbw and busbw of runs of several sizes;
 * :func:`calibration_table`: measured times beside the alpha-beta model fitted on this machine;
 * :func:`topology_table`: hierarchical and flat all-reduce traces retimed on a two-level
-  topology, beside the closed-form prediction.
+  topology, beside the closed-form prediction;
+* :func:`link_class_table`: bytes each rank of a hierarchical run sent inside its node and across
+  nodes, counted, beside ``2(g-1)/g·S`` and ``2(K-1)/K·S/g``;
+* :func:`nics_table`: the predicted all-reduce on one cluster shape with 1, 2, ... NICs per node
+  (:func:`~edu_parallel.models.predict`: one ring per NIC, NCCL's channels).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from ..core.metrics import bus_factor
-from ..models import CostModel, Topology, predict, retime
+from ..models import CostModel, Link, Topology, predict, retime
 from ..plans import ring_sent_bytes_formula, volume_formula
 from .allreduce import AllReduceReport
 from .collective import CollectiveReport
@@ -133,19 +138,70 @@ def calibration_table(reports: Sequence[AllReduceReport], link: Any) -> pd.DataF
 def topology_table(
     hierarchical: HierarchicalReport, flat: AllReduceReport, topology: Topology
 ) -> pd.DataFrame:
-    """The two runs' traces retimed on ``topology`` beside :func:`~edu_parallel.models.predict`."""
+    """The two runs' traces retimed on ``topology`` beside :func:`~edu_parallel.models.predict`.
+
+    The flat run is one ring: it crosses each node boundary on one NIC, so its model is the ring
+    on one channel (``nics_per_node=1``), whatever ``topology.nics_per_node`` is."""
     model = CostModel(topology.intra, topology=topology)
     n = flat.world_size
+    one_ring = replace(topology, nics_per_node=1)
     rows = [
         {
             "algorithm": name,
             "matches dist.all_reduce": r.matches_builtin,
             "trace retimed (µs)": retime(r.trace, model).duration * 1e6,
-            "alpha-beta model (µs)": predict(algo, n, r.nbytes, topology).time_s * 1e6,
+            "alpha-beta model (µs)": predict(algo, n, r.nbytes, topo).time_s * 1e6,
         }
-        for name, algo, r in (
-            ("hierarchical", "hierarchical", hierarchical),
-            ("flat ring", "ring", flat),
+        for name, algo, r, topo in (
+            ("hierarchical", "hierarchical", hierarchical, topology),
+            ("flat ring", "ring", flat, one_ring),
         )
     ]
     return pd.DataFrame(rows).set_index("algorithm")
+
+
+def link_class_table(report: HierarchicalReport) -> pd.DataFrame:
+    """Per rank of a hierarchical run: bytes sent inside its node and across nodes (counted from
+    the trace) beside :func:`~edu_parallel.plans.hierarchical.hierarchical_bytes_formula`."""
+    g = report.gpus_per_node
+    rows = [
+        {
+            "rank": r,
+            "node": r // g,
+            "intra sent (counted, B)": report.per_rank_intra_bytes[r],
+            "2(g-1)/g·S (B)": report.formula_bytes["intra"],
+            "inter sent (counted, B)": report.per_rank_inter_bytes[r],
+            "2(K-1)/K·S/g (B)": report.formula_bytes["inter"],
+        }
+        for r in range(len(report.per_rank_intra_bytes))
+    ]
+    return pd.DataFrame(rows).set_index("rank")
+
+
+def nics_table(
+    nodes: int,
+    gpus_per_node: int,
+    intra: Link,
+    inter: Link,
+    nbytes: float,
+    nics: Iterable[int] | None = None,
+) -> pd.DataFrame:
+    """Predicted ring (one channel per NIC) and hierarchical all-reduce of ``nbytes`` per rank on
+    ``nodes x gpus_per_node`` ranks for each NIC count (default: every divisor of the GPUs)."""
+    g = gpus_per_node
+    counts = [d for d in range(1, g + 1) if g % d == 0] if nics is None else list(nics)
+    rows = []
+    for c in counts:
+        topo = Topology(nodes, g, intra, inter, c)
+        for algo in ("ring", "hierarchical"):
+            p = predict(algo, topo.world_size, nbytes, topo)
+            rows.append(
+                {
+                    "NICs per node": c,
+                    "algorithm": algo,
+                    "time (ms)": p.time_s * 1e3,
+                    "busbw (GB/s)": p.busbw_gbps,
+                    "NICs x per-NIC (GB/s)": c * inter.bandwidth_Bps / 1e9,
+                }
+            )
+    return pd.DataFrame(rows).set_index(["NICs per node", "algorithm"])

@@ -1,4 +1,4 @@
-"""Bandwidth as nccl-tests reports it (doc/PERFORMANCE.md in NVIDIA/nccl-tests).
+"""Bandwidth as nccl-tests reports it (doc/PERFORMANCE.md and src/*.cu in NVIDIA/nccl-tests).
 
 ``algbw = S / t``: bytes of the user's buffer over elapsed time. ``busbw = algbw * factor``: the
 rate the busiest link had to sustain, comparable with the hardware's peak bandwidth, where the
@@ -6,15 +6,31 @@ factor counts how much of ``S`` every rank must move for that collective on ``n`
 Bandwidth is in GB/s = 1e9 bytes/s, as nccl-tests prints it.
 
 :data:`BUS_FACTORS` is the one table of these factors; the run reports, the alpha-beta model and
-the quizzes all read it. nccl-tests has no gather or scatter; for those the root's link carries
-``(n-1)/n`` of ``S``, the all-gather factor, and :func:`bus_factor_source` says so.
+the quizzes all read it. Each factor is the one in the ``*GetBw`` function of the nccl-tests
+source file :data:`NCCL_TESTS_FILES` names (NVIDIA/nccl-tests, master of July 2026,
+commit a0b82b2): ``doc/PERFORMANCE.md`` lists all-reduce, reduce-scatter, all-gather, broadcast,
+reduce and all-to-all; ``src/gather.cu`` (``GatherGetBw``) and ``src/scatter.cu``
+(``ScatterGetBw``) use ``(n-1)/n`` too, with ``S`` the root's whole buffer (count x nranks).
+:func:`bus_factor_source` names the file and function. nccl-tests also times ``sendrecv.cu`` and
+``hypercube.cu`` (factor 1, the hypercube's algbw counting ``(n-1)`` pieces), which the course does
+not run.
 """
 
 from __future__ import annotations
 
 from .errors import bad_value, check_choice, check_int, check_positive
 
-NCCL_TESTS = "nccl-tests doc/PERFORMANCE.md"
+# collective -> (source file in NVIDIA/nccl-tests, the function that computes algbw and busbw)
+NCCL_TESTS_FILES = {
+    "all_reduce": ("src/all_reduce.cu", "AllReduceGetBw"),
+    "all_gather": ("src/all_gather.cu", "AllGatherGetBw"),
+    "reduce_scatter": ("src/reduce_scatter.cu", "ReduceScatterGetBw"),
+    "all_to_all": ("src/alltoall.cu", "AlltoAllGetBw"),
+    "broadcast": ("src/broadcast.cu", "BroadcastGetBw"),
+    "reduce": ("src/reduce.cu", "ReduceGetBw"),
+    "gather": ("src/gather.cu", "GatherGetBw"),
+    "scatter": ("src/scatter.cu", "ScatterGetBw"),
+}
 
 # factor per collective, as a function of the rank count n
 BUS_FACTORS = {
@@ -27,7 +43,6 @@ BUS_FACTORS = {
     "gather": lambda n: (n - 1) / n,
     "scatter": lambda n: (n - 1) / n,
 }
-NOT_IN_NCCL_TESTS = ("gather", "scatter")
 
 
 def bus_factor(collective: str, world_size: int) -> float:
@@ -37,11 +52,11 @@ def bus_factor(collective: str, world_size: int) -> float:
 
 
 def bus_factor_source(collective: str) -> str:
-    """Where :func:`bus_factor` of ``collective`` comes from."""
+    """Where :func:`bus_factor` of ``collective`` comes from: the nccl-tests file and function,
+    e.g. ``"nccl-tests src/gather.cu GatherGetBw"``."""
     check_choice("collective", collective, BUS_FACTORS)
-    if collective in NOT_IN_NCCL_TESTS:
-        return "(n-1)/n: not in nccl-tests; the root link carries it"
-    return NCCL_TESTS
+    path, func = NCCL_TESTS_FILES[collective]
+    return f"nccl-tests {path} {func}"
 
 
 def algbw_gbps(nbytes: int, time_s: float) -> float:

@@ -8,8 +8,12 @@ master weights, forward/backward compute and the collectives run in bf16, as in 
 ``Shard(0)``; uneven dim-0 shards are padded for the all-gather), groups the parameters of each
 ``fully_shard``-ed module into one **unit** (one all-gather, one reduce-scatter per unit), unshards
 a unit before its forward and backward, reshards it after forward (``reshard_after_forward``) and
-after backward, and prefetches the next unit's all-gather in backward (Zhao et al. 2023, "PyTorch
-FSDP", arXiv 2304.11277, §3.3-3.4; the PyTorch ``fully_shard`` API docs).
+after backward, and prefetches the next unit's all-gather in backward. Per-parameter sharding is
+FSDP2's design: the PyTorch ``torch.distributed.fsdp.fully_shard`` API docs, the FSDP2 RFC
+pytorch/pytorch#114299 ("Per-Parameter-Sharding FSDP") and Liang et al. 2024, "TorchTitan",
+arXiv 2410.06511 (FSDP2 on DTensor). Units, resharding and backward prefetch come from FSDP1,
+whose ``FlatParameter`` flattens a unit's parameters into one sharded buffer (Zhao et al. 2023,
+"PyTorch FSDP", arXiv 2304.11277, §3.3-3.4).
 
 What FSDP issued is read back from the profiler
 (``torch.autograd.profiler.profile(record_shapes=True)``, the same kineto CPU events as

@@ -9,8 +9,10 @@
   ``2(N-1)/N * 2Psi`` (ZeRO §7: ZeRO-3 / FSDP with resharding move 1.5x).
 * Memory: the peak bytes of all-gathered (unsharded) bf16 parameters alive at once per rank, from
   the ``gathered_params`` ledger of both traces: the largest unit (plus a prefetched one) for FSDP
-  per layer, the whole model for ZeRO-3 and for FSDP with one unit (Zhao et al. 2023, "PyTorch
-  FSDP", arXiv 2304.11277, §3.2: the wrapping granularity sets the peak).
+  per layer, the whole model for ZeRO-3 and for FSDP with one unit (the wrapping granularity sets
+  the peak: Zhao et al. 2023, "PyTorch FSDP", arXiv 2304.11277, §3.2, for FSDP1's wrapping, which
+  FSDP2's ``fully_shard`` units keep; FSDP2's per-parameter sharding: the ``fully_shard`` docs and
+  pytorch/pytorch#114299).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
   ``2(N-1)/N Psi 4`` and ``2(N-1)`` messages per bucket (Li et al. 2020, arXiv 2006.15704);
 * :func:`zero_table`: ZeRO stages 0-3, their model-state ledger against the ZeRO paper's formula
   (Rajbhandari et al. 2019, §3.1) and their bytes against DP's (§7.2);
-* :func:`fsdp_table`: FSDP2 wrappings beside ZeRO-3 (Zhao et al. 2023, arXiv 2304.11277);
+* :func:`fsdp_table`: FSDP2 wrappings beside ZeRO-3 (PyTorch ``fully_shard`` docs, per-parameter
+  sharding, pytorch/pytorch#114299; the units of FSDP1, Zhao et al. 2023, arXiv 2304.11277);
 * :func:`straggler_table`: what a straggler costs synchronous regimes, gradients applied beside
   ``S (W - b)`` (backup workers, Chen et al. 2016, arXiv 1604.00981).
 """

@@ -2,7 +2,8 @@
 
 ``my_1f1b(stages, microbatches)`` returns each rank's actions in the order it runs them (stage s
 on rank s), in torch.distributed.pipelining's names: ``"1F0"`` is stage 1's forward of microbatch
-0, ``"1B0"`` its backward. The target is 1F1B, PipeDream's schedule (Narayanan et al. 2019, SOSP)
+0, ``"1B0"`` its full backward (``I``/``W``, the split backward of Zero Bubble, are not needed
+here). The target is 1F1B, PipeDream's schedule (Narayanan et al. 2019, SOSP)
 flushed every batch (PipeDream-Flush: Megatron-LM, Narayanan et al. 2021, arXiv 2104.04473,
 §2.2.1, Fig. 4; ``torch.distributed.pipelining.Schedule1F1B``): stage s runs min(P−1−s, M)
 warm-up forwards, then one forward / one backward, then drains. (torch counts the first steady
@@ -26,7 +27,7 @@ from ..engine.context import RankContext
 from ..pipeline_parallel.builders import build_schedule
 from ..pipeline_parallel.execute import pipeline_job
 from ..pipeline_parallel.model import grads_match, reference_grads
-from ..pipeline_parallel.schedule import Action, Schedule, dependencies, validate_schedule
+from ..pipeline_parallel.schedule import KINDS, Action, Schedule, dependencies, validate_schedule
 from ..pipeline_parallel.timing import Span, Timeline, bubble_formula, time_schedule
 from ..viz.pipeline import pipeline_gantt
 from ..viz.pipeline_memory import activation_memory_figure
@@ -128,7 +129,7 @@ def timeline_of(sched: Schedule) -> Timeline:
         Span(r, a, t, t + 1)
         for r, row in enumerate(sched.actions[:p])
         for t, a in enumerate(row)
-        if a is not None and 0 <= a.stage < n and a.kind in "FBW"
+        if a is not None and 0 <= a.stage < n and a.kind in KINDS
     ]
     return Timeline(spans, p, n, sched.split_backward, sched.name)
 

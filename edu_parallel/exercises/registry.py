@@ -12,6 +12,7 @@ from .ring_allreduce import EXERCISE as RING_ALLREDUCE
 from .row_parallel import EXERCISE as ROW_PARALLEL
 from .spec import Exercise
 from .tree_reduce import EXERCISE as TREE_REDUCE
+from .two_level import EXERCISE as TWO_LEVEL
 from .zero1_step import EXERCISE as ZERO1_STEP
 
 EXERCISES: dict[str, Exercise] = {
@@ -27,6 +28,7 @@ EXERCISES: dict[str, Exercise] = {
             ROW_PARALLEL,
             MOE_DISPATCH,
             MESH_GROUPS,
+            TWO_LEVEL,
         ),
         key=lambda e: e.id,
     )

@@ -96,12 +96,12 @@ def comm_bytes_per_step(
 def fsdp_collectives_per_step(units: int, reshard_after_forward: bool = True) -> int:
     """Collectives FSDP issues per training step for ``units`` units that hold parameters.
 
-    Per unit (PyTorch FSDP2 ``fully_shard``; Zhao et al. 2023, arXiv 2304.11277 §3): an all-gather
-    before its forward, another before its backward if it was resharded after forward, and a
-    reduce-scatter of its gradients: ``3 units`` or ``2 units``. The bytes do not depend on the
-    cut (each parameter travels the same way in any unit); the count, and so the latency term
-    ``count·α``, does, and so does the peak of gathered parameters (one unit, plus a prefetched
-    one).
+    Per unit (PyTorch FSDP2 ``fully_shard`` docs; the unit design of FSDP1, Zhao et al. 2023,
+    arXiv 2304.11277 §3): an all-gather before its forward, another before its backward if it
+    was resharded after forward, and a reduce-scatter of its gradients: ``3 units`` or
+    ``2 units``. The bytes do not depend on the cut (each parameter travels the same way in any
+    unit); the count, and so the latency term ``count·α``, does, and so does the peak of gathered
+    parameters (one unit, plus a prefetched one).
     """
     units = check_int("units", units, 1)
     if not isinstance(reshard_after_forward, bool):

@@ -45,17 +45,22 @@ eqs. (1)-(3) and Table 2.
 
 **Communication** (:func:`edu_parallel.memory.communication.comm_bytes_per_step`): ZeRO
 paper §7 with the exact ring volumes.
+
+**Conventions** (``convention=``, :mod:`edu_parallel.memory.conventions`): the above is the ZeRO
+paper's accounting (``"zero-paper"``, the default). ``"megatron"`` is Megatron-LM's distributed
+optimizer table (fp32 main gradients: 18 bytes, ``6 + 12/d`` sharded); ``"deepspeed"`` reproduces
+DeepSpeed's ``estimate_zero2/3_model_states_mem_needs`` to the byte (18Ψ/N, 4 × the largest
+layer for ZeRO-3, CPU bytes per node).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
-
-GB = 1e9  # the ZeRO paper's GB: 16 · 7.5e9 bytes = 120 GB
+from .conventions import MEGATRON_PRECISIONS, MEGATRON_SOURCE, check_convention, deepspeed_estimate
+from .estimate import GB, MemoryEstimate
 
 # (category, bytes per parameter, kind). kind decides the ZeRO stage that partitions it and
 # where offload puts it; see the module docstring's table.
@@ -121,48 +126,17 @@ def _coefficient(x: float) -> str:
     return f"{x:g}"
 
 
-@dataclass(frozen=True)
-class MemoryEstimate:
-    """Model-state bytes per GPU (and per GPU's share of CPU memory), by category."""
-
-    params: float
-    gpus: int
-    zero: int
-    precision: str
-    offload: str
-    tp: int
-    pp: int
-    dp: int  # N, the data-parallel degree gpus / (tp·pp)
-    params_per_gpu: float  # Ψ/(tp·pp): the model-parallel shard before ZeRO
-    bytes_per_gpu: float
-    cpu_bytes_per_gpu: float
-    breakdown: dict[str, float] = field(default_factory=dict)  # GPU bytes by category
-    cpu_breakdown: dict[str, float] = field(default_factory=dict)  # CPU bytes by category
-    formula: str = ""
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "params": self.params,
-            "gpus": self.gpus,
-            "zero": self.zero,
-            "precision": self.precision,
-            "offload": self.offload,
-            "tp": self.tp,
-            "pp": self.pp,
-            "dp": self.dp,
-            "params_per_gpu": self.params_per_gpu,
-            "bytes_per_gpu": self.bytes_per_gpu,
-            "cpu_bytes_per_gpu": self.cpu_bytes_per_gpu,
-            "breakdown": dict(self.breakdown),
-            "cpu_breakdown": dict(self.cpu_breakdown),
-            "formula": self.formula,
-        }
+def _categories(convention: str, precision: str) -> tuple[tuple[str, int, str], ...]:
+    """(category, bytes per parameter, kind) of the ZeRO paper or of Megatron's table."""
+    return (MEGATRON_PRECISIONS if convention == "megatron" else PRECISIONS)[precision]
 
 
-def _state_coefficients(zero: int, precision: str, offload: str) -> dict[str, float]:
+def _state_coefficients(
+    zero: int, precision: str, offload: str, convention: str = "zero-paper"
+) -> dict[str, float]:
     """Bytes per parameter of Ψ/(tp·pp), split into (gpu|cpu) x (whole|partitioned over N)."""
     coefficients = {"gpu_whole": 0.0, "gpu_shard": 0.0, "cpu_whole": 0.0, "cpu_shard": 0.0}
-    for _name, nbytes, kind in PRECISIONS[precision]:
+    for _name, nbytes, kind in _categories(convention, precision):
         where = "cpu" if kind in OFFLOADED_KINDS[offload] else "gpu"
         how = "shard" if zero >= PARTITIONED_FROM_STAGE[kind] else "whole"
         coefficients[f"{where}_{how}"] += nbytes
@@ -177,21 +151,38 @@ def model_state_bytes(
     offload: str = "none",
     tp: int = 1,
     pp: int = 1,
+    convention: str = "zero-paper",
+    *,
+    gpus_per_node: int | None = None,
+    largest_layer_params: int | None = None,
+    zero_init: bool = True,
 ) -> MemoryEstimate:
     """Parameters, gradients and Adam states per GPU (ZeRO paper §3.1, Fig. 1; see module doc).
 
+    ``convention`` (:mod:`~edu_parallel.memory.conventions`): ``"zero-paper"``, ``"megatron"``
+    (zero 0 or 1) or ``"deepspeed"`` (zero 2 or 3, tp = pp = 1); only DeepSpeed's estimators use
+    ``gpus_per_node`` (None: ``min(gpus, 8)``), ``largest_layer_params`` (ZeRO-3) and
+    ``zero_init`` (ZeRO-3).
+
     >>> round(model_state_bytes(7.5e9, 64, zero=1).bytes_per_gpu / 1e9, 2)
     31.41
+    >>> model_state_bytes(7.5e9, 64, zero=2, convention="deepspeed").bytes_per_gpu
+    17109375000
     """
     params = check_positive("params", params)
     gpus, tp, pp = _check_parallel(gpus, tp, pp)
     zero, precision, offload = _check_stage_and_offload(zero, precision, offload)
+    convention = check_convention(convention, zero, precision, offload, tp, pp)
+    if convention == "deepspeed":
+        return deepspeed_estimate(
+            params, gpus, zero, offload, gpus_per_node, largest_layer_params, zero_init
+        )
     model_parallel = tp * pp
     Psi = params / model_parallel  # Ψ per GPU: TP and PP split every weight matrix / layer
     N = gpus // model_parallel  # ZeRO's N: the data-parallel degree
     breakdown: dict[str, float] = {}
     cpu_breakdown: dict[str, float] = {}
-    for name, nbytes, kind in PRECISIONS[precision]:
+    for name, nbytes, kind in _categories(convention, precision):
         # ZeRO §5.1-5.3: a partitioned state keeps 1/N of its bytes on each data-parallel rank
         partitioned = zero >= PARTITIONED_FROM_STAGE[kind]
         category_bytes = nbytes * Psi / (N if partitioned else 1)
@@ -201,7 +192,7 @@ def model_state_bytes(
     gpu_total = sum(breakdown.values())
     cpu_total = sum(cpu_breakdown.values())
 
-    c = _state_coefficients(zero, precision, offload)
+    c = _state_coefficients(zero, precision, offload, convention)
 
     def side(whole: float, shard: float, total: float) -> str:
         terms = [f"{_coefficient(whole)}Ψ"] if whole else []
@@ -209,8 +200,17 @@ def model_state_bytes(
         return (" + ".join(terms) or "0") + f" = {total / GB:.4g} GB"
 
     stage = "DP (no ZeRO)" if zero == 0 else f"ZeRO-{zero}"
-    K = sum(nbytes for _n, nbytes, kind in PRECISIONS[precision] if kind == "optim")
-    formula = (
+    K = sum(nbytes for _n, nbytes, kind in _categories(convention, precision) if kind == "optim")
+    if convention == "megatron":
+        optimizer = "distributed optimizer" if zero else "non-distributed optimizer"
+        formula = (
+            f"Megatron {optimizer}, {precision}: GPU "
+            f"{side(c['gpu_whole'], c['gpu_shard'], gpu_total)} (d = N = {N}); "
+            f"Ψ = params/(tp·pp) = {params:.4g}/{model_parallel} = {Psi:.4g}  [{MEGATRON_SOURCE}]"
+        )
+    else:
+        formula = ""
+    formula = formula or (
         f"{stage}, {precision} Adam (K={K}), offload={offload}: "
         f"GPU {side(c['gpu_whole'], c['gpu_shard'], gpu_total)}"
         + (f"; CPU {side(c['cpu_whole'], c['cpu_shard'], cpu_total)}" if offload != "none" else "")
@@ -235,6 +235,7 @@ def model_state_bytes(
         breakdown=breakdown,
         cpu_breakdown=cpu_breakdown,
         formula=formula,
+        convention=convention,
     )
 
 
@@ -246,23 +247,27 @@ def largest_model_that_fits(
     offload: str = "none",
     tp: int = 1,
     pp: int = 1,
+    convention: str = "zero-paper",
 ) -> int:
     """The most parameters whose model states fit in ``gpu_bytes`` per GPU (activations aside).
 
-    Inverts :func:`model_state_bytes`, which is linear in Ψ: bytes = Ψ·(whole + shard/N)/(tp·pp).
+    Inverts :func:`model_state_bytes`, which is linear in Ψ: bytes = Ψ·(whole + shard/N)/(tp·pp)
+    (the ZeRO paper's and Megatron's conventions; DeepSpeed's needs the largest layer too).
     """
     gpu_bytes = check_positive("gpu_bytes", gpu_bytes)
     gpus, tp, pp = _check_parallel(gpus, tp, pp)
     zero, precision, offload = _check_stage_and_offload(zero, precision, offload)
+    convention = check_convention(convention, zero, precision, offload, tp, pp)
+    if convention == "deepspeed":
+        raise bad_value("convention", convention, "'zero-paper' or 'megatron' (linear in Ψ)")
     N = gpus // (tp * pp)
-    c = _state_coefficients(zero, precision, offload)
+    c = _state_coefficients(zero, precision, offload, convention)
     bytes_per_param = (c["gpu_whole"] + c["gpu_shard"] / N) / (tp * pp)  # > 0: grads stay on GPU
     params = math.floor(gpu_bytes / bytes_per_param)
 
     def fits(n: int) -> bool:
-        return (
-            model_state_bytes(n, gpus, zero, precision, offload, tp, pp).bytes_per_gpu <= gpu_bytes
-        )
+        est = model_state_bytes(n, gpus, zero, precision, offload, tp, pp, convention)
+        return est.bytes_per_gpu <= gpu_bytes
 
     # float rounding can put the floor one off either way; settle it with the forward formula
     while params > 0 and not fits(params):

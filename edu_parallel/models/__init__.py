@@ -3,13 +3,20 @@
 * ``simulation.py``: a plan run in-process on virtual ranks (:func:`simulate`);
   ``fast_simulation.py``: the same for thousands of ranks from the plan's arrays.
 * ``topology.py``: :class:`Link` (Hockney's alpha + S/bandwidth, datasheet presets in
-  :data:`LINKS`) and :class:`Topology` (nodes of ranks, a fast and a slow link);
+  :data:`LINKS`) and :class:`Topology` (nodes of ranks, a fast link inside, NICs between);
   ``retiming.py``: any trace retimed with a :class:`CostModel` (:func:`retime`).
 * ``cost.py``: closed-form alpha-beta predictions of every algorithm (:func:`predict`);
   ``choose.py``: NCCL-style ring/tree choice and the crossover size.
+* ``links.py``: the link presets with their datasheets; ``interconnects.py``: rail-optimised
+  fabrics (:data:`FABRICS`) and one trace retimed on every interconnect
+  (:func:`interconnect_table`).
+* ``nccl_tuning.py``: NCCL 2.30.7's own tuning model (:class:`NcclSystem`, :func:`nccl_time`;
+  constants in ``nccl_constants.py``, where each pair runs in ``nccl_rules.py``);
+  ``nccl_select.py``: its (algorithm, protocol) choice and ``NCCL_ALGO``/``NCCL_PROTO``
+  (:func:`nccl_choose`); ``nccl_systems.py``: named clusters (:data:`NCCL_SYSTEMS`).
 * ``traffic.py``: all-reduce algorithms side by side, counted from traces (:func:`traffic_table`).
 * ``tables.py``: predictions per size and algorithm as DataFrames (:func:`prediction_table`,
-  :func:`choice_table`).
+  :func:`choice_table`, NCCL's :func:`nccl_choice_table` and :func:`nccl_winner_table`).
 
 Imports ``core/`` and ``plans/``; never torch.
 """
@@ -19,20 +26,28 @@ from __future__ import annotations
 from .choose import Choice, choose_allreduce, crossover_size
 from .cost import ALLREDUCE_ALGOS, NAMES, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from .fast_simulation import SimSummary, simulate_fast
+from .interconnects import FABRICS, fabric, interconnect_table, rail_of, rail_optimized
+from .nccl_select import NcclChoice, nccl_choose
+from .nccl_systems import NCCL_SYSTEMS, nccl_system
+from .nccl_tuning import NcclSystem, nccl_entry, nccl_time
 from .retiming import CostModel, collective_time, cost_model, per_rank_busy, retime
 from .simulation import expected_result, plan_events, simulate
-from .tables import choice_table, prediction_table
+from .tables import choice_table, nccl_choice_table, nccl_winner_table, prediction_table
 from .topology import LINKS, Link, Topology
 from .traffic import format_traffic_table, simulated_runner, traffic_table
 
 __all__ = [
     "ALLREDUCE_ALGOS",
+    "FABRICS",
     "LINKS",
+    "NCCL_SYSTEMS",
     "NAMES",
     "OTHER_COLLECTIVES",
     "Choice",
     "CostModel",
     "Link",
+    "NcclChoice",
+    "NcclSystem",
     "Prediction",
     "SimSummary",
     "Topology",
@@ -42,11 +57,21 @@ __all__ = [
     "cost_model",
     "crossover_size",
     "expected_result",
+    "fabric",
+    "interconnect_table",
     "format_traffic_table",
     "link_preset",
+    "nccl_choice_table",
+    "nccl_choose",
+    "nccl_entry",
+    "nccl_system",
+    "nccl_time",
+    "nccl_winner_table",
     "per_rank_busy",
     "plan_events",
     "predict",
+    "rail_of",
+    "rail_optimized",
     "prediction_table",
     "retime",
     "simulate",

@@ -7,7 +7,9 @@ to the tree; the ring moves the least data per rank (``2(n-1)/n·S``), so bandwi
 messages go to the ring (errata E9: the choice is per message size and topology, not "tree for
 cross-node, ring for large clusters"). :func:`choose_allreduce` does the same with
 :func:`~edu_parallel.models.cost.predict`; :func:`crossover_size` finds where two algorithms cost
-the same, by bisection. Formulas after Thakur, Rabenseifner & Gropp 2005.
+the same, by bisection. Formulas after Thakur, Rabenseifner & Gropp 2005. Given a
+:class:`~edu_parallel.models.nccl_tuning.NcclSystem` instead, it answers with NCCL's own (algorithm,
+protocol) from NCCL 2.30.7's tuning model (:func:`~edu_parallel.models.nccl_select.nccl_choose`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from ..core.errors import bad_value, check_int
 from ..core.units import format_bytes
 from .cost import ALLREDUCE_ALGOS, NAME_ALIASES, Prediction, predict
+from .nccl_select import nccl_choose
+from .nccl_tuning import NcclSystem
 from .topology import Topology
 
 CANDIDATES = ("ring", "tree", "double-tree")
@@ -26,12 +30,14 @@ CROSSOVER_RANGE = (1.0, float(1 << 50))  # 1 B .. 1 PiB
 
 @dataclass(frozen=True)
 class Choice:
-    """The fastest candidate, why, and every candidate's predicted seconds."""
+    """The fastest candidate, why, and every candidate's predicted seconds (for an NCCL system:
+    NCCL's algorithm, its protocol in ``proto``, times keyed ``"Ring/LL"``, no predictions)."""
 
     algo: str
     reason: str
     times: dict[str, float]
     predictions: dict[str, Prediction] = field(repr=False)
+    proto: str = ""
 
 
 def _micro(t: float) -> str:
@@ -39,14 +45,30 @@ def _micro(t: float) -> str:
 
 
 def choose_allreduce(
-    nbytes: float, world_size: int, topology_or_link: Any, candidates: tuple[str, ...] | None = None
+    nbytes: float,
+    world_size: int,
+    topology_or_link: Any,
+    candidates: tuple[str, ...] | None = None,
+    *,
+    nccl_algo: str | None = None,
+    nccl_proto: str | None = None,
 ) -> Choice:
     """The candidate with the least predicted time for ``nbytes`` per rank on ``world_size`` ranks.
 
     ``candidates`` default to ring, tree and double-tree, plus hierarchical when a
-    :class:`~edu_parallel.models.topology.Topology` has several nodes of several ranks.
+    :class:`~edu_parallel.models.topology.Topology` has several nodes of several ranks. With an
+    :class:`~edu_parallel.models.nccl_tuning.NcclSystem`: NCCL's (algorithm, protocol), limited by
+    ``nccl_algo`` / ``nccl_proto`` (the values of ``NCCL_ALGO`` / ``NCCL_PROTO``).
     """
     n = check_int("world_size", world_size, 1)
+    if isinstance(topology_or_link, NcclSystem):
+        return _nccl_choice(nbytes, n, topology_or_link, candidates, nccl_algo, nccl_proto)
+    if nccl_algo is not None or nccl_proto is not None:
+        raise bad_value(
+            "nccl_algo/nccl_proto",
+            f"{nccl_algo}/{nccl_proto}",
+            "None unless an NcclSystem is given",
+        )
     if candidates is None:
         candidates = CANDIDATES
         topo = topology_or_link
@@ -78,7 +100,8 @@ def choose_allreduce(
     if best.latency_s < other.latency_s:
         reason += (
             f"Its α terms are {_micro(best.latency_s)} against {_micro(other.latency_s)}: "
-            "ring latency grows with n (2(n-1)·α), a tree's with log2 n (2⌈log2 n⌉·α)"
+            "ring latency grows with n (2(n-1)·α), a tree's with log2 n (2⌈log2 n⌉·α; across"
+            " nodes with log2 of the nodes, a chain inside each)"
         )
     else:
         reason += (
@@ -93,6 +116,22 @@ def choose_allreduce(
         pass
     reason += " (NCCL src/graph/tuning.cc picks per size from such a model; errata E9)"
     return Choice(best.name, reason, {c: p.time_s for c, p in preds.items()}, preds)
+
+
+def _nccl_choice(
+    nbytes: float,
+    n: int,
+    system: NcclSystem,
+    candidates: tuple[str, ...] | None,
+    nccl_algo: str | None,
+    nccl_proto: str | None,
+) -> Choice:
+    system.topology.check_world_size(n)
+    if candidates is not None:
+        raise bad_value("candidates", candidates, "None with an NcclSystem (use nccl_algo)")
+    c = nccl_choose("all_reduce", nbytes, system, nccl_algo, nccl_proto)
+    times = {f"{a}/{p}": t.time_us * 1e-6 for (a, p), t in c.times.items()}
+    return Choice(c.algo, c.reason, times, {}, c.proto)
 
 
 def crossover_size(world_size: int, link: Any, a: str = "ring", b: str = "tree") -> float:

@@ -19,6 +19,15 @@ one server are equal to them; the binary tree is equal without reduction cost; t
 parameter server and Rabenseifner are lower bounds (retime's first-come port schedule can lose a
 step to the optimum; the plan sends a block as one message per chunk); the double tree is NCCL's
 pipelined model, which the unpipelined plan does not reach. Bandwidths follow nccl-tests.
+
+Across nodes (a :class:`~edu_parallel.models.topology.Topology`), the ring runs as NCCL runs it:
+one channel (ring) per NIC, each moving ``S/C`` and crossing nodes on its own NIC (NCCL 2.30.7
+``src/graph/search.cc`` ``ncclTopoSearchRecNet``; ``tuning.cc``: ``busBw = nChannels * bw``), so
+its bus bandwidth is bounded by ``NICs x inter`` and by ``intra``; its formula equals the retimed
+:func:`~edu_parallel.plans.hierarchical.channel_ring_allreduce_plan`. ``"hierarchical"`` is the
+reduce-scatter / per-NIC all-reduce / all-gather of
+:func:`~edu_parallel.plans.hierarchical.hierarchical_allreduce_plan`, equal to its retimed trace
+for any NIC count (``tests/test_hierarchical_nics.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from ..core.errors import bad_value, check_int, check_non_negative, check_positi
 from ..core.metrics import bus_factor
 from ..plans.collectives import CLI_NAMES
 from ..plans.plan import COLLECTIVES
+from .cost_topology import Terms, channel_ring_terms, double_tree_nodes, hierarchical_terms
 from .retiming import CostModel
 from .topology import LINKS, MAX_TOPOLOGY_RANKS, Link, Topology
 
@@ -88,15 +98,6 @@ class Prediction:
         return d
 
 
-@dataclass(frozen=True)
-class _Terms:
-    latency: float
-    bandwidth: float
-    compute: float
-    formula: str
-    gamma: str = ""  # the γ term as text, shown when reductions cost time
-
-
 def link_preset(name: str, param: str = "link") -> Link:
     """A preset of :data:`~edu_parallel.models.topology.LINKS` by name or short alias
     (``nvlink4``)."""
@@ -117,31 +118,31 @@ def tree_levels(world_size: int) -> int:
 
 
 # ---------------------------------------------------------------- all-reduce algorithms
-def _ring(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _ring(n: int, S: float, a: float, B: float, g: float) -> Terms:
     # Patarasuk & Yuan 2009; Thakur et al. 2005 §4.4: reduce-scatter + all-gather, 2(n-1) steps of
     # S/n
     steps, chunk = 2 * (n - 1), S / n
-    return _Terms(
+    return Terms(
         steps * a, steps * chunk / B, (n - 1) * chunk * g, "2(n-1)·α + 2(n-1)/n·S/B", "(n-1)/n·S·γ"
     )
 
 
-def _naive(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _naive(n: int, S: float, a: float, B: float, g: float) -> Terms:
     # Flat tree: the root's one incoming port takes n-1 whole buffers, then its outgoing port sends
     # n-1
     messages = 2 * (n - 1)
-    return _Terms(
+    return Terms(
         messages * a, messages * S / B, (n - 1) * S * g, "2(n-1)·α + 2(n-1)·S/B", "(n-1)·S·γ"
     )
 
 
-def _tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _tree(n: int, S: float, a: float, B: float, g: float) -> Terms:
     # Binary tree reduce + broadcast, whole buffer per edge (Thakur et al. 2005 §4.2 tree
     # algorithms,
     # unpipelined); in the one-port model a parent serializes its two children: L messages per phase
     L = tree_levels(n)
     messages = 2 * L
-    return _Terms(
+    return Terms(
         messages * a,
         messages * S / B,
         L * S * g,
@@ -150,20 +151,20 @@ def _tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
     )
 
 
-def _double_tree(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _double_tree(n: int, S: float, a: float, B: float, g: float) -> Terms:
     # NCCL src/graph/tuning.cc: tree latency 2·log2(n)·lat; tree busBw = 0.9·busBw and algbw =
     # busBw/2 (pipelined, each tree S/2, every rank moves at most 2S each way: errata E5), so
     # 2·S/(0.9·B); an inner rank reduces 2 children x S/2
     depth = _CEIL_LOG2(n)
     bandwidth = 2 * S / (TREE_BW_EFFICIENCY * B)
-    return _Terms(2 * depth * a, bandwidth, S * g, "2⌈log2 n⌉·α + 2·S/(0.9·B)", "S·γ")
+    return Terms(2 * depth * a, bandwidth, S * g, "2⌈log2 n⌉·α + 2·S/(0.9·B)", "S·γ")
 
 
-def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> _Terms:
+def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> Terms:
     # Li et al. 2014 (OSDI), k co-located servers each own S/k: a server's incoming port takes n-1
     # shards in the push, its outgoing port sends n-1 in the pull (k=1 is the naive all-reduce)
     messages, shard = 2 * (n - 1), S / k
-    return _Terms(
+    return Terms(
         messages * a,
         messages * shard / B,
         (n - 1) * shard * g,
@@ -172,7 +173,7 @@ def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> _Terms:
     )
 
 
-def _rabenseifner(n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _rabenseifner(n: int, S: float, a: float, B: float, g: float) -> Terms:
     # Thakur et al. 2005 §4.4: recursive halving + doubling, 2·lg p·α + 2(p-1)/p·S/B + (p-1)/p·S·γ;
     # for n not a power of two, fold to p = 2^⌊log2 n⌋ first and unfold after: + 2α + 2S/B + S·γ
     p = 1 << (n.bit_length() - 1)
@@ -183,45 +184,23 @@ def _rabenseifner(n: int, S: float, a: float, B: float, g: float) -> _Terms:
     text = "2·log2 n·α + 2(n-1)/n·S/B" + (
         "; n not a power of two: p=2^⌊log2 n⌋, + 2α + 2S/B" if fold else ""
     )
-    return _Terms(latency, bandwidth, compute, text, "(p-1)/p·S·γ" + (" + S·γ" if fold else ""))
-
-
-def _hierarchical(topo: Topology, S: float, g: float) -> _Terms:
-    # edu_parallel.comm.hierarchical: pipelined chain reduce in each node (g+K-2 steps of S/K), ring
-    # all-reduce among the K leaders (2(K-1) steps of S/K), chain broadcast (g+K-2 steps)
-    K, G = topo.nodes, topo.gpus_per_node
-    a1, B1, a2, B2 = (
-        topo.intra.alpha_s,
-        topo.intra.bandwidth_Bps,
-        topo.inter.alpha_s,
-        topo.inter.bandwidth_Bps,
-    )
-    chain = G + K - 2 if G > 1 else 0
-    ring = 2 * (K - 1)
-    chunk = S / K
-    latency = 2 * chain * a1 + ring * a2
-    bandwidth = 2 * chain * chunk / B1 + ring * chunk / B2
-    compute = (chain + K - 1) * chunk * g
-    text = "2(g+K-2)·(α₁ + S/(K·B₁)) + 2(K-1)·(α₂ + S/(K·B₂)), K nodes of g ranks"
-    return _Terms(latency, bandwidth, compute, text, "(g+2K-3)/K·S·γ" if G > 1 else "(K-1)/K·S·γ")
+    return Terms(latency, bandwidth, compute, text, "(p-1)/p·S·γ" + (" + S·γ" if fold else ""))
 
 
 # ---------------------------------------------------------------- collectives (Thakur et al. 2005)
-def _collective(name: str, n: int, S: float, a: float, B: float, g: float) -> _Terms:
+def _collective(name: str, n: int, S: float, a: float, B: float, g: float) -> Terms:
     """``S``: each rank's buffer (all_gather: the gathered output; gather/scatter: the root's)."""
     part = (n - 1) / n * S / B  # every rank but one holds S/n that must move
     if name == "all_gather":  # §4.1 ring: (p-1)α + (p-1)/p·nβ
-        return _Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
+        return Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
     if name == "reduce_scatter":  # §4.3 pairwise exchange / ring: + (p-1)/p·nγ
-        return _Terms(
-            (n - 1) * a, part, (n - 1) / n * S * g, "(n-1)·α + (n-1)/n·S/B", "(n-1)/n·S·γ"
-        )
+        return Terms((n - 1) * a, part, (n - 1) / n * S * g, "(n-1)·α + (n-1)/n·S/B", "(n-1)/n·S·γ")
     if name in ("broadcast", "reduce"):  # pipelined chain (NCCL ring; retime.collective_time)
-        return _Terms((n - 1) * a, S / B, 0.0, "(n-1)·α + S/B")
+        return Terms((n - 1) * a, S / B, 0.0, "(n-1)·α + S/B")
     if name == "all_to_all":  # §4.5 pairwise exchange: (p-1)α + (p-1)/p·nβ
-        return _Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
+        return Terms((n - 1) * a, part, 0.0, "(n-1)·α + (n-1)/n·S/B")
     # gather, scatter: §4 binomial tree, ⌈lg p⌉α + (p-1)/p·nβ
-    return _Terms(_CEIL_LOG2(n) * a, part, 0.0, "⌈log2 n⌉·α + (n-1)/n·S/B")
+    return Terms(_CEIL_LOG2(n) * a, part, 0.0, "⌈log2 n⌉·α + (n-1)/n·S/B")
 
 
 def _resolve(link: Any, reduce_Bps: float | None) -> tuple[Link | Topology, float | None]:
@@ -251,7 +230,8 @@ def predict(
     """Predicted time of all-reduce algorithm or collective ``name`` (see :data:`NAMES`).
 
     ``link``: a :class:`Link`, a preset name (``"nvlink4-h100"``, alias ``"nvlink4"``), a
-    :class:`~edu_parallel.models.topology.Topology` (flat algorithms use its bottleneck link) or a
+    :class:`~edu_parallel.models.topology.Topology` (the ring runs one channel per NIC, other flat
+    algorithms use its bottleneck link, ``"hierarchical"`` its two levels and NICs) or a
     :class:`CostModel` (its topology or link, and its ``reduce_Bps``). ``reduce_Bps``: bytes/s of
     the reduction (None: free). ``servers``: parameter servers for ``"ps"`` (default 1;
     ``"ps-sharded"`` is ``"ps"`` with 2, as in ``allreduce.ALGOS``).
@@ -288,13 +268,15 @@ def predict(
                     "the number of nodes (or pass a Topology as link) for 'hierarchical'",
                 )
             where = Topology.split(n, nodes, where)
-        terms = _hierarchical(where, S, g) if n > 1 else _Terms(0.0, 0.0, 0.0, "0 (one rank)")
+        terms = hierarchical_terms(where, S, g) if n > 1 else Terms(0.0, 0.0, 0.0, "0 (one rank)")
+    elif key == "ring" and isinstance(where, Topology) and where.nodes > 1 and n > 1:
+        terms = channel_ring_terms(where, S, g)
     else:
         flat = where.bottleneck() if isinstance(where, Topology) else where
         a, B = flat.alpha_s, flat.bandwidth_Bps
         k = check_int("servers", 1 if servers is None else servers, 1, n)
         if n == 1:
-            terms = _Terms(0.0, 0.0, 0.0, "0 (one rank)")
+            terms = Terms(0.0, 0.0, 0.0, "0 (one rank)")
         elif key in OTHER_COLLECTIVES:
             terms = _collective(key, n, S, a, B, g)
         elif key == "ps":
@@ -307,6 +289,8 @@ def predict(
                 "double-tree": _double_tree,
                 "rabenseifner": _rabenseifner,
             }[key](n, S, a, B, g)
+    if key == "double-tree" and isinstance(where, Topology) and where.nodes > 1 and n > 1:
+        terms = double_tree_nodes(where, terms)  # tree latency: log2 of nodes
     formula = terms.formula + (f" + {terms.gamma}" if g and terms.gamma and n > 1 else "")
     time_s = terms.latency + terms.bandwidth + terms.compute
     algbw = S / time_s / 1e9 if time_s > 0 else math.inf

@@ -24,6 +24,10 @@ step, so steps are timed one at a time from the ranks' clocks:
 * any other step (the naive root's fan-in and fan-out) is replayed message by message with the
   same port rules, in Python, without Event objects.
 
+With a topology, messages queue on ``Topology.ports`` (a rank's own port inside a node, a NIC
+across nodes), as in retime; when a NIC serves two ranks that both use it, a port carries several
+ranks' steps and :func:`simulate_fast` times with the event path (``timed_by == "events"``).
+
 Both give retime's times bit for bit for every plan unless a message takes zero time: retime
 then orders events of one instant by creation, which columns do not record. So when a message
 could take zero time (``alpha_s = 0`` and an empty chunk, or one too short to move the clock),
@@ -144,9 +148,12 @@ def _contended_step(
     chunk: np.ndarray,
     msg_s: np.ndarray,
     comp_s: np.ndarray,
+    ports: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> None:
-    """Time one step message by message with retime's port rules; update ``clock`` in place."""
+    """Time one step message by message with retime's port rules; update ``clock`` in place.
+    ``ports``: each message's outgoing and incoming port (default: its ranks')."""
     s, d, c = src.tolist(), dst.tolist(), chunk.tolist()
+    po, pi = (s, d) if ports is None else (ports[0].tolist(), ports[1].tolist())
     msg, comp = msg_s.tolist(), comp_s.tolist()
     ready_t = np.maximum(clock[src], clock[dst]).tolist()
     m = len(s)
@@ -161,8 +168,8 @@ def _contended_step(
         now = min(ready_t[arrivals[p]] if p < m else math.inf, ends[0][0] if ends else math.inf)
         while ends and ends[0][0] == now:
             k = heapq.heappop(ends)[1]
-            busy_out.discard(s[k])
-            busy_in.discard(d[k])
+            busy_out.discard(po[k])
+            busy_in.discard(pi[k])
         while p < m and ready_t[arrivals[p]] == now:
             k = arrivals[p]
             heapq.heappush(ready, (now, s[k], d[k], c[k], k))
@@ -171,11 +178,11 @@ def _contended_step(
         while ready:  # start every ready message whose two ports are free, in key order
             item = heapq.heappop(ready)
             k = item[-1]
-            if s[k] in busy_out or d[k] in busy_in:
+            if po[k] in busy_out or pi[k] in busy_in:
                 blocked.append(item)
                 continue
-            busy_out.add(s[k])
-            busy_in.add(d[k])
+            busy_out.add(po[k])
+            busy_in.add(pi[k])
             end[k] = now + msg[k]
             heapq.heappush(ends, (end[k], k))
         for item in blocked:
@@ -206,11 +213,34 @@ def _message_s(arrays: PlanArrays, row_bytes: np.ndarray, model: CostModel) -> n
     )
 
 
+def _ports(arrays: PlanArrays, model: CostModel) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's outgoing and incoming port, numbered as ``Topology.ports``; None when a NIC
+    serves two ranks that use it (a port then carries several ranks' steps: events only)."""
+    src, dst = arrays.src, arrays.dst
+    topology = getattr(model, "topology", None)
+    if topology is None:
+        return src, dst
+    n, g, c = arrays.world_size, topology.gpus_per_node, topology.nics_per_node
+    same = src // g == dst // g
+    out = np.where(same, src, n + (src // g) * c + (src % g) % c)
+    into = np.where(same, dst, n + (dst // g) * c + (dst % g) % c)
+    if c < g:
+        for port, rank in ((out, src), (into, dst)):
+            pairs = np.unique(np.stack([port[~same], rank[~same]]), axis=1)
+            if pairs.size and np.bincount(pairs[0]).max() > 1:
+                return None
+    return out, into
+
+
 def finish_times(arrays: PlanArrays, row_bytes: np.ndarray, model: CostModel) -> np.ndarray | None:
     """When each rank's last step ends under ``model`` (0 for ranks that never take part), or
-    None when some message could take zero time: then only the event path is exact."""
+    None when some message could take zero time or two ranks share a NIC that they use: then
+    only the event path is exact."""
     clock = np.zeros(arrays.world_size)
     msg_s = _message_s(arrays, row_bytes, model)
+    ports = _ports(arrays, model)
+    if ports is None:
+        return None
     if model.reduce_Bps:
         comp_s = np.where(arrays.op == OP_REDUCE, row_bytes / model.reduce_Bps, 0.0)
     else:
@@ -231,7 +261,8 @@ def finish_times(arrays: PlanArrays, row_bytes: np.ndarray, model: CostModel) ->
             # ...or later, with its one recv and reduce (clock[d] is its send's end, or the start).
             clock[d] = np.maximum(clock[d], end + comp_s[a:b])
         else:
-            _contended_step(clock, s, d, arrays.chunk[a:b], msg_s[a:b], comp_s[a:b])
+            step_ports = (ports[0][a:b], ports[1][a:b])
+            _contended_step(clock, s, d, arrays.chunk[a:b], msg_s[a:b], comp_s[a:b], step_ports)
     return clock
 
 

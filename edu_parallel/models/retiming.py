@@ -20,8 +20,11 @@ Rules (per rank, events in program order = recorded ``start``, then index):
   rank's clock between groups.
 
 With a :class:`~edu_parallel.models.topology.Topology` in the model, a message from ``src`` to
-``dst`` takes ``topology.link(src, dst)``'s time (intra- or inter-node); collectives use
-``model.link``.
+``dst`` takes ``topology.link(src, dst)``'s time (intra- or inter-node) and queues on
+``topology.ports(src, dst)`` instead of the ranks' ports: inside a node the ranks' own ports on the
+intra-node link, across nodes a NIC of each node (NIC ``j`` serves local ranks ``l % nics == j``),
+so ranks that share a NIC wait for each other and a rank can send inside and across nodes at once.
+Collectives use ``model.link``.
 """
 
 from __future__ import annotations
@@ -213,6 +216,13 @@ def retime(trace: Trace, model: CostModel) -> Trace:
     index = {id(e): i for i, e in enumerate(events)}
     msgs = [(index[id(s)], index[id(r)]) for s, r in trace.matched_transfers()]
     msg_of = {i: m for m, pair in enumerate(msgs) for i in pair}
+    topo = model.topology
+    port_of = [
+        (events[s].rank, events[r].rank)
+        if topo is None
+        else topo.ports(events[s].rank, events[r].rank)
+        for s, r in msgs
+    ]
     posted = [0] * len(msgs)
     groups = _groups(events)
     colls = {r: [g.members[0] for g in gs if g.kind == "collective"] for r, gs in groups.items()}
@@ -287,8 +297,8 @@ def retime(trace: Trace, model: CostModel) -> Trace:
     def end_message(m: int, t: float) -> None:
         s_i, r_i = msgs[m]
         src, dst = events[s_i].rank, events[r_i].rank
-        busy_out.discard(src)
-        busy_in.discard(dst)
+        busy_out.discard(port_of[m][0])
+        busy_in.discard(port_of[m][1])
         times[r_i] = (times[s_i][0], t)
         times[s_i] = times[r_i]
         for rank, is_recv in ((src, False), (dst, True)):
@@ -317,11 +327,12 @@ def retime(trace: Trace, model: CostModel) -> Trace:
         while ready:  # start every ready message whose two ports are free, in key order
             item = heapq.heappop(ready)
             _, src, dst, _, m = item
-            if src in busy_out or dst in busy_in:
+            out_port, in_port = port_of[m]
+            if out_port in busy_out or in_port in busy_in:
                 blocked.append(item)
                 continue
-            busy_out.add(src)
-            busy_in.add(dst)
+            busy_out.add(out_port)
+            busy_in.add(in_port)
             times[msgs[m][0]] = (now, now)
             push(now + model.message_s(src, dst, events[msgs[m][0]].nbytes), "end", m)
         for item in blocked:

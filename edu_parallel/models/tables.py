@@ -4,7 +4,12 @@
   terms, with the busbw it implies (Thakur, Rabenseifner & Gropp 2005; nccl-tests
   ``doc/PERFORMANCE.md``);
 * :func:`choice_table`: what :func:`~edu_parallel.models.choose.choose_allreduce` picks per size,
-  with every candidate's predicted time.
+  with every candidate's predicted time;
+* :func:`nccl_choice_table`: NCCL's (algorithm, protocol) per size on one system, with every
+  candidate's time (NCCL 2.30.7 ``src/graph/tuning.cc``, via
+  :func:`~edu_parallel.models.nccl_select.nccl_choose`); :func:`nccl_winner_table`: the winner per
+  size on each system (errata E9: it changes with size and topology);
+  :func:`nccl_applicability_table`: where each (algorithm, protocol) runs, and why not elsewhere.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import pandas as pd
 
 from .choose import choose_allreduce
 from .cost import predict
+from .nccl_constants import ALGOS, ARRIVED, PROTOS
+from .nccl_select import nccl_choose
+from .nccl_tuning import NcclSystem
 
 
 def prediction_table(
@@ -52,3 +60,48 @@ def choice_table(sizes: Sequence[float], world_size: int, topology_or_link: Any)
             }
         )
     return pd.DataFrame(rows).set_index("bytes per rank")
+
+
+def nccl_choice_table(coll: str, sizes: Sequence[float], system: NcclSystem) -> pd.DataFrame:
+    """One row per size: NCCL's pick, its latency and bandwidth terms, every candidate's µs."""
+    rows = []
+    for size in sizes:
+        c = nccl_choose(coll, size, system)
+        best = c.times[(c.algo, c.proto)]
+        rows.append(
+            {
+                "bytes": size,
+                "algorithm": c.algo,
+                "protocol": c.proto,
+                "time (µs)": best.time_us,
+                "latency (µs)": best.latency_us,
+                "bandwidth (µs)": best.bandwidth_us,
+                **{f"{a}/{p} (µs)": t.time_us for (a, p), t in c.times.items()},
+            }
+        )
+    return pd.DataFrame(rows).set_index("bytes")
+
+
+def nccl_winner_table(
+    coll: str, sizes: Sequence[float], systems: Sequence[NcclSystem]
+) -> pd.DataFrame:
+    """Rows: sizes; columns: systems (by name); cells: NCCL's ``algorithm/protocol``."""
+    columns = {}
+    for s in systems:
+        picks = [nccl_choose(coll, x, s) for x in sizes]
+        columns[s.name or s.describe()] = [f"{c.algo}/{c.proto}" for c in picks]
+    return pd.DataFrame(columns, index=pd.Index(list(sizes), name="bytes"))
+
+
+def nccl_applicability_table(coll: str, systems: Sequence[NcclSystem]) -> pd.DataFrame:
+    """Rows: NCCL's (algorithm, protocol) pairs with the release each algorithm arrived in;
+    columns: systems; cells: "runs" or why NCCL would not run it there."""
+    rows = []
+    picks = {s.name or s.describe(): nccl_choose(coll, 1 << 20, s) for s in systems}
+    for algo in ALGOS:
+        for proto in PROTOS:
+            row = {"algorithm/protocol": f"{algo}/{proto}", "since NCCL": ARRIVED[algo]}
+            for name, c in picks.items():
+                row[name] = "runs" if (algo, proto) in c.times else c.excluded[(algo, proto)]
+            rows.append(row)
+    return pd.DataFrame(rows).set_index("algorithm/protocol")

@@ -6,7 +6,8 @@ et al. 2019, arXiv 1909.08053 §3, Fig. 3) with ``t`` ranks:
 
 * attention: ``Wq``, ``Wk``, ``Wv`` column-parallel by heads (rank r holds heads
   ``[r a/t, (r+1) a/t)``), ``Wo`` row-parallel; ``f`` before the projections (identity forward,
-  all-reduce backward), ``g`` after ``Wo`` (all-reduce forward, identity backward);
+  all-reduce backward), ``g`` after ``Wo`` (all-reduce forward, identity backward): the rank-side
+  layer is :func:`edu_parallel.tensor_parallel.attention.tp_attention`;
 * MLP: ``W1`` column-parallel, ``W2`` row-parallel, ``f`` before, ``g`` after.
 
 So a layer pays four all-reduces of a (b, s, h) tensor per microbatch: two forward (``g``), two
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from ..engine.context import RankContext
 from ..expert_parallel.experts import MoEParams, init_moe
 from ..expert_parallel.layer import moe_layer, moe_reference
+from ..tensor_parallel.attention import attention_heads, tp_attention
 from ..tensor_parallel.layers import CopyToTensorParallel, ReduceFromTensorParallel
 from .config import DTYPE, STEP, Config3D
 
@@ -99,17 +101,13 @@ class TensorParallel:
 
 
 def attention(x: torch.Tensor, w: dict[str, torch.Tensor], heads: int, tp: TensorParallel):
-    """(b, s, h) -> (b, s, h): softmax attention over this rank's ``heads`` heads, then ``g``."""
-    b, s, _ = x.shape
-    x = tp.f(x)
-
-    def split(t: torch.Tensor) -> torch.Tensor:  # (b, s, h/t) -> (b, heads, s, d)
-        return t.view(b, s, heads, -1).transpose(1, 2)
-
-    q, k, v = (split(F.linear(x, w[n])) for n in ("wq", "wk", "wv"))  # (b,s,h) @ (h,h/t)
-    att = F.scaled_dot_product_attention(q, k, v)  # (b, heads, s, d)
-    y = att.transpose(1, 2).reshape(b, s, -1)  # (b, s, h/t)
-    return tp.g(F.linear(y, w["wo"]))  # (b, s, h/t) @ (h/t, h), summed over the group
+    """(b, s, h) -> (b, s, h): softmax attention over this rank's ``heads`` heads, then ``g``:
+    :func:`edu_parallel.tensor_parallel.attention.tp_attention` (one process: the same heads
+    without ``f`` and ``g``)."""
+    wq, wk, wv, wo = (w[n] for n in ATTENTION)  # (h/t, h) x 3 and (h, h/t)
+    if tp.t == 1:
+        return F.linear(attention_heads(x, wq, wk, wv, heads), wo)  # (b, s, h)
+    return tp_attention(tp.ctx, x, wq, wk, wv, wo, heads=heads, step=STEP, group=tp.group)
 
 
 def mlp(x: torch.Tensor, w: dict[str, torch.Tensor], tp: TensorParallel) -> torch.Tensor:

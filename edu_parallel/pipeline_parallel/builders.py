@@ -11,13 +11,19 @@ time) that gives the :class:`~edu_parallel.pipeline_parallel.schedule.Schedule` 
   drains the remaining backwards. Any M >= 1 (Megatron clamps the warm-up to M; with M < P it
   degenerates to GPipe's order): it stashes at most ``min(P-i, M)`` microbatches on stage i.
 * ``interleaved``: Megatron's interleaved 1F1B (§2.2.2, Fig. 4 bottom): v model chunks per rank,
-  stage ``s = chunk*P + rank``; forwards go through chunks in groups of P microbatches; warm-up
-  ``2(P-1-i) + (v-1)P`` (all forwards when M == P). M must be a multiple of P, as in Megatron.
-  With ``chunks=1`` it is the ``1f1b`` order.
+  stage ``s = chunk*P + rank``; forwards go through chunks in groups of P microbatches; rank i
+  runs ``min(2(P-1-i) + (v-1)P, vM)`` warm-up forwards (:func:`interleaved_warmup`), the rule of
+  current Megatron-LM (``get_pp_rank_microbatches`` in ``megatron/core/pipeline_parallel/
+  schedules.py``, since MR !2117, commit 4295be1, 2024-11-01) and of torch 2.13
+  (``ScheduleInterleaved1F1B``, ``_get_warmup_ops``): the tests check that the orders equal
+  torch's. Before that commit Megatron ran *all* vM forwards first whenever M == P
+  (``rule="megatron-2021"`` builds it): with P = M = 4, v = 2 every rank then peaked at 8
+  microbatch-chunks, against 8, 8, 7, 5 now. M must be a multiple of P, as in Megatron. With
+  ``chunks=1`` it is the ``1f1b`` order.
 * ``zb-h1``: Zero Bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241, §2.1, Fig. 3 top): the 1F1B
-  order with B split into B (input grad) and W (weight grad); rank i delays each W by i
-  microbatches (so every rank holds at most P in flight, the first rank's 1F1B peak) and the
-  delayed W's fill the cool-down bubble. Any M >= 1; its bubble formula needs M >= P.
+  order with the backward split into I (input grad; the paper's "B") and W (weight grad); rank i
+  delays each W by i microbatches (so every rank holds P in flight, the first rank's 1F1B peak)
+  and the delayed W's fill the cool-down bubble. Any M >= 1; its bubble formula needs M >= P.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ..core.errors import bad_value, check_choice, check_int
 from .schedule import Action, Schedule
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+INTERLEAVED_RULES = ("megatron-2024", "megatron-2021")  # current warm-up rule, and the old one
 
 
 def run_orders(
@@ -39,7 +46,7 @@ def run_orders(
     deadlock."""
     p = len(orders)
     m = 1 + max((a.microbatch for row in orders for a in row), default=0)
-    kid, sm = {"F": 0, "B": 1, "W": 2}, 3 * m
+    kid, sm = {"F": 0, "B": 1, "I": 1, "W": 2}, 3 * m  # B or I: the pass that sends the gradient
     encoded = [
         [
             (
@@ -100,7 +107,7 @@ def run_orders(
 
 def _place(name: str, orders: list[list[Action]], p: int, m: int, v: int) -> Schedule:
     """Unit-time slots: every action takes one slot, run as early as its order allows."""
-    starts = run_orders(orders, p * v, {"F": 1, "B": 1, "W": 1})
+    starts = run_orders(orders, p * v, {"F": 1, "B": 1, "I": 1, "W": 1})
     length = 1 + int(max(max(row, default=0) for row in starts))
     rows: list[list[Action | None]] = [[None] * length for _ in range(p)]
     for r, (order, row_starts) in enumerate(zip(orders, starts, strict=True)):
@@ -122,7 +129,7 @@ def _one_f_one_b(p: int, m: int, defer_w: bool = False) -> list[list[Action]]:
         for k in range(m):
             if warm + k < m:
                 row.append(Action(r, "F", warm + k))
-            row.append(Action(r, "B", k))
+            row.append(Action(r, "I" if defer_w else "B", k))
             if defer_w and k >= delay:
                 row.append(Action(r, "W", k - delay))
         if defer_w:
@@ -131,7 +138,23 @@ def _one_f_one_b(p: int, m: int, defer_w: bool = False) -> list[list[Action]]:
     return orders
 
 
-def _interleaved(p: int, m: int, v: int) -> list[list[Action]]:
+def interleaved_warmup(
+    num_ranks: int, num_microbatches: int, chunks: int, rank: int, rule: str = "megatron-2024"
+) -> int:
+    """Warm-up forwards of ``rank`` in interleaved 1F1B: ``min(2(P-1-i) + (v-1)P, vM)``.
+
+    ``rule="megatron-2024"``: Megatron-LM's ``get_pp_rank_microbatches`` (with
+    ``microbatch_group_size_per_vp_stage = P``) and torch 2.13's ``_get_warmup_ops``;
+    ``"megatron-2021"``: Megatron before commit 4295be1 (2024-11-01), the same except that
+    M == P runs all vM forwards first."""
+    check_choice("rule", rule, INTERLEAVED_RULES)
+    p, m, v = num_ranks, num_microbatches, chunks
+    if rule == "megatron-2021" and m == p:
+        return m * v
+    return min(2 * (p - 1 - rank) + (v - 1) * p, m * v)
+
+
+def _interleaved(p: int, m: int, v: int, rule: str) -> list[list[Action]]:
     total = m * v
     orders = []
     for r in range(p):
@@ -141,7 +164,7 @@ def _interleaved(p: int, m: int, v: int) -> list[list[Action]]:
             chunk = v - 1 - chunk if kind == "B" else chunk
             return Action(chunk * p + r, kind, (k // (p * v)) * p + k % p)
 
-        warm = total if m == p else min((p - r - 1) * 2 + (v - 1) * p, total)
+        warm = interleaved_warmup(p, m, v, r, rule)
         row = [at(k, "F") for k in range(warm)]
         for k in range(total - warm):
             row += [at(warm + k, "F"), at(k, "B")]
@@ -150,9 +173,20 @@ def _interleaved(p: int, m: int, v: int) -> list[list[Action]]:
     return orders
 
 
-def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int = 1) -> Schedule:
-    """Build a named schedule for ``P = num_ranks``, ``M = num_microbatches``, ``v = chunks``."""
+def build_schedule(
+    name: str,
+    num_ranks: int,
+    num_microbatches: int,
+    chunks: int = 1,
+    *,
+    rule: str = "megatron-2024",
+) -> Schedule:
+    """Build a named schedule for ``P = num_ranks``, ``M = num_microbatches``, ``v = chunks``.
+
+    ``rule`` picks interleaved 1F1B's warm-up (:func:`interleaved_warmup`); other schedules
+    ignore it."""
     check_choice("name", name, SCHEDULES)
+    check_choice("rule", rule, INTERLEAVED_RULES)
     p = check_int("num_ranks", num_ranks, 1)
     m = check_int("num_microbatches", num_microbatches, 1)
     v = check_int("chunks", chunks, 1)
@@ -168,8 +202,5 @@ def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int
         raise bad_value(
             "num_microbatches", m, f"a multiple of num_ranks={p} for 'interleaved' (v={v} chunks)"
         )
-    orders = _one_f_one_b(p, m) if v == 1 else _interleaved(p, m, v)
+    orders = _one_f_one_b(p, m) if v == 1 else _interleaved(p, m, v, rule)
     return _place(name, orders, p, m, v)
-
-
-# ----------------------------------------------------------------------------- checking

@@ -8,14 +8,15 @@ its actions in slot order:
   keeping the autograd graph, stash it, post a non-blocking send of the output to
   ``rank_of(s+1)``; the last stage computes this microbatch's loss ``MSE / M`` instead (GPipe,
   Huang et al. 2019, arXiv 1811.06965).
-* ``B(s, m)``: receive the output gradient from ``rank_of(s+1)`` (the last stage starts from its
-  loss), backpropagate through the chunk and send the input gradient to ``rank_of(s-1)``. Without
-  ``W`` actions B also computes the weight gradients and frees the stash (1F1B, Narayanan et al.
-  2021, arXiv 2104.04473).
-* ``W(s, m)`` (Zero Bubble, Qi et al. 2023, arXiv 2401.10241): B computed only the input gradient
-  (``retain_graph=True``); W computes the weight gradients from the same graph and frees it. This
-  simple split replays the chunk's backward for W; the paper's kernels keep the intermediate
-  gradients instead, so W costs only the weight GEMMs.
+* ``B(s, m)``, the full backward: receive the output gradient from ``rank_of(s+1)`` (the last
+  stage starts from its loss), backpropagate through the chunk, accumulate the weight gradients,
+  free the stash and send the input gradient to ``rank_of(s-1)`` (1F1B, Narayanan et al. 2021,
+  arXiv 2104.04473).
+* ``I(s, m)`` and ``W(s, m)`` (Zero Bubble, Qi et al. 2023, arXiv 2401.10241, whose "B" is
+  torch's ``I``): I receives the same gradient and computes only the input gradient
+  (``retain_graph=True``) for ``rank_of(s-1)``; W computes the weight gradients from the same graph
+  and frees it. This simple split replays the chunk's backward for W; the paper's kernels keep
+  the intermediate gradients instead, so W costs only the weight GEMMs.
 
 Only receives block, and every dependency of an action sits in an earlier slot of a valid schedule,
 so the ranks cannot deadlock. Sends are waited for at the end (their buffers are never reused).
@@ -94,12 +95,12 @@ class _RankPipeline:
         inbound = None
         if a.kind == "F" and s > 0:
             inbound = self._recv(s - 1, FWD, m)  # (mb, h) activation of stage s-1
-        elif a.kind == "B" and s < self.last:
+        elif a.kind in ("B", "I") and s < self.last:
             inbound = self._recv(s + 1, BWD, m)  # (mb, h) gradient of stage s's output
         start = self.ctx.tracer.now()
         outbound = getattr(self, "_" + a.kind)(s, m, inbound)
         end = self.ctx.tracer.now()
-        phase = {"F": "fwd", "B": "bwd", "W": "wgrad"}[a.kind]
+        phase = {"F": "fwd", "B": "bwd", "I": "bwd", "W": "wgrad"}[a.kind]
         nbytes = self.x[m].numel() * self.x.element_size()
         attrs = {"microbatch": m, "stage": s}
         self.ctx.record_compute(
@@ -129,15 +130,18 @@ class _RankPipeline:
         self.ctx.memory(ACTIVATION, saved[0], step=m, phase="fwd")
         return None if s == self.last else out.detach()  # (mb, h) to stage s+1
 
+    def _I(self, s: int, m: int, grad_out: torch.Tensor | None) -> torch.Tensor | None:
+        """Zero Bubble's input-gradient pass: the weight gradient waits for W(s, m)."""
+        st = self.stash[(s, m)]
+        st["grad_out"] = grad_out
+        if s == 0:  # stage 0's input is data: no gradient to send
+            return None
+        (g_in,) = torch.autograd.grad(st["out"], st["inp"], grad_out, retain_graph=True)
+        return g_in  # (mb, h) to stage s-1
+
     def _B(self, s: int, m: int, grad_out: torch.Tensor | None) -> torch.Tensor | None:
         st = self.stash[(s, m)]
         wants_input = s > 0  # stage 0's input is data: no gradient to send
-        if self.s.split_backward:  # ZB: input gradient now, weight gradient in W(s, m)
-            st["grad_out"] = grad_out
-            if not wants_input:
-                return None
-            (g_in,) = torch.autograd.grad(st["out"], st["inp"], grad_out, retain_graph=True)
-            return g_in  # (mb, h) to stage s-1
         targets = ([st["inp"]] if wants_input else []) + self.params[s]
         grads = torch.autograd.grad(st["out"], targets, grad_out)  # frees the graph
         self._accumulate(s, grads[1:] if wants_input else grads)

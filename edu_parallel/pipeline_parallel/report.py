@@ -17,7 +17,10 @@ cluster with :func:`~edu_parallel.pipeline_parallel.execute.pipeline_job`, and r
   (relative to ideal time) beside it (ERRATA E3: two conventions, one number);
 * ``peak_activations_per_stage``: the most microbatches whose activations were alive at once on
   each stage, counted from the tensors kept during the run: GPipe ``M``, 1F1B ``min(P-i, M)`` on
-  stage ``i`` (ERRATA E2: 1F1B takes the stash from O(M) to O(P), not to O(1)).
+  stage ``i`` (ERRATA E2: 1F1B takes the stash from O(M) to O(P), not to O(1)). "O(1)" holds in
+  M only: stage 0 holds P microbatches of L/P layers each, L layers of one microbatch, the whole
+  model's activations for one microbatch whatever P is (Korthikanti et al. 2022, arXiv 2205.05198,
+  §4.2.3). ZB-H1 holds P on every stage: each W is deferred, and the stash lives until W.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from ..core.trace import Trace
 from ..engine.executor import Executor
 from .builders import SCHEDULES, build_schedule
 from .execute import pipeline_job
+from .formulas import bubble_formula, default_times
 from .model import check_layers, grads_match, reference_grads
-from .schedule import Action, Schedule
-from .timing import Timeline, bubble_formula, time_schedule
+from .schedule import KINDS, Action, Schedule
+from .timing import Timeline, time_schedule
 
 __all__ = [
     "PipelineReport",
@@ -157,11 +161,11 @@ class PipelineReport:
 
 
 def executed_orders(trace: Trace, num_ranks: int) -> list[list[Action]]:
-    """Each rank's F/B/W compute events, by start time, as Actions: what really ran, in order."""
+    """Each rank's F/B/I/W compute events, by start time, as Actions: what really ran, in order."""
     orders: list[list[Action]] = [[] for _ in range(num_ranks)]
     events = sorted(trace.select("compute"), key=lambda e: (e.rank, e.start))  # stable
     for e in events:
-        if e.op in ("F", "B", "W") and e.rank < num_ranks and e.attrs:
+        if e.op in KINDS and e.rank < num_ranks and e.attrs:
             orders[e.rank].append(Action(int(e.attrs["stage"]), e.op, int(e.attrs["microbatch"])))
     return orders
 
@@ -174,9 +178,9 @@ def run_pipeline(
     chunks: int = 1,
     layers: int | None = None,
     hidden: int = 32,
-    t_f: float = 1.0,
-    t_b: float = 2.0,
-    t_w: float = 0.0,
+    t_f: float | None = None,
+    t_b: float | None = None,
+    t_w: float | None = None,
     seed: int = 0,
     *,
     microbatch_size: int = 4,
@@ -187,11 +191,16 @@ def run_pipeline(
 
     The model is ``layers`` seeded blocks ``Linear(hidden, hidden) + GeLU`` (default ``2 * P * v``),
     cut into ``P * v`` consecutive stages; stage ``s`` runs on rank ``s % P``; ranks ``>= P`` idle.
-    ``t_f``, ``t_b``, ``t_w`` (per model chunk) retime the executed order; without ``W`` actions
-    a B costs ``t_b + t_w``. Under torchrun only rank 0 gets the report (others None).
+    ``t_f``, ``t_b``, ``t_w`` (per model chunk) retime the executed order: I costs ``t_b``, W
+    ``t_w`` and a full backward B ``t_b + t_w``; each one left None takes
+    :func:`~edu_parallel.pipeline_parallel.timing.default_times` (ZB-H1: the paper's t_f = t_b =
+    t_w = 1; the others t_b = 2, t_w = 0). Under torchrun only rank 0 gets the report.
     """
     world = cluster.world_size
     p = world if stages is None else stages
+    if schedule in SCHEDULES:  # else check_pipeline_args names the bad schedule
+        given = {"t_f": t_f, "t_b": t_b, "t_w": t_w}
+        t_f, t_b, t_w = (default_times(schedule)[k] if x is None else x for k, x in given.items())
     sched, layers = check_pipeline_args(
         schedule,
         p,
@@ -344,17 +353,18 @@ def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
 
 
 def pipeline_runner(cluster: Executor) -> Any:
-    """``run(schedule, P, M, v=1, t_f=1, t_b=2, t_w=0) -> PipelineReport`` on ``cluster`` (P <= its
-    world size): the real-run hook of the pipeline widget and of the lesson's quiz."""
+    """``run(schedule, P, M, v=1, t_f, t_b, t_w) -> PipelineReport`` on ``cluster`` (P <= its
+    world size; times None: ``default_times(schedule)``): the real-run hook of the pipeline
+    widget and of the lesson's quiz."""
 
     def run(
         schedule: str,
         stages: int,
         microbatches: int,
         chunks: int = 1,
-        t_f: float = 1.0,
-        t_b: float = 2.0,
-        t_w: float = 0.0,
+        t_f: float | None = None,
+        t_b: float | None = None,
+        t_w: float | None = None,
     ) -> PipelineReport | None:
         return run_pipeline(
             cluster, schedule, stages, microbatches, chunks, t_f=t_f, t_b=t_b, t_w=t_w

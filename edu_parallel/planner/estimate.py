@@ -7,9 +7,10 @@ per step (global batch x sequence), ``W`` GPUs of peak ``F`` FLOP/s at ``efficie
   (:func:`~edu_parallel.memory.model_states.model_state_bytes`, mixed-precision Adam, ZeRO
   stage ``zero``) for the heavier of the first and last pipeline stage (the embedding sits on the
   first, the output layer on the last: :func:`~edu_parallel.planner.traffic.stage_params`).
-  Activations: :func:`~edu_parallel.memory.activations.activation_estimate` for the stage's
-  ``L/p`` layers, **with sequence parallelism whenever t > 1** (Megatron-LM runs TP with it; eq. (3)
-  of Korthikanti et al. 2022), times the microbatches in flight on the first 1F1B stage,
+  Activations: :func:`~edu_parallel.memory.activations.shape_activation_estimate` for the stage's
+  ``L/p`` layers (Korthikanti's GPT layer, or Llama's own terms for Llama shapes), **with
+  sequence parallelism whenever t > 1** (Megatron-LM runs TP with it; eq. (3) of Korthikanti
+  et al. 2022), times the microbatches in flight on the first 1F1B stage,
   ``min(M, p)`` (Korthikanti et al. 2022, §4.2.3), times ``1 + (p-1)/(p·v)`` with ``v > 1``
   interleaved chunks (Narayanan et al. 2021, §2.2).
 * **Compute** = ``6·Ψ·T / (W·F·η)`` (forward 2Ψ + backward 4Ψ FLOPs per token, Kaplan et al.
@@ -46,7 +47,7 @@ from typing import Any
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value
-from ..memory.activations import activation_estimate
+from ..memory.activations import shape_activation_estimate
 from ..memory.model_states import model_state_bytes
 from ..memory.presets import ModelShape, active_params, get_preset
 from ..models.cost import predict
@@ -187,8 +188,8 @@ class Estimator:
         key = (tp, pp, mb, rc)
         if key not in self._acts:
             s = self.shape
-            self._acts[key] = activation_estimate(
-                self.seq, mb, s.hidden, s.heads, s.layers // pp, tp, tp > 1, rc
+            self._acts[key] = shape_activation_estimate(
+                s, self.seq, mb, s.layers // pp, tp, tp > 1, rc
             ).bytes + moe.moe_extra_activation_bytes(s, self.seq, mb, s.layers // pp, tp, rc)
         factor = min(m, pp) * ((1 + (pp - 1) / (pp * chunks)) if chunks > 1 else 1.0)
         return self._acts[key] * factor

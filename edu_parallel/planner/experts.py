@@ -19,8 +19,10 @@ across the TP ranks instead; at planner scale that would repeat every expert's F
 * **Memory**: the non-expert parameters (attention, norms, router, embeddings) as for a dense
   model, ZeRO over ``dp``; the expert parameters of the stage split ``t·e`` ways, their
   gradients and Adam states partitioned by ZeRO over the expert-DP group ``dp/e``.
-  Activations: Korthikanti et al.'s dense formula plus the MLP block's share (19·s·b·h bytes
-  per layer, /t with sequence parallelism; §4.1) ``k - 1`` more times: every token's MLP
+  Activations: the dense formula plus the MLP block's share
+  (:func:`~edu_parallel.memory.activations.mlp_activation_sbh`: GPT's 19·s·b·h bytes per layer,
+  Korthikanti §4.1, or SwiGLU's (2 + 6f/h)·s·b·h for Llama-style experts; /t with sequence
+  parallelism) ``k - 1`` more times: every token's MLP
   activations are stored once per expert it is routed to (none more under full recomputation,
   which keeps only each layer's input). The router's logits (``s·b·E`` values) and the
   dispatch buffers are left out.
@@ -47,12 +49,11 @@ same bytes per EP group as ``t`` TP ranks together, an upper bound on the all-to
 from __future__ import annotations
 
 from ..core.errors import bad_value
+from ..memory.activations import mlp_activation_sbh
 from ..memory.model_states import model_state_bytes
 from ..memory.presets import ModelShape, expert_params
 from ..models.cost import predict
 from ..models.topology import Link
-
-MLP_ACTIVATION_SBH = 19  # Korthikanti et al. 2022 §4.1: the MLP block's bytes per s·b·h
 
 
 def ep_problems(shape: ModelShape, dp: int, tp: int, ep: int) -> list[str]:
@@ -96,7 +97,7 @@ def moe_extra_activation_bytes(
     layers (0 for a dense model or with full recomputation)."""
     if not shape.experts or recompute == "full":
         return 0.0
-    per_layer = MLP_ACTIVATION_SBH * seq * micro_batch * shape.hidden / tp
+    per_layer = mlp_activation_sbh(shape) * seq * micro_batch * shape.hidden / tp
     return (shape.top_k - 1) * per_layer * layers
 
 

@@ -41,7 +41,11 @@ from .collectives import (
     ring_reduce_scatter_plan,
     volume_formula,
 )
-from .hierarchical import hierarchical_allreduce_plan
+from .hierarchical import (
+    channel_ring_allreduce_plan,
+    hierarchical_allreduce_plan,
+    hierarchical_bytes_formula,
+)
 from .layout import chunk_bytes, plan_meta
 from .naive import naive_allreduce_plan, naive_sent_bytes_formula
 from .plan import (
@@ -102,6 +106,8 @@ __all__ = [
     "formula_bytes",
     "formula_sent_bytes",
     "hierarchical_allreduce_plan",
+    "hierarchical_bytes_formula",
+    "channel_ring_allreduce_plan",
     "holdings_after_each_step",
     "naive_allreduce_plan",
     "naive_sent_bytes_formula",

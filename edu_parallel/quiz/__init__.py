@@ -25,6 +25,7 @@ from .banks_async import async_quiz
 from .banks_comm import algorithms_quiz, collectives_quiz
 from .banks_compress import compress_quiz
 from .banks_ddp import ddp_quiz
+from .banks_landscape import landscape_quiz
 from .banks_map import map_quiz
 from .banks_moe import moe_quiz
 from .banks_pipeline import pipeline_quiz
@@ -52,6 +53,7 @@ __all__ = [
     "compress_quiz",
     "ddp_quiz",
     "get_quiz",
+    "landscape_quiz",
     "map_quiz",
     "moe_quiz",
     "pipeline_quiz",

@@ -179,7 +179,8 @@ def three_d_quiz(
             explanation=(
                 f"Model states {best.model_state_bytes / 1e9:.1f} GB (ZeRO-{best.zero} over"
                 f" dp={best.dp}, split by tp x pp) plus activations"
-                f" {best.activation_bytes / 1e9:.1f} GB (Korthikanti's per-layer bytes, L/p layers,"
+                f" {best.activation_bytes / 1e9:.1f} GB (Llama's per-layer bytes: SwiGLU, GQA,"
+                f" no dropout; L/p layers,"
                 f" min(M, p) microbatches in flight on the first stage, recompute"
                 f" {best.recompute})."
             ),

@@ -22,6 +22,7 @@ from ..models.traffic import simulated_runner
 from ..plans.algorithms import build_plan
 from ..plans.collectives import COLLECTIVE_PLANS, volume_formula
 from .banks import register_bank
+from .banks_nccl import nccl_questions
 from .container import Quiz
 from .core import MultipleChoice, Numeric
 from .predict import PredictThenRun
@@ -274,6 +275,7 @@ def algorithms_quiz(
             params={"N": big_n, "S": huge, "link": link},
             key="pick_large",
         ),
+        *nccl_questions(rng),
         PredictThenRun(
             "Predict how many bytes the busiest rank moves (max of sent and received) in a NAIVE "
             f"all-reduce of {format_bytes(d_run)} on {n_run} ranks, then run it.",

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..core.errors import bad_value
+from ..strategy_map.crossover import crossover_tokens
 from ..strategy_map.formulas import MapConfig, block_params, formula_param_bytes, formula_sent_bytes
 from .banks import register_bank
 from .container import Quiz
@@ -51,6 +52,7 @@ def map_quiz(
     layers = 32 if rng is None else rng.choice((16, 24, 32))
     tokens = 8 * 2048 if rng is None else rng.choice((4, 8, 16)) * 2048
     n_run = 2 if rng is None else rng.choice((2, 4))  # the lesson prints N = 4
+    accumulate = 8 if rng is None else rng.choice((2, 4, 8, 16))
     item = 2  # bf16 gradients and activations
     big = {"layers": layers, "hidden": h, "tokens": tokens, "itemsize": item}
     psi = layers * block_params(h)
@@ -125,6 +127,22 @@ def map_quiz(
             ),
             params={"T": tokens, "h": h, "itemsize": item},
             key="map_pp_sent",
+        ),
+        Numeric(
+            f"A full transformer layer (attention + MLP, 12h^2 parameters, no biases) with h = {h},"
+            f" trained with gradient accumulation over {accumulate} micro-batches per optimizer"
+            " step: above how many tokens PER MICRO-BATCH does TP send more bytes per step than"
+            " DP?",
+            crossover_tokens(h, "bare", accumulate),
+            units="tokens",
+            explanation=(
+                "DP all-reduces 12h^2 gradients per layer ONCE per step; TP all-reduces a (T, h)"
+                " activation 4 times per layer in EVERY micro-batch: 12h^2 = 4 k T h, so"
+                " T* = 3h/k (the MLP block alone: 4h + 2.5 with k = 1). The lesson measures it on"
+                " lesson 10's model."
+            ),
+            params={"h": h, "k": accumulate},
+            key="map_layer_crossover",
         ),
         Numeric(
             f"TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in"

@@ -1,4 +1,5 @@
-"""Question bank of lesson 09 (pipeline parallelism): bubble conventions, memory, errata E2/E3.
+"""Question bank of lesson 09 (pipeline parallelism): bubble conventions, memory, errata E2/E3,
+ZB-H1's stash and torch's action names (F, I, W, B).
 
 ``runner(schedule, P, M) -> result`` runs a schedule; ``result`` has ``peak_activations_per_stage``
 and ``bubble_fraction_measured``. The default times the plan in-process
@@ -55,6 +56,9 @@ def pipeline_quiz(
     v = 2 if rng is None else rng.choice((2, 4))
     m_v = p * (2 if rng is None else rng.choice((1, 2, 4)))  # interleaving needs M a multiple of P
     p_run, m_run = 4, 8 if rng is None else rng.choice((4, 8))
+
+    zb_timeline = time_schedule(build_schedule("zb-h1", p, max(m, p)), 1.0, 1.0, 1.0)
+    zb_peak = zb_timeline.peak_activations_per_stage()[p - 1]
 
     def reveal(result: Any) -> str:
         return (
@@ -140,6 +144,40 @@ def pipeline_quiz(
             " conventions).",
             params={"P": p},
             key="outline_2p",
+        ),
+        MultipleChoice(
+            f"ZB-H1 with P = {p} stages and M = {max(m, p)} microbatches, t_f = t_b = t_w: how"
+            f" many microbatches' activations does the last stage (stage {p - 1}) hold at its"
+            " peak?",
+            [
+                f"{zb_peak}, as many as stage 0: W is deferred, and the stash lives until W",
+                "1, as in 1F1B: the last stage runs each backward right after its forward",
+                f"{2 * p - 1}, ZB-H2's budget of 2P - 1: W's are deferred to the very end",
+            ],
+            0,
+            "Stage i defers each W by i microbatches, and a stage keeps a microbatch's stash"
+            " until its W has read it, so every stage holds P in flight: the first stage's 1F1B"
+            " peak, which ZB-H1 never exceeds (Qi et al. 2023 §2.1). Counted by the timing model:"
+            f" {zb_timeline.peak_activations_per_stage()} per stage.",
+            params={"P": p, "M": max(m, p)},
+            key="zb_h1_last_peak",
+        ),
+        MultipleChoice(
+            "torch.distributed.pipelining writes a schedule's actions as '1F0', '1I0', '1W0' and"
+            " '1B0'. In ZB-H1, which one is the pass that must reach stage 0 quickly (it sends"
+            " the gradient of the stage's input), while another one waits to fill the bubble?",
+            [
+                "I: the input gradient; W (weight gradient) is deferred, B is a full backward",
+                "B: the backward; W is the weight gradient and I is unused",
+                "W: the weight gradient is on the critical path; I waits",
+                "F: the forward; ZB-H1 defers the backward B as a whole",
+            ],
+            0,
+            "torch's _ComputationType: F forward, I BACKWARD_INPUT, W BACKWARD_WEIGHT, B"
+            " FULL_BACKWARD. The Zero Bubble paper calls the input-gradient pass 'B'; written"
+            " next to a W under torch's names it would be a full backward, and torch's validator"
+            " rejects it.",
+            key="torch_i_name",
         ),
         PredictThenRun(
             f"Predict the peak number of stashed activations on stage 0 for 1F1B with P = {p_run}, "

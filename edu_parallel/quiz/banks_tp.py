@@ -17,6 +17,7 @@ from typing import Any
 from ..core.errors import bad_value
 from ..tensor_parallel.formulas import (
     allreduce_message_bytes,
+    attention_sent_bytes,
     sp_sent_bytes_per_pass,
     tp_sent_bytes,
 )
@@ -40,7 +41,8 @@ def formula_runner(mode: str, world_size: int) -> Any:
 def tp_quiz(
     seed: int | None = None, runner: TPRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 07: which collective each layer needs (errata E4), bytes of Megatron's MLP, SP."""
+    """Lesson 07: which collective each layer needs (errata E4), bytes of Megatron's MLP and of a
+    whole layer with attention, SP."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise bad_value("seed", seed, "an int or None")
     if runner is not None and not callable(runner):
@@ -114,6 +116,22 @@ def tp_quiz(
             ),
             params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
             key="tp_mlp_sent",
+        ),
+        Numeric(
+            f"A whole transformer layer under Megatron TP (b={b}, s={s}, h={h}, bf16, t={t}):"
+            " attention with its heads split over the GPUs, then the MLP block. How many bytes"
+            " does each GPU SEND for one forward and backward of one micro-batch?",
+            sum(attention_sent_bytes(t, b, s, h, 2).values()) + tp_sent_bytes("mlp", t, b, s, h, 2),
+            units="bytes",
+            explanation=(
+                "Attention costs what the MLP costs: g after the output projection Wo (forward),"
+                " f before the Q, K, V projections (backward), each an all-reduce of the (b, s, h)"
+                " activation; heads never mix, so attention itself needs nothing. Four all-reduces"
+                " per layer and micro-batch: 4 x 2(t-1)/t x b*s*h*2 (the lesson's attention run"
+                " counts its two in the trace)."
+            ),
+            params={"b": b, "s": s, "h": h, "itemsize": 2, "t": t},
+            key="tp_layer_sent",
         ),
         Numeric(
             f"With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of the"

@@ -3,7 +3,8 @@
 * :class:`MapConfig`: sizes of the tiny transformer-like model and of the training step, shared by
   the runs (:mod:`edu_parallel.strategy_map.strategies`), the report and the lesson's quiz.
 * :func:`formula_sent_bytes` / :func:`formula_param_bytes`: what each dense strategy sends and
-  holds per rank, checked against the runs' traces by ``tests/test_strategy_map.py``.
+  holds per rank, checked against the runs' traces by ``tests/test_strategy_map.py``;
+  :func:`formula_messages`: how many messages it sends (``tests/test_strategy_crossover.py``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,31 @@ def formula_sent_bytes(
         return ((rank < n - 1) + (rank > 0)) * tokens * hidden * itemsize
     raise bad_value(
         "strategy", strategy, "'dp', 'tp', 'tp-sp' or 'pp' (EP's bytes depend on the routing)"
+    )
+
+
+def formula_messages(
+    strategy: str, world_size: int, rank: int, *, layers: int, microbatches: int
+) -> int:
+    """Messages ``rank`` sends in one step of a dense strategy: sends plus collective calls.
+
+    DP: 1 (one bucket). TP: ``2L`` all-reduces (the map's TP runs the batch as one microbatch;
+    with ``k`` microbatches it is ``2Lk``, as lesson 10's TP ranks show). TP+SP: per block an
+    all-gather and a reduce-scatter forward, two all-gathers and a reduce-scatter backward, plus
+    the one b2 all-reduce: ``5L + 1``. PP: ``M`` activations forward (not the last stage) and
+    ``M`` gradients backward (not the first): ``2M`` on a middle stage, whatever ``L``.
+    """
+    n = world_size
+    if strategy == "dp":
+        return 1
+    if strategy == "tp":
+        return 2 * layers
+    if strategy == "tp-sp":
+        return 5 * layers + 1
+    if strategy == "pp":
+        return ((rank < n - 1) + (rank > 0)) * microbatches
+    raise bad_value(
+        "strategy", strategy, "'dp', 'tp', 'tp-sp' or 'pp' (EP's messages depend on the routing)"
     )
 
 

@@ -4,16 +4,24 @@
   trace, beside :func:`~edu_parallel.strategy_map.formulas.formula_param_bytes` and
   :func:`~edu_parallel.strategy_map.formulas.formula_sent_bytes`;
 * :func:`crossover_table`: DP's and TP's bytes across runs with more or fewer tokens per step,
-  against the crossover ``T* = 4h + 2.5`` (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053).
+  against the crossover ``T* = 4h + 2.5`` (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053);
+* :func:`message_table`: messages per rank of each dense strategy, trace beside
+  :func:`~edu_parallel.strategy_map.formulas.formula_messages`, across layers and microbatches;
+* :func:`layer_crossover_table`: the same DP-against-TP question for lesson 10's full transformer
+  layer with gradient accumulation, from its runs (:func:`edu_parallel.parallel_3d.run_3d`
+  reports, read by attribute, so this folder does not import the one above it) beside
+  :mod:`edu_parallel.strategy_map.crossover`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from .formulas import formula_param_bytes, formula_sent_bytes
+from .crossover import crossover_tokens, step_sent_bytes, tp_allreduces
+from .formulas import formula_messages, formula_param_bytes, formula_sent_bytes
 from .report import StrategyMapReport
 
 DENSE = ("dp", "tp", "tp-sp", "pp")
@@ -54,7 +62,7 @@ def crossover_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
         rows.append(
             {
                 "tokens T": sizes["tokens"],
-                "T* = 4h + 2.5": 4 * sizes["hidden"] + 2.5,
+                "T* = 4h + 2.5": crossover_tokens(sizes["hidden"], "mlp"),
                 "DP sent per rank (B)": dp,
                 "DP formula (B)": formula_sent_bytes("dp", n, 0, **sizes),
                 "TP sent per rank (B)": tp,
@@ -63,3 +71,62 @@ def crossover_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).set_index("tokens T")
+
+
+def message_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
+    """Messages per rank (sends plus collective calls) of each dense strategy of each run, one row
+    per (layers L, microbatches M, strategy), trace beside formula."""
+    rows = []
+    for rep in reports:
+        n, c = rep.world_size, rep.config
+        for s in (s for s in DENSE if s in rep.runs):
+            run = rep.runs[s]
+            rows.append(
+                {
+                    "layers L": c["layers"],
+                    "microbatches M": rep.microbatches,
+                    "strategy": run.name,
+                    "messages per rank (trace)": run.column("messages"),
+                    "formula": [
+                        formula_messages(s, n, r, layers=c["layers"], microbatches=rep.microbatches)
+                        for r in range(n)
+                    ],
+                }
+            )
+    return pd.DataFrame(rows).set_index(["layers L", "microbatches M", "strategy"])
+
+
+def layer_crossover_table(runs: Sequence[Any]) -> pd.DataFrame:
+    """Rank 0's bytes per step of lesson 10's model under pure DP and pure TP, one row per number
+    of accumulated microbatches k: the runs (``run_3d`` reports, ``dp = N`` or ``tp = N``) beside
+    :func:`~edu_parallel.strategy_map.crossover.step_sent_bytes` and the crossover ``T*``."""
+    by_k: dict[int, dict[str, Any]] = {}
+    for rep in runs:
+        kind = "tp" if rep.dims.tp > 1 else "dp"
+        by_k.setdefault(rep.config.num_microbatches(rep.dims.pp), {})[kind] = rep
+    rows = []
+    for k, pair in sorted(by_k.items()):
+        dp, tp = pair["dp"], pair["tp"]
+        c, n = tp.config, tp.dims.tp
+        tokens = c.batch // k * c.seq  # one microbatch, every TP rank (DP: 1/N on each rank)
+        sizes = {"kind": "bare", "layers": c.layers, "hidden": c.hidden, "tokens": tokens}
+        sizes.update(accumulation=k, input_grad=False)  # lesson 10's input is data
+        dp_sent = dp.rows[0]["sent_bytes_by_group"]["dp"]
+        tp_sent = tp.rows[0]["sent_bytes_by_group"]["tp"]
+        rows.append(
+            {
+                "microbatches k": k,
+                "tokens per microbatch T": tokens,
+                "T* (crossover)": crossover_tokens(
+                    c.hidden, "bare", k, layers=c.layers, input_grad=False
+                ),
+                "DP sent (B)": dp_sent,
+                "DP formula (B)": step_sent_bytes("dp", dp.dims.dp, **sizes),
+                "TP all-reduces": tp.rows[0]["messages_by_group"]["tp"],
+                "formula": tp_allreduces("bare", c.layers, k, input_grad=False),
+                "TP sent (B)": tp_sent,
+                "TP formula (B)": step_sent_bytes("tp", n, **sizes),
+                "TP/DP": tp_sent / dp_sent,
+            }
+        )
+    return pd.DataFrame(rows).set_index("microbatches k")

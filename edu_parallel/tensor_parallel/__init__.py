@@ -6,6 +6,9 @@
 * ``formulas.py``: modes, argument checks and the bytes each layer sends (pure Python).
 * ``job.py``: one rank's run of a layer; ``report.py``: the check against a dense layer, bytes
   from the trace (:func:`run_tp`); ``tables.py``: runs as DataFrames, bytes beside formulas.
+* ``attention.py``: self-attention with its heads split over the ranks (Q, K, V column-parallel,
+  the output projection row-parallel, ``f`` and ``g`` around them); ``attention_run.py``: its run
+  on real ranks, checked against one process (:func:`run_tp_attention`).
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
 first use, so the formulas import without torch.
@@ -41,5 +44,15 @@ _LAZY = {
     "message_table": "tables",
     "pass_table": "tables",
     "pass_formula": "tables",
+    "attention_heads": "attention",
+    "tp_attention": "attention",
+    "shard_attention": "attention",
+    "dense_attention": "attention",
+    "attention_sent_bytes": "formulas",
+    "check_attention_args": "formulas",
+    "AttentionReport": "attention_run",
+    "attention_job": "attention_run",
+    "run_tp_attention": "attention_run",
+    "format_attention": "attention_run",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -3,8 +3,8 @@
 The layers are in :mod:`edu_parallel.tensor_parallel.layers`, the runs in
 :mod:`edu_parallel.tensor_parallel.report`; this module is what the quiz bank and the pictures need,
 so importing it loads neither torch nor ``torch.distributed``. Formulas: Shoeybi et al. 2019 (arXiv
-1909.08053) §3; Korthikanti et al. 2022 (arXiv 2205.05198) §4.2.2; ring volumes as in
-:func:`edu_parallel.core.metrics.ring_sent_bytes`.
+1909.08053) §3 (MLP and attention, Fig. 3a and 3b); Korthikanti et al. 2022 (arXiv 2205.05198)
+§4.2.2; ring volumes as in :func:`edu_parallel.core.metrics.ring_sent_bytes`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.metrics import ring_sent_bytes
+from ..core.trace import Trace
 from ..core.units import DTYPES
 
 MODES = ("column", "row", "mlp", "mlp-sp")
@@ -92,6 +94,54 @@ def sp_sent_bytes_per_pass(
     return {"forward": 2 * half, "backward": 3 * half}
 
 
+# attention: g after Wo in forward; f before the QKV projections in backward
+ATTENTION_COLLECTIVES = (["all_reduce"], ["all_reduce"])
+
+
+def attention_sent_bytes(
+    world_size: int, batch: int, seq: int, hidden: int, itemsize: int
+) -> dict[str, float]:
+    """Bytes one rank sends per pass of a tensor-parallel attention block (heads split, Megatron
+    §3, Fig. 3b): one all-reduce of (b, s, h) forward (``g``) and one backward (``f``), each
+    ``2(t-1)/t * b*s*h*itemsize``, the same as the MLP block."""
+    t = world_size
+    ar = 2 * (t - 1) / t * allreduce_message_bytes(batch, seq, hidden, itemsize)
+    return {"forward": ar, "backward": ar}
+
+
+def check_attention_args(
+    world_size: Any,
+    batch: Any = 2,
+    seq: Any = 4,
+    hidden: Any = 16,
+    heads: Any = 4,
+    causal: Any = True,
+    seed: Any = 0,
+    dtype: Any = "float64",
+) -> tuple[Any, ...]:
+    """Validate a tensor-parallel attention run before any process starts."""
+    t = check_int("world_size", world_size, 1, 64)
+    batch, seq = check_int("batch", batch, 1, 1024), check_int("seq", seq, 1, 4096)
+    hidden, heads = check_int("hidden", hidden, 1, 8192), check_int("heads", heads, 1, 8192)
+    if hidden % heads:
+        raise bad_value("heads", heads, f"a divisor of hidden={hidden} (head size h/a)")
+    if heads % t:
+        raise bad_value(
+            "heads", heads, f"a multiple of the TP degree world_size={t} (whole heads per rank)"
+        )
+    if not isinstance(causal, bool):
+        raise bad_value("causal", causal, "True or False")
+    seed = check_int("seed", seed, 0)
+    check_choice("dtype", dtype, ITEMSIZE)
+    if batch * seq * max(hidden, seq * heads) > MAX_ELEMENTS:
+        raise bad_value(
+            "batch*seq*max(hidden, seq*heads)",
+            batch * seq * max(hidden, seq * heads),
+            f"at most {MAX_ELEMENTS}",
+        )
+    return t, batch, seq, hidden, heads, causal, seed, dtype
+
+
 def check_tp_args(
     mode: Any,
     world_size: Any,
@@ -143,3 +193,30 @@ def check_tp_args(
             "batch*seq*max(hidden, ffn)", batch * seq * max(hidden, ffn), f"at most {MAX_ELEMENTS}"
         )
     return mode, t, batch, seq, hidden, ffn, seed, dtype, rule, gather_output
+
+
+def traced_collectives(
+    trace: Trace, world_size: int
+) -> tuple[list[list[tuple]], list[dict[str, Any]], list[dict[str, float]]]:
+    """From a TP run's trace: each rank's ``(op, phase, nbytes)`` sequence, rank 0's collectives
+    (op, phase, bytes, ring bytes sent) and each rank's ring bytes sent per phase."""
+    t = world_size
+    ev = sorted(
+        (e for e in trace.events if e.kind == "collective"), key=lambda e: (e.rank, e.start)
+    )
+    seqs = [[(e.op, e.phase, e.nbytes) for e in ev if e.rank == r] for r in range(t)]
+    colls = [
+        {
+            "op": short_op(e.op),
+            "traced_op": e.op,
+            "phase": e.phase,
+            "nbytes": e.nbytes,
+            "sent_bytes": float(ring_sent_bytes(e.op, e.nbytes, t)),
+        }
+        for e in ev
+        if e.rank == 0
+    ]
+    by_phase = [{"forward": 0.0, "backward": 0.0} for _ in range(t)]
+    for e in ev:
+        by_phase[e.rank][e.phase] += ring_sent_bytes(e.op, e.nbytes, t)
+    return seqs, colls, by_phase

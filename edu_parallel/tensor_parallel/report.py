@@ -26,7 +26,6 @@ from typing import Any
 
 import torch
 
-from ..core.metrics import ring_sent_bytes
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from .formulas import (
@@ -35,8 +34,8 @@ from .formulas import (
     allreduce_message_bytes,
     check_tp_args,
     expected_collectives,
-    short_op,
     tp_sent_bytes,
+    traced_collectives,
 )
 from .job import classify_local, dense_reference, expected_piece, make_problem, tp_job
 
@@ -126,24 +125,7 @@ def run_tp(
         ok = ok and all(
             torch.allclose(a, b, rtol=rtol, atol=atol) for a, b in zip(got, want, strict=True)
         )
-    ev = sorted(
-        (e for e in out.trace.events if e.kind == "collective"), key=lambda e: (e.rank, e.start)
-    )
-    seqs = [[(e.op, e.phase, e.nbytes) for e in ev if e.rank == r] for r in range(t)]
-    colls = [
-        {
-            "op": short_op(e.op),
-            "traced_op": e.op,
-            "phase": e.phase,
-            "nbytes": e.nbytes,
-            "sent_bytes": float(ring_sent_bytes(e.op, e.nbytes, t)),
-        }
-        for e in ev
-        if e.rank == 0
-    ]
-    by_phase = [{"forward": 0.0, "backward": 0.0} for _ in range(t)]
-    for e in ev:
-        by_phase[e.rank][e.phase] += ring_sent_bytes(e.op, e.nbytes, t)
+    seqs, colls, by_phase = traced_collectives(out.trace, t)
     itemsize = ITEMSIZE[dtype]
     fwd, bwd = expected_collectives(mode, gather_output, rule)
     # What the collective after the local matmul must produce: Y, less the row bias added after it.

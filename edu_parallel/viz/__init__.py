@@ -4,7 +4,8 @@
   :func:`ring_step_figure`, :func:`step_grid` (matplotlib, for print), :func:`before_after`;
   :class:`RingPlayer` re-runs the engine from a widget.
 * Bytes and time: :func:`bytes_bars` / :func:`bytes_bars_plotly` against the formula,
-  :func:`timeline` (a Gantt of each rank's events), ``cost.py``'s crossover plot.
+  :func:`timeline` (a Gantt of each rank's events), ``cost.py``'s crossover plot,
+  :func:`nccl_choice_figure` (NCCL's algorithm and protocol per size, errata E9).
 * Pipelines: :func:`pipeline_gantt` with a time cursor, :func:`activation_memory_figure`,
   :func:`bubble_vs_microbatches_figure`, and the :class:`PipelineWidget` explorer.
 * Data parallel (lesson 05): :func:`streams_figure` (each rank's compute and comm streams, the
@@ -16,6 +17,8 @@
 * Synchronous against asynchronous training (lesson 12): :func:`regime_timeline` (idle time at
   barriers against overlapping pushes), :func:`staleness_figure`, :func:`loss_curves_figure`,
   :func:`time_to_target_figure`.
+* Interconnects (lesson 13): :func:`interconnect_figure` (one trace timed on every link
+  preset and rail-optimised fabric).
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
 * Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
@@ -51,11 +54,13 @@ from .ddp_buckets import bucket_fill_animation
 from .ddp_sweep import cap_label, sweep_figure
 from .fsdp import collective_sequence, gathered_memory_figure
 from .grid import step_grid
+from .interconnects import interconnect_figure
 from .memory_ledger import Ledger, LedgerFrame, ledger
 from .mesh import mesh_figure
 from .mesh_bars import group_bytes_figure, memory_figure
 from .model import Arrow, RingFrames, StepView, build_frames
 from .moe import dispatch_animation, expert_load_bars, traffic_heatmap
+from .nccl_choice import nccl_choice_figure
 from .pipeline import PipelineView, pipeline_gantt, pipeline_view
 from .pipeline_bubble import bubble_curves, bubble_vs_microbatches_figure
 from .pipeline_memory import activation_memory_figure
@@ -104,12 +109,14 @@ __all__ = [
     "expert_load_bars",
     "gathered_memory_figure",
     "group_bytes_figure",
+    "interconnect_figure",
     "ledger",
     "loss_curves_figure",
     "map_table_figure",
     "memory_bars",
     "memory_bars_animation",
     "memory_figure",
+    "nccl_choice_figure",
     "mesh_figure",
     "pareto_figure",
     "pipeline_gantt",

@@ -5,7 +5,9 @@
 dominates (``α`` terms) and rises with slope 1 once bandwidth does (``S/B`` terms). The ring's flat
 part is ``2(n-1)·α``, a tree's ``2⌈log2 n⌉·α``: on many ranks the tree starts lower, the ring ends
 lower, and they cross once (Thakur, Rabenseifner & Gropp 2005; NCCL ``src/graph/tuning.cc`` makes
-its choice from the same model).
+its choice from the same model). On a :class:`~edu_parallel.models.topology.Topology` the double
+tree's latency counts log2 of the nodes, as NCCL's does. NCCL's own (algorithm, protocol) choice
+is drawn by :func:`edu_parallel.viz.nccl_choice.nccl_choice_figure`.
 """
 
 from __future__ import annotations

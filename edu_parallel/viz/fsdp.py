@@ -4,9 +4,10 @@
 :class:`~edu_parallel.data_parallel.fsdp_report.FsdpReport` (or of its ``to_json_dict()``) as two
 panels side by side: x = the position of the collective in the rank's issue order within one step, y
 = the unit whose parameters it moves (ZeRO-3: the whole flat model; FSDP2: one ``fully_shard``-ed
-module), colour = the op, shaded bands = the pass, a thick outline = issued early as a prefetch
-(Zhao et al. 2023, arXiv 2304.11277, §3.4). :func:`gathered_memory_figure` replays the
-gathered-parameter memory events of each run. :func:`comparison_rows` is the table next to it:
+module, PyTorch ``fully_shard`` docs), colour = the op, shaded bands = the pass, a thick outline =
+issued early as a prefetch (backward prefetch, designed for FSDP1: Zhao et al. 2023,
+arXiv 2304.11277, §3.4). :func:`gathered_memory_figure` replays the gathered-parameter memory
+events of each run. :func:`comparison_rows` is the table next to it:
 collectives per step (the latency term), bytes sent per rank per step, ratio to DP, peak
 all-gathered bytes.
 

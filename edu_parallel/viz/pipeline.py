@@ -1,8 +1,8 @@
-"""Pipeline-parallel renderers: a Gantt of F/B/W per rank, live activations, bubble against M.
+"""Pipeline-parallel renderers: a Gantt of F/B/I/W per rank, live activations, bubble against M.
 
 They read a :class:`~edu_parallel.pipeline_parallel.timing.Timeline` (the modelled run of a
 schedule) or a :class:`~edu_parallel.core.trace.Trace` whose ``compute`` events have op
-``F``/``B``/``W`` and ``attrs`` ``microbatch`` and ``stage`` (a measured run, or
+``F``/``B``/``I``/``W`` and ``attrs`` ``microbatch`` and ``stage`` (a measured run, or
 ``Timeline.to_trace``), and draw it. :func:`pipeline_view` turns either into a :class:`PipelineView`
 (the boxes, the idle gaps, an honest time-axis label); the figure functions only draw that. Only
 :func:`~edu_parallel.viz.pipeline_bubble.bubble_vs_microbatches_figure` computes anything: it times
@@ -25,8 +25,9 @@ from .fit import MAX_WIDTH_PX, MIN_FONT_PX, fit_layout
 from .model import text_color
 from .rank_timeline import time_axis_label
 
-KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "W": "#e8770e"}  # blue, green, orange
-KIND_NAMES = {"F": "F forward", "B": "B backward", "W": "W weight grad"}
+# blue, green, purple, orange; the kinds are torch.distributed.pipelining's (I: input gradient)
+KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "I": "#7b4fa0", "W": "#e8770e"}
+KIND_NAMES = {"F": "F forward", "B": "B backward", "I": "I input grad", "W": "W weight grad"}
 BUBBLE_FILL, BUBBLE_LINE = "#ececec", "#a8a8a8"
 CURSOR_COLOR = "#c0392b"
 # Keys Timeline.to_trace writes when given no meta: such a trace holds modelled times.
@@ -35,7 +36,7 @@ _TO_TRACE_KEYS = {"concept", "schedule", "world_size", "num_stages", "makespan"}
 
 @dataclass(frozen=True, slots=True)
 class Box:
-    """``rank`` ran ``kind`` (F/B/W) of ``stage`` on ``microbatch`` from ``start`` to ``end``."""
+    """``rank`` ran ``kind`` (F/B/I/W) of ``stage`` on ``microbatch`` from ``start`` to ``end``."""
 
     rank: int
     kind: str
@@ -115,7 +116,7 @@ def _modelled_label(t_f: float) -> str:
 def pipeline_view(
     timeline_or_trace: Timeline | Trace, time_label: str | None = None
 ) -> PipelineView:
-    """Read a Timeline or a Trace of F/B/W compute events (``time_label`` overrides the axis)."""
+    """Read a Timeline or a Trace of F/B/I/W compute events (``time_label`` overrides the axis)."""
     if isinstance(timeline_or_trace, Timeline):
         tl = timeline_or_trace
         boxes = [
@@ -128,12 +129,13 @@ def pipeline_view(
     if not isinstance(timeline_or_trace, Trace):
         raise TypeError(
             f"timeline_or_trace={type(timeline_or_trace).__name__} is not valid: expected a "
-            "Timeline (edu_parallel.pipeline_parallel.timing) or a Trace with F/B/W compute events"
+            "Timeline (edu_parallel.pipeline_parallel.timing) or a Trace with F/B/I/W compute "
+            "events"
         )
     trace = timeline_or_trace
     events = [e for e in trace.events if e.kind == "compute" and e.op in KINDS]
     if not events:
-        raise ValueError("trace has no compute events with op F, B or W: nothing to draw")
+        raise ValueError("trace has no compute events with op F, B, I or W: nothing to draw")
     origin = min(e.start for e in events)
     boxes = []
     for e in events:
@@ -191,7 +193,7 @@ def pipeline_gantt(
 ) -> Any:
     """A plotly Gantt of a pipeline run with an animated time cursor.
 
-    One row per rank (rank 0 on top); F/B/W boxes (blue/green/orange, paler for later model
+    One row per rank (rank 0 on top); F/B/I/W boxes (blue/green/purple/orange, paler for later model
     chunks when interleaved) labelled with their microbatch (and ``s`` + stage when interleaved);
     idle time hatched grey as the bubble; the x axis says whether times are modelled or measured.
     A red cursor moves across time in ``cursor_frames`` plotly frames (play button and slider),

@@ -162,7 +162,8 @@ class PipelineWidget(WidgetView):
             control.observe(lambda _: self.update(), names="value")
         self.run_button.on_click(lambda _: self.update())
         note = w.HTML(
-            "<small>Without a W step (gpipe, 1f1b, interleaved) the backward costs "
+            "<small>t_b is the input-gradient pass (I), t_w the weight-gradient pass (W): "
+            "zb-h1 runs them apart; gpipe, 1f1b and interleaved run one full backward (B) of "
             "t_b + t_w. Times are in units of t_f.</small>"
         )
         self.widget = w.VBox(

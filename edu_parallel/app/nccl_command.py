@@ -1,0 +1,72 @@
+"""``edu-parallel model nccl``: NCCL 2.30.7's own choice of algorithm and protocol, no processes.
+
+    edu-parallel model nccl --system 8x8-h100-ndr --size 1MiB
+    edu-parallel model nccl --world-size 16 --nodes 2 --link nvlink3 --inter-link ib-hdr-200 \\
+        --arch ampere --size 64MiB --algo Ring --proto ^LL128 --json
+
+Prints the (algorithm, protocol) NCCL's tuner runs and every candidate's predicted time
+(:func:`edu_parallel.models.nccl_select.nccl_choose`); ``--algo`` / ``--proto`` take the values of
+``NCCL_ALGO`` / ``NCCL_PROTO`` (``Ring``, ``Tree,Ring``, ``^LL128``, ``"ring;allreduce:tree"``).
+Without ``--system``: ``--world-size`` ranks in ``--nodes`` nodes of ``--link`` inside,
+``--inter-link`` across (one NIC per GPU), with ``--arch`` GPUs and no NVSwitch or SHARP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..core.errors import check_choice
+from ..core.units import format_bytes, parse_size
+from ..models.cost import link_preset
+from ..models.nccl_constants import ARCHS, COLLECTIVES
+from ..models.nccl_select import NcclChoice, nccl_choose
+from ..models.nccl_systems import NCCL_SYSTEMS, nccl_system
+from ..models.nccl_tuning import NcclSystem
+from ..models.topology import Topology
+
+
+def add_nccl_arguments(p: argparse.ArgumentParser) -> None:
+    """The options only ``model nccl`` reads (it shares --size, --algo, --world-size, ...)."""
+    p.add_argument(
+        "--system", default=None, help=f"nccl: a preset, one of {', '.join(NCCL_SYSTEMS)}"
+    )
+    p.add_argument("--proto", default=None, help="nccl: NCCL_PROTO, e.g. Simple or ^LL128")
+    p.add_argument("--collective", default="all_reduce", help="nccl: " + ", ".join(COLLECTIVES))
+    p.add_argument("--arch", default="hopper", help="nccl: " + ", ".join(ARCHS))
+
+
+def nccl_cli_system(a: argparse.Namespace) -> NcclSystem:
+    """The preset named by --system, or one built from --world-size/--nodes/--link/--inter-link."""
+    if a.system is not None:
+        return nccl_system(a.system)
+    intra, inter = link_preset(a.link, "link"), link_preset(a.inter_link, "inter_link")
+    topo = Topology.split(a.world_size, a.nodes or 1, intra, inter)
+    per_node = topo.gpus_per_node
+    topo = Topology(topo.nodes, per_node, intra, inter, nics_per_node=per_node)
+    return NcclSystem(topo, check_choice("arch", a.arch, ARCHS))
+
+
+def format_nccl(c: NcclChoice, coll: str, nbytes: float, system: NcclSystem) -> str:
+    lines = [f"{coll} of {format_bytes(nbytes)} on {system.describe()}", c.reason, ""]
+    lines.append(f"{'algorithm/protocol':20s} {'time (µs)':>11s} {'latency':>9s} {'bytes/bw':>10s}")
+    for (algo, proto), t in sorted(c.times.items(), key=lambda kv: kv[1].time_us):
+        lines.append(
+            f"{algo + '/' + proto:20s} {t.time_us:11.2f} {t.latency_us:9.2f} {t.bandwidth_us:10.2f}"
+        )
+    return "\n".join(lines)
+
+
+def run_nccl(a: argparse.Namespace) -> int:
+    coll = check_choice("collective", a.collective, COLLECTIVES)
+    nbytes = parse_size(a.size)
+    system = nccl_cli_system(a)
+    c = nccl_choose(coll, nbytes, system, a.algo, a.proto)
+    if a.json:
+        times = {f"{k[0]}/{k[1]}": t.time_us for k, t in c.times.items()}
+        data = {"collective": coll, "bytes": nbytes, "system": system.describe()}
+        data |= {"algo": c.algo, "proto": c.proto, "time_us": c.time_us, "times_us": times}
+        print(json.dumps(data))
+    else:
+        print(format_nccl(c, coll, nbytes, system))
+    return 0

@@ -1,0 +1,88 @@
+"""NCCL's choice per message size on one system: every (algorithm, protocol)'s predicted time and
+the winner's bands (errata E9: the choice follows size and topology).
+
+:func:`nccl_choice_figure` draws :func:`edu_parallel.models.nccl_tuning.nccl_time` for every
+(algorithm, protocol) NCCL would run on an :class:`~edu_parallel.models.nccl_tuning.NcclSystem`
+(colour: algorithm; line style: protocol), on log-log axes, and under it a strip of the winner per
+size (:func:`edu_parallel.models.nccl_select.nccl_choose`, NCCL 2.30.7 ``src/graph/tuning.cc``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.units import format_bytes
+from ..models.nccl_select import nccl_choose
+from .figure import new_figure
+
+ALGO_COLORS = {
+    "Tree": "#d62728",
+    "Ring": "#1f77b4",
+    "CollNetDirect": "#8c564b",
+    "CollNetChain": "#e377c2",
+    "NVLS": "#2ca02c",
+    "NVLSTree": "#17becf",
+    "PAT": "#9467bd",
+}
+PROTO_STYLES = {"LL": ":", "LL128": "--", "Simple": "-"}
+
+
+def winner_bands(coll: str, sizes: Any, system: Any) -> list[tuple[float, float, str]]:
+    """``(first size, last size, "Algo/Proto")`` for each run of sizes with the same winner."""
+    bands: list[tuple[float, float, str]] = []
+    for x in sizes:
+        c = nccl_choose(coll, float(x), system)
+        label = f"{c.algo}/{c.proto}"
+        if bands and bands[-1][2] == label:
+            bands[-1] = (bands[-1][0], float(x), label)
+        else:
+            bands.append((float(x), float(x), label))
+    return bands
+
+
+def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None) -> Any:
+    """Predicted time vs bytes of every (algorithm, protocol) NCCL runs for ``coll`` on
+    ``system``, with the winner per size in a strip below. ``sizes``: default 8 B .. 8 GiB."""
+    xs = np.logspace(3, 33, 121, base=2.0) if sizes is None else np.asarray(sizes, dtype=float)
+    first = nccl_choose(coll, float(xs[0]), system)
+    fig = new_figure(figsize=(8.6, 5.4))
+    grid = fig.add_gridspec(2, 1, height_ratios=(5, 1), hspace=0.08)
+    ax, strip = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    picks = [nccl_choose(coll, float(x), system) for x in xs]
+    for algo, proto in first.times:
+        ys = [p.times[(algo, proto)].time_us for p in picks]
+        ax.loglog(
+            xs,
+            ys,
+            PROTO_STYLES[proto],
+            color=ALGO_COLORS[algo],
+            lw=1.6,
+            label=f"{algo}/{proto}",
+        )
+    ax.loglog(xs, [p.time_us for p in picks], color="black", lw=3, alpha=0.25, label="NCCL's pick")
+    ax.set_ylabel("predicted time (µs)", fontsize=10)
+    ax.set_xscale("log", base=2)
+    ax.tick_params(labelbottom=False, labelsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8.5, loc="upper left", ncol=2)
+    ax.set_title(
+        f"{coll}, {system.describe().replace(' (', chr(10) + '(', 1)}: NCCL 2.30.7 tuning model",
+        fontsize=10,
+    )
+    for lo, hi, label in winner_bands(coll, xs, system):
+        algo = label.split("/")[0]
+        left, right = lo / 2**0.125, hi * 2**0.125  # a band covers its sizes' grid cells
+        strip.axvspan(left, right, color=ALGO_COLORS[algo], alpha=0.55)
+        if np.log2(right / left) >= 2.5:
+            mid = (left * right) ** 0.5
+            strip.text(mid, 0.5, label, ha="center", va="center", fontsize=8.5)
+    strip.set_xscale("log", base=2)
+    strip.set_xlim(ax.get_xlim())
+    strip.set_yticks([])
+    strip.set_ylabel("winner", fontsize=9)
+    ticks = [2.0**k for k in range(int(np.log2(xs[0])), int(np.log2(xs[-1])) + 1, 5)]
+    strip.set_xticks(ticks, [format_bytes(t) for t in ticks], fontsize=9)
+    strip.set_xlabel("bytes (NCCL's nBytes)", fontsize=10)
+    return fig
