@@ -20,6 +20,7 @@ from edu_parallel.memory import (
     largest_module_params,
     model_state_bytes,
 )
+from edu_parallel.memory.communication import comm_estimate
 from edu_parallel.memory.presets import ModelShape, get_preset
 
 
@@ -214,3 +215,27 @@ def test_cli_convention_deepspeed_json_and_text():
         line for line in bad.stderr.strip().splitlines() if line.startswith("error: ")
     ]
     assert "zero=1" in bad.stderr
+
+
+@pytest.mark.parametrize("n", [8, 64])
+def test_megatron_sends_fp32_gradients_and_16_bit_parameters(n):
+    # Megatron-LM megatron/training/arguments.py: bf16 with fp32 main grads sets
+    # accumulate_allreduce_grads_in_fp32, so gradients travel in 4 bytes, parameters in 2
+    psi, ring = 7.5e9, (n - 1) / n
+    dp = comm_estimate(psi, n, 0, "mixed", convention="megatron")
+    assert dp.breakdown == {"all_reduce_grads": pytest.approx(2 * ring * 4 * psi)}
+    dist_opt = comm_estimate(psi, n, 1, "mixed", convention="megatron")
+    assert dist_opt.breakdown == {
+        "reduce_scatter_grads": pytest.approx(ring * 4 * psi),
+        "all_gather_params": pytest.approx(ring * 2 * psi),
+    }
+    assert "fp32 grads" in dist_opt.formula and "arguments.py" in dist_opt.formula
+    paper = comm_estimate(psi, n, 1, "mixed")
+    assert paper.bytes_per_gpu == pytest.approx(2 * ring * 2 * psi)
+    assert comm_estimate(psi, n, 1, "fp32", convention="megatron").bytes_per_gpu == (
+        pytest.approx(2 * ring * 4 * psi)
+    )
+    with pytest.raises(ValueError, match="zero=2 is not valid"):
+        comm_estimate(psi, n, 2, convention="megatron")
+    with pytest.raises(ValueError, match="convention='ds' is not valid"):
+        comm_estimate(psi, n, 1, convention="ds")

@@ -141,7 +141,9 @@ def memory_report(a: argparse.Namespace) -> dict[str, Any]:
     )
     data = states.to_json_dict()
     data["model"] = None if shape is None else shape.to_json_dict()
-    data["comm"] = comm_estimate(params, a.gpus, a.zero, a.precision, a.tp, a.pp).to_json_dict()
+    data["comm"] = comm_estimate(
+        params, a.gpus, a.zero, a.precision, a.tp, a.pp, a.convention
+    ).to_json_dict()
     data["activations"] = None
     if shape is not None:
         seq = shape.seq if a.seq is None else a.seq
