@@ -279,3 +279,12 @@ def test_cli_model_nccl(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.startswith("error: system='dgx' is not valid")
     assert main(["model", "allreduce", "--world-size", "8", "--json"]) == 0  # --algo still ring
     assert json.loads(capsys.readouterr().out)["algo"] == "ring"
+
+
+def test_a_system_is_a_preset_name_or_an_ncclsystem_and_anything_else_is_named():
+    by_name = nccl_choose("all_reduce", 1 << 20, "dgx-h100")
+    assert by_name == nccl_choose("all_reduce", 1 << 20, NCCL_SYSTEMS["dgx-h100"])
+    for bad, words in (("dgx", "one of dgx-h100"), (5, "an NcclSystem or one of")):
+        with pytest.raises(ValueError, match=words) as exc:
+            nccl_choose("all_reduce", 1 << 20, bad)
+        assert f"system={bad!r} is not valid" in str(exc.value)

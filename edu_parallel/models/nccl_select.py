@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..core.errors import bad_value, check_choice
 from ..core.units import format_bytes
 from . import nccl_constants as K
+from .nccl_systems import nccl_system
 from .nccl_tuning import NcclSystem, NcclTime, nccl_entry, nccl_time
 
 # NCCL's function names in NCCL_ALGO / NCCL_PROTO prefixes (ncclFuncStr)
@@ -72,12 +73,14 @@ def _us(t: float) -> str:
 def nccl_choose(
     coll: str,
     nbytes: float,
-    system: NcclSystem,
+    system: NcclSystem | str,
     nccl_algo: str | None = None,
     nccl_proto: str | None = None,
 ) -> NcclChoice:
-    """The (algorithm, protocol) NCCL's tuner runs for ``coll`` of ``nbytes`` on ``system``."""
+    """The (algorithm, protocol) NCCL's tuner runs for ``coll`` of ``nbytes`` on ``system`` (an
+    :class:`NcclSystem`, or the name of a preset of :data:`NCCL_SYSTEMS`)."""
     check_choice("coll", coll, K.COLLECTIVES)
+    system = nccl_system(system)
     algos = (
         set(K.ALGOS)
         if nccl_algo is None

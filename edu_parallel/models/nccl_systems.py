@@ -49,8 +49,13 @@ NCCL_SYSTEMS: dict[str, NcclSystem] = {
 }
 
 
-def nccl_system(name: str) -> NcclSystem:
-    """A preset of :data:`NCCL_SYSTEMS` by name."""
-    if name not in NCCL_SYSTEMS:
-        raise bad_value("system", name, "one of " + ", ".join(NCCL_SYSTEMS))
-    return NCCL_SYSTEMS[name]
+def nccl_system(system: NcclSystem | str) -> NcclSystem:
+    """``system`` itself, or the preset of :data:`NCCL_SYSTEMS` it names."""
+    if isinstance(system, NcclSystem):
+        return system
+    if not isinstance(system, str) or system not in NCCL_SYSTEMS:
+        valid = "one of " + ", ".join(NCCL_SYSTEMS)
+        if not isinstance(system, str):
+            valid = "an NcclSystem or " + valid
+        raise bad_value("system", system, valid)
+    return NCCL_SYSTEMS[system]

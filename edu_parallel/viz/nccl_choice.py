@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.units import format_bytes
 from ..models.nccl_select import nccl_choose
+from ..models.nccl_systems import nccl_system
 from .figure import new_figure
 
 ALGO_COLORS = {
@@ -44,7 +45,9 @@ def winner_bands(coll: str, sizes: Any, system: Any) -> list[tuple[float, float,
 
 def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None) -> Any:
     """Predicted time vs bytes of every (algorithm, protocol) NCCL runs for ``coll`` on
-    ``system``, with the winner per size in a strip below. ``sizes``: default 8 B .. 8 GiB."""
+    ``system`` (an ``NcclSystem`` or a preset name), with the winner per size in a strip below.
+    ``sizes``: default 8 B .. 8 GiB."""
+    system = nccl_system(system)
     xs = np.logspace(3, 33, 121, base=2.0) if sizes is None else np.asarray(sizes, dtype=float)
     first = nccl_choose(coll, float(xs[0]), system)
     fig = new_figure(figsize=(8.6, 5.4))
