@@ -9,6 +9,9 @@ visualizers animate and the lessons measure.
     ...     report = run_allreduce(cluster, "1MiB")
     >>> report.per_rank_sent_bytes  # 2(N-1)/N * D each
 
+Messages, quizzes, figures and tables read in English or 简体中文: ``set_language("zh")``, or
+``EDU_PARALLEL_LANG=zh``; else the locale decides (``core/i18n.py``).
+
 The package is layered, one folder per layer and per parallelism (README, "Where code goes"):
 ``core`` < ``plans`` < ``engine`` / ``models`` / ``memory`` < ``comm`` < the parallelism folders <
 ``strategy_map``; ``viz`` and ``quiz`` read the pure layers; ``app`` holds the command line.
@@ -36,6 +39,8 @@ _LAZY = {
     "bus_factor": "core.metrics",
     "parse_size": "core.units",
     "format_bytes": "core.units",
+    "set_language": "core.i18n",
+    "get_language": "core.i18n",
     "WorkerError": "core.errors",
     "JobTimeoutError": "core.errors",
     "ClusterClosedError": "core.errors",

@@ -12,6 +12,8 @@ from edu_parallel import Cluster
 
 # a fixed learner for the quizzes' option order: no test writes .edu-parallel/learner.json here
 os.environ.setdefault("EDU_PARALLEL_LEARNER", "tests")
+# English unless a test asks for Chinese (set_language / language()), whatever this machine's locale
+os.environ.setdefault("EDU_PARALLEL_LANG", "en")
 
 BROWSER_PASS = "test_learner_path.py"
 
@@ -26,7 +28,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     browser = any(item.path.name == BROWSER_PASS for item in items)
     if not browser or why_no_browser() is not None:
         return
-    lessons = [i for i in items if i.path.suffix == ".ipynb" and i.path.name[:2].isdigit()]
+    lessons = [  # the English lessons; the Chinese ones (notebooks/zh/) stay under nbval
+        i
+        for i in items
+        if i.path.suffix == ".ipynb" and i.path.name[:2].isdigit() and i.path.parent.name != "zh"
+    ]
     if lessons:
         config.hook.pytest_deselected(items=lessons)
         items[:] = [i for i in items if i not in lessons]

@@ -22,6 +22,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mplfonts
+
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
     "--no-sandbox",
     "--disable-gpu",
@@ -35,6 +37,20 @@ RAW_WIDGET_REPRS = ("VBox(", "HBox(", "Output(", "HTML(value", "Button(", "IntSl
 BUSY_PROMPTS = ("[*]:", "[ ]:")
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the current tab
 FEEDBACK_WORDS = ("Correct!", "Not quite", "run failed", "cluster is closed", "is not valid")
+
+
+def cjk_fontconfig(folder: Path) -> dict[str, str]:
+    """Environment for Chromium that adds the package's CJK font (mplfonts' Noto Sans CJK SC) to
+    the system's fonts, so that 中文 renders on a machine without CJK fonts (screenshots read).
+    A learner's own browser uses the learner's fonts; this touches only the test's Chromium."""
+    fonts = Path(mplfonts.__file__).resolve().parent / "fonts"
+    conf = folder / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'
+        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+        f"  <dir>{fonts}</dir>\n  <cachedir>{folder / 'fontcache'}</cachedir>\n</fontconfig>\n"
+    )
+    return {**os.environ, "FONTCONFIG_FILE": str(conf)}
 
 
 def find_chromium() -> str | None:
@@ -69,8 +85,9 @@ def _free_port() -> int:
 class LabServer:
     """``python -m edu_parallel lab --no-browser`` in ``folder`` on a free port, stopped on exit."""
 
-    def __init__(self, folder: Path, env: dict[str, str]):
+    def __init__(self, folder: Path, env: dict[str, str], args: tuple[str, ...] = ()):
         self.folder, self.port, self.token = folder, _free_port(), secrets.token_hex(16)
+        self.args = tuple(args)  # more options of `edu-parallel lab` (``--lang zh``)
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "JUPYTER_TOKEN": self.token}
         self.log = folder.parent / "lab.log"
@@ -98,7 +115,7 @@ class LabServer:
 
     def __enter__(self) -> LabServer:
         cmd = [sys.executable, "-m", "edu_parallel", "lab", "--no-browser"]
-        cmd += ["--port", str(self.port), "--dir", str(self.folder)]
+        cmd += ["--port", str(self.port), "--dir", str(self.folder), *self.args]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -164,9 +181,15 @@ class Lesson:
     """One lesson opened from the file browser of a lab page, as a learner opens it."""
 
     def __init__(self, page, server: LabServer, name: str, shots: Path):
+        """``name`` is a path of the workspace; ``zh/03_ring_allreduce.ipynb`` opens the folder
+        ``zh`` in the file browser first, as a learner does."""
         self.name, self.shots, self.server, self.page = name, shots, server, page
-        page.locator(".jp-DirListing-itemText", has_text=name).first.dblclick()
-        page.wait_for_selector(f".lm-TabBar-tab.lm-mod-current:has-text('{name}')")
+        *folders, file = name.split("/")
+        for folder in folders:
+            page.locator(".jp-DirListing-itemText", has_text=folder).first.dblclick()
+            page.wait_for_selector(f".jp-BreadCrumbs:has-text('{folder}')")
+        page.locator(".jp-DirListing-itemText", has_text=file).first.dblclick()
+        page.wait_for_selector(f".lm-TabBar-tab.lm-mod-current:has-text('{file}')")
         page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=90_000)
         page.wait_for_selector(f"{PANEL} .jp-KernelName:has-text('Python 3')", timeout=90_000)
         self.wait_idle(90)
@@ -264,7 +287,13 @@ class Lesson:
             ".jp-NotebookPanel:not(.lm-mod-hidden) .edu-quiz-question"
         )
 
-    def answer(self, block, choice: str | None = None, text: str | None = None) -> str:
+    def answer(
+        self,
+        block,
+        choice: str | None = None,
+        text: str | None = None,
+        words: tuple[str, ...] = FEEDBACK_WORDS,
+    ) -> str:
         """Click the option whose text is ``choice`` (or type ``text``), press the question's
         button as a learner does, and return the feedback the widget shows."""
         block.scroll_into_view_if_needed()
@@ -282,7 +311,7 @@ class Lesson:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             shown = block.text_content() or ""
-            if shown != before and any(w in shown for w in FEEDBACK_WORDS):
+            if shown != before and any(w in shown for w in words):
                 return shown
             time.sleep(0.3)
         raise TimeoutError(f"{self.name}: no feedback 120 s after pressing the button")

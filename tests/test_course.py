@@ -132,9 +132,10 @@ def test_the_lesson_template_is_an_authors_file_not_a_lesson():
 
 @pytest.fixture
 def course(tmp_path: Path) -> Path:
-    """A copy of the course folder to break."""
-    for path in NOTEBOOKS.glob("*.ipynb"):
+    """A copy of the course folder to break, with its Chinese folder ``zh/``."""
+    for path in [*NOTEBOOKS.glob("*.ipynb"), NOTEBOOKS / "GLOSSARY.md"]:
         shutil.copy(path, tmp_path / path.name)
+    shutil.copytree(NOTEBOOKS / "zh", tmp_path / "zh")
     return tmp_path
 
 

@@ -33,9 +33,23 @@ def test_the_lessons_open_from_a_copy_never_from_the_checkout(tmp_path):
     with pytest.raises(ValueError, match=r"^dir=.*a folder \(existing or new\)"):
         prepare_lessons(tmp_path / "file")
     report = prepare_lessons(tmp_path / "course")
-    names = sorted(p.name for p in lessons_source().glob("*.ipynb"))
+    src = lessons_source()
+    names = sorted(
+        [p.name for p in src.glob("*.ipynb")]
+        + ["GLOSSARY.md"]
+        + [f"zh/{p.name}" for p in src.glob("zh/*.ipynb")]
+    )
+    assert "zh/03_ring_allreduce.ipynb" in names  # the Chinese lessons come along
     assert report.copied == names and not report.kept
-    assert sorted(p.name for p in (tmp_path / "course").glob("*.ipynb")) == names
+    copied = (tmp_path / "course").rglob("*")
+    assert (
+        sorted(
+            p.relative_to(tmp_path / "course").as_posix()
+            for p in copied
+            if p.is_file() and ".edu-parallel" not in p.parts
+        )
+        == names
+    )
     assert prepare_lessons(tmp_path / "course").lines() == [f"lessons: {tmp_path / 'course'}"]
 
 
@@ -70,6 +84,22 @@ def test_an_updated_course_refreshes_untouched_lessons_and_keeps_edited_ones(tmp
     assert (dest / "01_a.ipynb").read_text() == "01_a.ipynb v2"
     assert resolve_reset(["all"], source) == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"]
     assert resolve_reset(["02_b", "03_c.ipynb", "02"], source) == ["02_b.ipynb", "03_c.ipynb"]
+    # the Chinese lessons sit in zh/, are copied there, and --reset 02 restores both languages
+    (source / "zh").mkdir()
+    (source / "zh" / "02_b.ipynb").write_text("中文 v1")
+    assert sync_workspace(dest, source).copied == ["zh/02_b.ipynb"]
+    assert (dest / "zh" / "02_b.ipynb").read_text() == "中文 v1"
+    assert resolve_reset(["02"], source) == ["02_b.ipynb", "zh/02_b.ipynb"]
+    (dest / "zh" / "02_b.ipynb").write_text("我的笔记")
+    assert sync_workspace(dest, source, ["zh/02_b.ipynb"]).restored == ["zh/02_b.ipynb"]
+
+
+def test_lang_zh_opens_the_chinese_index(tmp_path):
+    (tmp_path / "zh").mkdir()
+    for page in ("index.ipynb", "zh/index.ipynb"):
+        (tmp_path / page).write_text("{}")
+    assert "--LabApp.default_url=/lab/tree/zh/index.ipynb" in lab_command(tmp_path, lang="zh")
+    assert "--LabApp.default_url=/lab/tree/index.ipynb" in lab_command(tmp_path, lang="en")
 
 
 def test_command_binds_loopback_and_keeps_the_token():

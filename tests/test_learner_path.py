@@ -17,8 +17,16 @@ import os
 from pathlib import Path
 
 import pytest
-from lab_driver import CHROMIUM_FLAGS, LabServer, Lesson, find_chromium, why_no_browser
+from lab_driver import (
+    CHROMIUM_FLAGS,
+    LabServer,
+    Lesson,
+    cjk_fontconfig,
+    find_chromium,
+    why_no_browser,
+)
 
+from edu_parallel.core.i18n import _, language
 from edu_parallel.quiz import MultipleChoice, PredictThenRun, get_quiz
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
@@ -30,7 +38,7 @@ LEARNER = "browser-test"  # the learner seed of the lab's kernels: the same shuf
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     reason = why_no_browser()
     if reason:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
@@ -39,14 +47,13 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        fonts = cjk_fontconfig(tmp_path_factory.mktemp("fonts"))
+        b = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS, env=fonts)
         yield b
         b.close()
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, browser):
-    root = tmp_path_factory.mktemp("learner")
+def _lab_env(root: Path) -> dict[str, str]:
     env = {
         "EDU_PARALLEL_LEARNER": LEARNER,
         "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
@@ -57,7 +64,13 @@ def lab(tmp_path_factory, browser):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     env["JUPYTERLAB_SETTINGS_DIR"] = str(root / "lab-settings")
-    with LabServer(root / "course", env) as server:
+    return env
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, browser):
+    root = tmp_path_factory.mktemp("learner")
+    with LabServer(root / "course", _lab_env(root)) as server:
         yield server
 
 
@@ -146,3 +159,66 @@ def test_the_lab_opens_on_the_index_and_its_links_lead_through_the_course(browse
         page.close()
         for name in ("index.ipynb", *LESSONS[:2]):
             lab.shutdown_kernels(name)
+
+
+ZH_LESSON = "zh/03_ring_allreduce.ipynb"
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(browser, tmp_path_factory, shots):
+    """`edu-parallel lab --lang zh` opens the Chinese index; the Chinese lesson 03 runs with no
+    error, its prose, figures and quiz read in Chinese, and a question answered wrong, then right,
+    is graded in Chinese."""
+    root = tmp_path_factory.mktemp("learner-zh")
+    with LabServer(root / "course", _lab_env(root), args=("--lang", "zh")) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        lesson = None
+        try:
+            page.goto(server.url("/"))
+            page.wait_for_selector(".lm-TabBar-tab.lm-mod-current:has-text('index.ipynb')")
+            page.wait_for_selector(".jp-BreadCrumbs:has-text('zh')")  # the Chinese index
+            assert _has_chinese(page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)"))
+            page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+            page.click(".jp-BreadCrumbs-home")
+            lesson = Lesson(page, server, ZH_LESSON, shots)
+            lesson.run_all(RUN_ALL_LIMIT_S)
+            scan = lesson.scan()
+            assert not scan.errors, f"error outputs: {scan.errors}"
+            assert not scan.stderr, f"stderr boxes: {scan.stderr}"
+            assert scan.plotly_rendered == scan.plotly_outputs, "a plotly figure was not drawn"
+            panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
+            assert "环形全归约" in panel, "the lesson's prose is not in Chinese"
+            with language("zh"):
+                bank = get_quiz("03_ring_allreduce", learner=LEARNER)
+                right_word = _("Correct! {expected}").split("{")[0].strip()
+                wrong_word = _("Not quite. You chose {given}; the answer is {expected}")
+                wrong_word = wrong_word.split("{")[0].strip()
+            assert _has_chinese(right_word + wrong_word), "the quiz feedback has no Chinese"
+            on_page = [
+                (block, q)
+                for block in lesson.quiz_questions()
+                for q in bank
+                if isinstance(q, MultipleChoice)
+                and not q.multiple
+                and q.prompt[:40] in (block.text_content() or "")
+            ]
+            assert on_page, "no Chinese quiz question of the bank is on the page"
+            block, q = on_page[0]
+            assert _has_chinese(q.prompt), f"the question is not in Chinese: {q.prompt!r}"
+            words = (right_word, wrong_word)
+            wrong = q.choices[min(set(range(len(q.choices))) - set(q.correct_indices))]
+            assert wrong_word in lesson.answer(block, choice=wrong, words=words)
+            right = q.choices[next(iter(q.correct_indices))]
+            assert right_word in lesson.answer(block, choice=right, words=words)
+            print(f"screenshot: {lesson.screenshot('zh')}")
+        except BaseException:
+            if lesson is not None:
+                print(f"screenshot: {lesson.screenshot('failure')}")
+            raise
+        finally:
+            if lesson is not None:
+                lesson.close()
+            page.close()

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import data_parallel
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from ..data_parallel.async_config import (
     DISTRIBUTIONS,
     LESSON_LR,
@@ -35,33 +36,48 @@ _OPTION_NAMES = {
 
 
 def _async_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", default="sync", help=f"one of {', '.join(MODES)} (default sync)")
-    p.add_argument("--steps", type=int, default=100, help="steps, 1..2000 (default 100)")
+    p.add_argument(
+        "--mode",
+        default="sync",
+        help=_("one of {modes} (default sync)").format(modes=", ".join(MODES)),
+    )
+    p.add_argument("--steps", type=int, default=100, help=_("steps, 1..2000 (default 100)"))
     p.add_argument(
         "--straggler",
         default="none",
-        help=f"one of {', '.join(STRAGGLERS)}: no straggler, one slow rank, a random worker per"
-        " step (default none)",
+        help=_(
+            "one of {stragglers}: no straggler, one slow rank, a random worker per step"
+            " (default none)"
+        ).format(stragglers=", ".join(STRAGGLERS)),
     )
     p.add_argument(
-        "--straggler-rank", type=int, default=None, help="the slow rank (default: the last rank)"
+        "--straggler-rank", type=int, default=None, help=_("the slow rank (default: the last rank)")
     )
     p.add_argument(
         "--distribution",
         default="fixed",
-        help=f"the delay's distribution: one of {', '.join(DISTRIBUTIONS)} (default fixed)",
+        help=_("the delay's distribution: one of {distributions} (default fixed)").format(
+            distributions=", ".join(DISTRIBUTIONS)
+        ),
     )
-    p.add_argument("--delay-ms", type=float, default=10.0, help="mean delay in ms (default 10)")
-    p.add_argument("--local-steps", type=int, default=4, help="local SGD's H >= 1 (default 4)")
-    p.add_argument("--backup", type=int, default=1, help="backup workers b, 1..W-1 (default 1)")
-    p.add_argument("--rows", type=int, default=64, help="samples per gradient (default 64)")
-    p.add_argument("--lr", type=float, default=LESSON_LR, help=f"SGD lr (default {LESSON_LR})")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights, batches, delays")
+    p.add_argument("--delay-ms", type=float, default=10.0, help=_("mean delay in ms (default 10)"))
+    p.add_argument("--local-steps", type=int, default=4, help=_("local SGD's H >= 1 (default 4)"))
+    p.add_argument("--backup", type=int, default=1, help=_("backup workers b, 1..W-1 (default 1)"))
+    p.add_argument("--rows", type=int, default=64, help=_("samples per gradient (default 64)"))
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=LESSON_LR,
+        help=_("SGD lr (default {lesson_lr})").format(lesson_lr=LESSON_LR),
+    )
+    p.add_argument("--seed", type=int, default=0, help=_("seed of weights, batches, delays"))
     p.add_argument(
         "--target",
         type=float,
         default=TARGET_ACCURACY,
-        help=f"held-out accuracy to reach (default {TARGET_ACCURACY})",
+        help=_("held-out accuracy to reach (default {target_accuracy})").format(
+            target_accuracy=TARGET_ACCURACY
+        ),
     )
 
 
@@ -92,7 +108,7 @@ def _async_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 ASYNC = Concept(
     "async",
-    "synchronous vs asynchronous SGD (parameter server, local SGD, backup workers), stragglers",
+    N_("synchronous vs asynchronous SGD (parameter server, local SGD, backup workers), stragglers"),
     _async_args,
     _async_check,
     lambda executor, spec: data_parallel.run_async(executor, **spec),

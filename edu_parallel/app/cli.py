@@ -23,11 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import EngineError, bad_value, check_timeout
+from ..core.i18n import LANGUAGES, N_, _, set_language
 from ..core.units import check_dtype
 from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
@@ -47,6 +49,41 @@ class CLIError(Exception):
     """A usage error, printed on one line."""
 
 
+# argparse's own words that a learner meets (usage, help headings, usage errors). argparse looks
+# them up through its module-level ``_`` (``from gettext import gettext as _``) at run time; while
+# ``main`` parses, that name is ours, so they read in the learner's language. Python 3.10-3.13.
+ARGPARSE_MESSAGES = (
+    N_("usage: "),
+    N_("positional arguments"),
+    N_("options"),
+    N_("optional arguments"),
+    N_("show this help message and exit"),
+    N_("argument %(argument_name)s: %(message)s"),
+    N_("invalid choice: %(value)r (choose from %(choices)s)"),
+    N_("invalid %(type)s value: %(value)r"),
+    N_("the following arguments are required: %s"),
+    N_("unrecognized arguments: %s"),
+    N_("expected one argument"),
+    N_("expected at least one argument"),
+    N_("expected at most one argument"),
+    N_("ambiguous option: %(option)s could match %(matches)s"),
+    N_("one of the arguments %s is required"),
+    N_("not allowed with argument %s"),
+    N_("ignored explicit argument %r"),
+)
+
+
+@contextmanager
+def argparse_in_language() -> Iterator[None]:
+    """argparse's messages in the learner's language, inside the block only."""
+    saved = argparse._  # type: ignore[attr-defined]
+    argparse._ = _  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        argparse._ = saved  # type: ignore[attr-defined]
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CLIError(f"{self.prog}: {message}")
@@ -61,11 +98,11 @@ def _run(a: argparse.Namespace) -> int:
     torchrun = in_torchrun()  # then the launcher's WORLD_SIZE, else --world-size local ranks
     leftover = partial_torchrun_vars()
     if leftover:
-        print(
-            f"note: {', '.join(leftover)} set without the other torchrun variables: running a"
-            f" local cluster (unset {' '.join(leftover)} if left over from another job)",
-            file=sys.stderr,
+        note = _(
+            "note: {names} set without the other torchrun variables: running a local cluster"
+            " (unset {unset} if left over from another job)"
         )
+        print(note.format(names=", ".join(leftover), unset=" ".join(leftover)), file=sys.stderr)
     dims = torchrun_dims() if torchrun else ParallelDims.local(concept.world_size(a))
     spec = concept.check(a, dims)
     if torchrun:
@@ -87,8 +124,8 @@ def _run(a: argparse.Namespace) -> int:
     else:
         print(concept.render(report))
         for label, path in (
-            ("trace", a.trace),
-            ("chrome trace (open in ui.perfetto.dev)", a.chrome_trace),
+            (_("trace"), a.trace),
+            (_("chrome trace (open in ui.perfetto.dev)"), a.chrome_trace),
         ):
             if path:
                 print(f"{label}: {path}")
@@ -121,8 +158,10 @@ def _plan(a: argparse.Namespace) -> int:
         raise bad_value(
             "world_size",
             a.world_size,
-            f"an integer in [1, {PLAN_MAX_RANKS}] for `plan`, which lists every transfer (a ring"
-            " holds 2(N-1) N of them); `edu-parallel model` predicts larger sizes",
+            _(
+                "an integer in [1, {plan_max_ranks}] for `plan`, which lists every transfer (a"
+                " ring holds 2(N-1) N of them); `edu-parallel model` predicts larger sizes"
+            ).format(plan_max_ranks=PLAN_MAX_RANKS),
         )
     plan = build_plan(a.algo, a.world_size, a.servers)
     if a.world_size <= GRID_MAX_RANKS:
@@ -135,24 +174,37 @@ def _plan(a: argparse.Namespace) -> int:
     busiest = max(
         (sum(t.src == r for t in s.transfers) for s in plan.steps for r in (0,)), default=0
     )
+    head = f"plan {plan.name} {plan.collective} n={plan.world_size} chunks={plan.num_chunks}:"
+    summary = _(
+        "{head} {steps} steps, {transfers} transfers (rank 0 sends {busiest} per step at most)\n"
+        "(the transfers and the rank x step grid are printed up to {limit} ranks; above, they"
+        " are unreadable)"
+    )
     print(
-        f"plan {plan.name} {plan.collective} n={plan.world_size} chunks={plan.num_chunks}:"
-        f" {len(plan.steps)} steps, {transfers:,} transfers (rank 0 sends {busiest} per step at"
-        f" most)\n(the transfers and the rank x step grid are printed up to {GRID_MAX_RANKS}"
-        " ranks; above, they are unreadable)"
+        summary.format(
+            head=head,
+            steps=len(plan.steps),
+            transfers=f"{transfers:,}",
+            busiest=busiest,
+            limit=GRID_MAX_RANKS,
+        )
     )
     if problems:
-        print(f"!! {len(problems)} problems, the first: {problems[0].message}")
+        first = _("!! {n} problems, the first: {message}")
+        print(first.format(n=len(problems), message=problems[0].message))
         return 1
-    print(f"plan {plan.name} is valid: it computes {plan.collective} in {len(plan.steps)} steps")
+    valid = _("plan {name} is valid: it computes {collective} in {steps} steps")
+    print(valid.format(name=plan.name, collective=plan.collective, steps=len(plan.steps)))
     return 0
 
 
 def _lab(a: argparse.Namespace) -> int:
-    return run_lab(a.dir, a.port, a.no_browser, a.reset)
+    return run_lab(a.dir, a.port, a.no_browser, a.reset, a.lang)
 
 
 def _tour(a: argparse.Namespace) -> int:
+    if a.lang is not None:
+        set_language(a.lang)
     return run_tour(world_size=a.world_size, interactive=False if a.no_input else None)
 
 
@@ -164,115 +216,145 @@ def _figure(a: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="edu-parallel", description="Distributed training and communication, run for real."
+        prog="edu-parallel", description=_("Distributed training and communication, run for real.")
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser(
-        "run", help="run a concept on a local cluster of worker processes (or under torchrun)"
+        "run", help=_("run a concept on a local cluster of worker processes (or under torchrun)")
     )
     concepts = run.add_subparsers(
         dest="concept", required=True, parser_class=_Parser, metavar="CONCEPT"
     )
     for name, concept in CONCEPTS.items():
-        p = concepts.add_parser(name, help=concept.help)
+        p = concepts.add_parser(name, help=concept.describe())
         p.add_argument(
             "--world-size",
             type=int,
             default=4,
-            help=f"ranks, 1..{MAX_LOCAL_WORLD_SIZE} (default 4); ignored under torchrun",
+            help=_("ranks, 1..{max_local_world_size} (default 4); ignored under torchrun").format(
+                max_local_world_size=MAX_LOCAL_WORLD_SIZE
+            ),
         )
-        p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
+        p.add_argument("--backend", default="auto", help=_("auto, gloo or nccl (default auto)"))
         p.add_argument(
             "--timeout",
             type=float,
             default=30.0,
-            help="seconds before a hung job is stopped (default 30)",
+            help=_("seconds before a hung job is stopped (default 30)"),
         )
-        p.add_argument("--json", action="store_true", help="print one JSON object")
-        p.add_argument("--trace", metavar="FILE", help="write the trace as JSON")
-        p.add_argument("--chrome-trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+        p.add_argument("--json", action="store_true", help=_("print one JSON object"))
+        p.add_argument("--trace", metavar="FILE", help=_("write the trace as JSON"))
+        p.add_argument("--chrome-trace", metavar="FILE", help=_("write a Chrome/Perfetto trace"))
         concept.add_arguments(p)
         p.set_defaults(func=_run)
-    plan = sub.add_parser("plan", help="print an algorithm's plan and its rank x step grid")
-    plan.add_argument("algo", help="ring, naive, tree, double-tree, ps, ps-sharded, rabenseifner")
+    plan = sub.add_parser("plan", help=_("print an algorithm's plan and its rank x step grid"))
+    plan.add_argument(
+        "algo", help=_("ring, naive, tree, double-tree, ps, ps-sharded, rabenseifner")
+    )
     plan.add_argument("--world-size", type=int, default=4)
-    plan.add_argument("--servers", type=int, default=None, help="parameter servers (ps only)")
+    plan.add_argument("--servers", type=int, default=None, help=_("parameter servers (ps only)"))
     plan.set_defaults(func=_plan)
-    bench = sub.add_parser("bench", help="an nccl-tests-style table of the engine's collectives")
-    bench.add_argument("what", choices=["collectives"], help="what to benchmark")
+    bench = sub.add_parser("bench", help=_("an nccl-tests-style table of the engine's collectives"))
+    bench.add_argument("what", choices=["collectives"], help=_("what to benchmark"))
     bench.add_argument(
-        "--world-size", type=int, default=4, help=f"ranks, 1..{MAX_LOCAL_WORLD_SIZE} (default 4)"
+        "--world-size",
+        type=int,
+        default=4,
+        help=_("ranks, 1..{max_local_world_size} (default 4)").format(
+            max_local_world_size=MAX_LOCAL_WORLD_SIZE
+        ),
     )
     bench.add_argument(
-        "--collective", default="all", help="all (default) or one of all_reduce, all_gather, ..."
+        "--collective", default="all", help=_("all (default) or one of all_reduce, all_gather, ...")
     )
-    bench.add_argument("--min-size", default="1KiB", help="smallest size (default 1KiB)")
-    bench.add_argument("--max-size", default="4MiB", help="largest size (default 4MiB)")
+    bench.add_argument("--min-size", default="1KiB", help=_("smallest size (default 1KiB)"))
+    bench.add_argument("--max-size", default="4MiB", help=_("largest size (default 4MiB)"))
     bench.add_argument(
-        "--factor", type=int, default=4, help="size multiplier between rows (default 4)"
+        "--factor", type=int, default=4, help=_("size multiplier between rows (default 4)")
     )
     bench.add_argument("--dtype", default="float32")
     bench.add_argument("--backend", default="auto")
     bench.add_argument("--timeout", type=float, default=60.0)
-    bench.add_argument("--json", action="store_true", help="print the rows as JSON")
+    bench.add_argument("--json", action="store_true", help=_("print the rows as JSON"))
     bench.set_defaults(func=_bench)
 
-    model = sub.add_parser("model", help="predict a collective's time with the alpha-beta model")
+    model = sub.add_parser("model", help=_("predict a collective's time with the alpha-beta model"))
     add_model_arguments(model)
     model.set_defaults(func=run_model)
 
-    memory = sub.add_parser("memory", help="model-state bytes per GPU with ZeRO, offload, TP, PP")
+    memory = sub.add_parser(
+        "memory", help=_("model-state bytes per GPU with ZeRO, offload, TP, PP")
+    )
     add_memory_arguments(memory)
     memory.set_defaults(func=run_memory)
     planner = sub.add_parser(
-        "planner", help="rank every DP x TP x PP configuration of a model on a cluster"
+        "planner", help=_("rank every DP x TP x PP configuration of a model on a cluster")
     )
     add_planner_arguments(planner)
     planner.set_defaults(func=run_planner)
-    exercise = sub.add_parser("exercise", help="the coding exercises: list, check, hint, solution")
+    exercise = sub.add_parser(
+        "exercise", help=_("the coding exercises: list, check, hint, solution")
+    )
     add_exercise_arguments(exercise, _Parser)
-    lab = sub.add_parser("lab", help="open the course in JupyterLab")
+    lab = sub.add_parser("lab", help=_("open the course in JupyterLab"))
     lab.add_argument(
-        "--dir", default=None, help="your copy of the lessons (default ~/edu-parallel-course)"
+        "--dir", default=None, help=_("your copy of the lessons (default ~/edu-parallel-course)")
     )
     lab.add_argument(
         "--reset",
         nargs="+",
         default=(),
         metavar="LESSON",
-        help="replace your copy of these lessons (03, 03_ring_allreduce, all) with the course's",
+        help=_("replace your copy of these lessons (03, 03_ring_allreduce, all) with the course's"),
     )
     lab.add_argument(
-        "--port", type=int, default=None, help="port on 127.0.0.1 (default: Jupyter's choice)"
+        "--port", type=int, default=None, help=_("port on 127.0.0.1 (default: Jupyter's choice)")
     )
     lab.add_argument(
-        "--no-browser", action="store_true", help="print the URL instead of opening a browser"
+        "--no-browser", action="store_true", help=_("print the URL instead of opening a browser")
+    )
+    lab.add_argument(
+        "--lang",
+        choices=sorted(LANGUAGES),
+        default=None,
+        help=_(
+            "the course's language, en or zh (简体中文); default: EDU_PARALLEL_LANG, the locale"
+        ),
     )
     lab.set_defaults(func=_lab)
-    tour = sub.add_parser("tour", help="the first lesson in the terminal, no browser")
+    tour = sub.add_parser("tour", help=_("the first lesson in the terminal, no browser"))
     tour.add_argument("--world-size", type=int, default=4)
     tour.add_argument(
-        "--no-input", action="store_true", help="do not ask the quiz; print the answers"
+        "--no-input", action="store_true", help=_("do not ask the quiz; print the answers")
+    )
+    tour.add_argument(
+        "--lang",
+        choices=sorted(LANGUAGES),
+        default=None,
+        help=_("the tour's language, en or zh (简体中文); default: EDU_PARALLEL_LANG, the locale"),
     )
     tour.set_defaults(func=_tour)
-    fig = sub.add_parser("figure", help="draw the README picture from a real run")
+    fig = sub.add_parser("figure", help=_("draw the README picture from a real run"))
     fig.add_argument("--out", default="assets/ring_allreduce.png")
     fig.add_argument("--world-size", type=int, default=4)
     fig.set_defaults(func=_figure)
-    add_export_arguments(sub.add_parser("export", help="the lessons, run, as an offline HTML site"))
+    add_export_arguments(
+        sub.add_parser("export", help=_("the lessons, run, as an offline HTML site"))
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        with argparse_in_language():
+            args = build_parser().parse_args(argv)
         return args.func(args)
     except (ValueError, CLIError, EngineError) as exc:
         message = str(exc.args[0]) if exc.args else str(exc)
-        print(f"error: {' '.join(message.split())}", file=sys.stderr)
+        print(_("error: {message}").format(message=" ".join(message.split())), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted; the workers were stopped", file=sys.stderr)
+        print(_("error: interrupted; the workers were stopped"), file=sys.stderr)
         return 130
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import comm
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from ..core.inputs import PATTERNS
 from ..core.units import DTYPES
 from ..engine.executor import Executor
@@ -22,41 +23,47 @@ from ..plans.plan import ROOTED
 from .concept import Concept
 
 COLLECTIVE_HELP = {
-    "all_gather": "ring all-gather: every rank ends with every rank's chunk",
-    "reduce_scatter": "ring reduce-scatter: rank r ends with chunk r summed over all ranks",
-    "broadcast": "pipelined chain broadcast of the root's buffer",
-    "reduce": "pipelined chain reduce: the root ends with the sum",
-    "all_to_all": "pairwise all-to-all: rank r's chunk k goes to rank k",
-    "gather": "direct gather: the root collects chunk r from every rank r",
-    "scatter": "direct scatter: the root sends chunk r to every rank r",
+    "all_gather": N_("ring all-gather: every rank ends with every rank's chunk"),
+    "reduce_scatter": N_("ring reduce-scatter: rank r ends with chunk r summed over all ranks"),
+    "broadcast": N_("pipelined chain broadcast of the root's buffer"),
+    "reduce": N_("pipelined chain reduce: the root ends with the sum"),
+    "all_to_all": N_("pairwise all-to-all: rank r's chunk k goes to rank k"),
+    "gather": N_("direct gather: the root collects chunk r from every rank r"),
+    "scatter": N_("direct scatter: the root sends chunk r to every rank r"),
 }
 
 
 def buffer_arguments(p: argparse.ArgumentParser) -> None:
     """``--size``, ``--dtype``, ``--pattern``, ``--seed``: each rank's input buffer."""
     p.add_argument(
-        "--size", default="1MiB", help="bytes per rank: 4096, 64KiB, 1MiB (default 1MiB)"
+        "--size", default="1MiB", help=_("bytes per rank: 4096, 64KiB, 1MiB (default 1MiB)")
     )
     p.add_argument(
-        "--dtype", default="float32", help=f"one of {', '.join(DTYPES)} (default float32)"
+        "--dtype",
+        default="float32",
+        help=_("one of {dtypes} (default float32)").format(dtypes=", ".join(DTYPES)),
     )
     p.add_argument(
-        "--pattern", default="random", help=f"input values: {', '.join(PATTERNS)} (default random)"
+        "--pattern",
+        default="random",
+        help=_("input values: {patterns} (default random)").format(patterns=", ".join(PATTERNS)),
     )
-    p.add_argument("--seed", default=0, type=int, help="seed of the random input (default 0)")
+    p.add_argument("--seed", default=0, type=int, help=_("seed of the random input (default 0)"))
 
 
 # ---------------------------------------------------------------- all-reduce
 def _allreduce_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--algo", default="ring", help=f"all-reduce algorithm: {', '.join(ALGOS)} (default ring)"
+        "--algo",
+        default="ring",
+        help=_("all-reduce algorithm: {algos} (default ring)").format(algos=", ".join(ALGOS)),
     )
     buffer_arguments(p)
     p.add_argument(
         "--servers",
         default=None,
         type=int,
-        help="parameter servers for --algo ps/ps-sharded, 1..world size (default 1 / 2)",
+        help=_("parameter servers for --algo ps/ps-sharded, 1..world size (default 1 / 2)"),
     )
 
 
@@ -73,12 +80,13 @@ def _allreduce_run(executor: Executor, run: AllReduceRun) -> Any:
 
 ALLREDUCE = Concept(
     "allreduce",
-    f"all-reduce with a chosen algorithm ({', '.join(ALGOS)})",
+    N_("all-reduce with a chosen algorithm ({algos})"),
     _allreduce_args,
     _allreduce_check,
     _allreduce_run,
     lambda report: comm.format_report(report),
     aliases=("ring",),
+    help_args={"algos": ", ".join(ALGOS)},
 )
 
 
@@ -90,7 +98,7 @@ def _collective_concept(concept: str, collective: str) -> Concept:
         buffer_arguments(p)
         if collective in ROOTED:
             p.add_argument(
-                "--root", default=0, type=int, help="root rank, 0..world size-1 (default 0)"
+                "--root", default=0, type=int, help=_("root rank, 0..world size-1 (default 0)")
             )
 
     def check(a: argparse.Namespace, dims: ParallelDims) -> CollectiveRun:

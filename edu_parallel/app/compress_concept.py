@@ -14,41 +14,55 @@ from typing import Any
 
 from .. import data_parallel
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from ..data_parallel.compress_config import METHODS, CompressConfig
 from ..data_parallel.ddp_config import TARGET_ACCURACY, TARGET_STEPS, TASK_LR
 from .concept import Concept
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", default="none", help=f"one of {', '.join(METHODS)} (default none)")
+    p.add_argument(
+        "--method",
+        default="none",
+        help=_("one of {methods} (default none)").format(methods=", ".join(METHODS)),
+    )
     p.add_argument(
         "--ratio",
         type=float,
         default=0.01,
-        help="fraction of entries topk and randk keep, in (0, 1] (default 0.01)",
+        help=_("fraction of entries topk and randk keep, in (0, 1] (default 0.01)"),
     )
-    p.add_argument("--rank", type=int, default=1, help="PowerSGD's rank r >= 1 (default 1)")
+    p.add_argument("--rank", type=int, default=1, help=_("PowerSGD's rank r >= 1 (default 1)"))
     p.add_argument(
         "--error-feedback",
         action="store_true",
-        help="keep what compression dropped and add it to the next step's gradient",
+        help=_("keep what compression dropped and add it to the next step's gradient"),
     )
     p.add_argument(
         "--steps",
         type=int,
         default=TARGET_STEPS,
-        help=f"SGD steps (default {TARGET_STEPS}; the target is {TARGET_ACCURACY:.0%} held-out"
-        " accuracy)",
+        help=_(
+            "SGD steps (default {target_steps}; the target is {target_accuracy:.0%} held-out"
+            " accuracy)"
+        )
+        .format(target_steps=TARGET_STEPS, target_accuracy=TARGET_ACCURACY)
+        .replace("%", "%%"),  # argparse %-formats help texts: "80%" must reach it as "80%%"
     )
-    p.add_argument("--lr", type=float, default=TASK_LR, help=f"learning rate (default {TASK_LR})")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights and data (default 0)")
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=TASK_LR,
+        help=_("learning rate (default {task_lr})").format(task_lr=TASK_LR),
+    )
+    p.add_argument("--seed", type=int, default=0, help=_("seed of weights and data (default 0)"))
     p.add_argument(
         "--start-step",
         type=int,
         default=2,
-        help="PowerSGD: plain all-reduce for the first steps, like torch's start_powerSGD_iter",
+        help=_("PowerSGD: plain all-reduce for the first steps, like torch's start_powerSGD_iter"),
     )
-    p.add_argument("--no-torch", action="store_true", help="skip the run of torch's hook")
+    p.add_argument("--no-torch", action="store_true", help=_("skip the run of torch's hook"))
 
 
 def _check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
@@ -74,7 +88,7 @@ def _check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 COMPRESS = Concept(
     "compress",
-    "gradient compression (fp16, bf16, top-k, random-k, sign, PowerSGD) with error feedback",
+    N_("gradient compression (fp16, bf16, top-k, random-k, sign, PowerSGD) with error feedback"),
     _args,
     _check,
     lambda executor, spec: data_parallel.run_compress(executor, **spec),

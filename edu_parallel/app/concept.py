@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dims import ParallelDims
+from ..core.i18n import _
 from ..engine.executor import Executor
 
 
@@ -36,3 +37,8 @@ class Concept:
     render: Callable[[Any], str]
     aliases: tuple[str, ...] = ()
     world_size: Callable[[argparse.Namespace], int] = requested_world_size
+    help_args: dict[str, str] = field(default_factory=dict)  # the placeholders of ``help``
+
+    def describe(self) -> str:
+        """``help`` in the learner's language (a gettext message, marked ``N_`` where defined)."""
+        return _(self.help).format(**self.help_args)

@@ -1,9 +1,12 @@
 """Checks that a learner can move through the course: every link lands, and Next leads through it.
 
-Lessons are copied into the learner's workspace as notebooks only (``workspace.py``), so a
-relative link must name a notebook of the same folder; ``#anchor`` must be a heading of it, as
-JupyterLab names headings (the heading's text, spaces as ``-``). The chain starts at the course
-index and follows the ``Next:`` link of each notebook's last cell until it is back at the index.
+Lessons are copied into the learner's workspace as notebooks only (``workspace.py``), with the
+Chinese ones in its ``zh/`` folder and the glossary (``GLOSSARY.md``) beside the index, so a
+relative link must name a notebook (or the glossary) of the same folder, or cross between the two
+languages: ``zh/NAME.ipynb`` from the English folder, ``../NAME.ipynb`` from the Chinese one. A
+notebook's ``#anchor`` must be a heading of it, as JupyterLab names headings (the heading's text,
+spaces as ``-``). The chain starts at the course index and follows the ``Next:`` (Chinese:
+``下一课：``) link of each notebook's last cell until it is back at the index.
 
 Each check returns a list of problems, one line each, naming the notebook and the link; an empty
 list means it passed.
@@ -16,10 +19,12 @@ import re
 from pathlib import Path
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-NEXT = re.compile(r"Next: \[[^\]]*\]\(([^)\s#]+)\)")
-PREVIOUS = re.compile(r"Previous: \[[^\]]*\]\(([^)\s#]+)\)")
+NEXT = re.compile(r"(?:Next: |下一课：)\[[^\]]*\]\(([^)\s#]+)\)")
+PREVIOUS = re.compile(r"(?:Previous: |上一课：)\[[^\]]*\]\(([^)\s#]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 EXTERNAL = ("http://", "https://", "mailto:")
+DOCUMENTS = (".md",)  # files other than notebooks that the workspace copies (the glossary)
+ZH = "zh"  # the Chinese notebooks' folder, inside the English one
 
 
 def load(path: Path) -> dict:
@@ -42,9 +47,25 @@ def links(nb: dict) -> list[str]:
     return [m.group(1) for text in markdown(nb) for m in LINK.finditer(text)]
 
 
+def _other_language(folder: Path, file: str) -> Path | None:
+    """Where ``file`` lands when it crosses between the languages (``zh/x.ipynb`` from the
+    English folder, ``../x.ipynb`` or ``../GLOSSARY.md`` from the Chinese one), else None."""
+    where, _, name = file.partition("/")
+    if not name or "/" in name or not name.endswith((".ipynb", *DOCUMENTS)):
+        return None
+    if where == ZH and folder.name != ZH:
+        return folder / ZH / name
+    if where == ".." and folder.name == ZH:
+        return folder.parent / name
+    return None
+
+
 def broken_links(folder: Path) -> list[str]:
-    """Links of ``folder``'s notebooks that do not land on a notebook (and heading) in it."""
-    books = {p.name: load(p) for p in sorted(Path(folder).glob("*.ipynb"))}
+    """Links of ``folder``'s notebooks that do not land on a notebook (and heading) of the course:
+    one in ``folder``, or its counterpart in the other language's folder; or on the glossary."""
+    folder = Path(folder)
+    books = {p.name: load(p) for p in sorted(folder.glob("*.ipynb"))}
+    documents = {p.name for p in folder.iterdir() if p.suffix in DOCUMENTS}
     problems = []
     for name, nb in books.items():
         for target in links(nb):
@@ -52,7 +73,15 @@ def broken_links(folder: Path) -> list[str]:
                 continue
             file, _, anchor = target.partition("#")
             file = file or name
-            if file not in books:
+            other = _other_language(folder, file)
+            if other is not None:
+                if not other.is_file():
+                    problems.append(f"{name}: link {target}: no such notebook in the course")
+                elif other.suffix == ".ipynb" and anchor and anchor not in anchors(load(other)):
+                    problems.append(f"{name}: link {target}: {file} has no heading #{anchor}")
+            elif file in documents:
+                continue
+            elif file not in books:
                 why = "no such notebook in the course folder"
                 if not file.endswith(".ipynb") or "/" in file:
                     why = "not a notebook of the course folder (a workspace holds notebooks only)"
@@ -63,7 +92,8 @@ def broken_links(folder: Path) -> list[str]:
 
 
 def nav_target(nb: dict, pattern: re.Pattern[str] = NEXT) -> str | None:
-    """The ``Next:`` (or ``Previous:``) link of the notebook's last cell, if it has one."""
+    """The ``Next:`` (or ``Previous:``) link of the notebook's last cell, if it has one (in
+    either language)."""
     last = nb["cells"][-1] if nb["cells"] else None
     if last is None or last["cell_type"] != "markdown":
         return None

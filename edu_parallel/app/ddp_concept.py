@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import data_parallel
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from ..data_parallel.ddp_config import DDP_MODELS, SYNCS
 from ..models.topology import LINKS
 from .concept import Concept
@@ -21,40 +22,48 @@ from .concept import Concept
 
 def _ddp_args(p: argparse.ArgumentParser) -> None:
     models = ", ".join(f"{k} ({v.doc})" for k, v in DDP_MODELS.items())
-    p.add_argument("--model", default="mlp", help=f"one of {models} (default mlp)")
+    p.add_argument(
+        "--model", default="mlp", help=_("one of {models} (default mlp)").format(models=models)
+    )
     p.add_argument(
         "--bucket-mb",
         type=float,
         default=None,
-        help="bucket cap in MiB > 0 (default: DDP's, 25 MiB with a 1 MiB first bucket)",
+        help=_("bucket cap in MiB > 0 (default: DDP's, 25 MiB with a 1 MiB first bucket)"),
     )
-    p.add_argument("--sync", default="overlap", help=f"one of {', '.join(SYNCS)} (default overlap)")
+    p.add_argument(
+        "--sync",
+        default="overlap",
+        help=_("one of {syncs} (default overlap)").format(syncs=", ".join(SYNCS)),
+    )
     p.add_argument(
         "--no-overlap",
         action="store_true",
-        help="all-reduce the buckets after backward (the same as --sync bucketed)",
+        help=_("all-reduce the buckets after backward (the same as --sync bucketed)"),
     )
-    p.add_argument("--accumulate", type=int, default=1, help="micro-batches per step K >= 1")
-    p.add_argument("--steps", type=int, default=3, help="SGD steps (default 3)")
-    p.add_argument("--lr", type=float, default=0.01, help="SGD learning rate > 0 (default 0.01)")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights and batch (default 0)")
-    p.add_argument("--freeze", type=int, default=0, help="first layers without gradients")
+    p.add_argument("--accumulate", type=int, default=1, help=_("micro-batches per step K >= 1"))
+    p.add_argument("--steps", type=int, default=3, help=_("SGD steps (default 3)"))
+    p.add_argument("--lr", type=float, default=0.01, help=_("SGD learning rate > 0 (default 0.01)"))
+    p.add_argument("--seed", type=int, default=0, help=_("seed of weights and batch (default 0)"))
+    p.add_argument("--freeze", type=int, default=0, help=_("first layers without gradients"))
     p.add_argument(
         "--link",
         default=None,
-        help=f"retime for a GPU over one of {', '.join(LINKS)} (default: no model)",
+        help=_("retime for a GPU over one of {links} (default: no model)").format(
+            links=", ".join(LINKS)
+        ),
     )
     p.add_argument(
         "--flops",
         type=float,
         default=400e12,
-        help="GPU FLOP/s of the model with --link (default 4e14)",
+        help=_("GPU FLOP/s of the model with --link (default 4e14)"),
     )
     p.add_argument(
-        "--rows", type=int, default=None, help="rows per rank of the model (default: the run's)"
+        "--rows", type=int, default=None, help=_("rows per rank of the model (default: the run's)")
     )
     p.add_argument(
-        "--no-torch", action="store_true", help="skip torch DDP's run beside ours (faster)"
+        "--no-torch", action="store_true", help=_("skip torch DDP's run beside ours (faster)")
     )
 
 
@@ -90,7 +99,7 @@ def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 DDP = Concept(
     "ddp",
-    "data-parallel training: gradient buckets, overlap with backward, accumulation, torch DDP",
+    N_("data-parallel training: gradient buckets, overlap with backward, accumulation, torch DDP"),
     _ddp_args,
     _ddp_check,
     lambda executor, spec: data_parallel.run_ddp(executor, **spec),

@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import exercises  # torch-backed names load on first use: `list --help` stays quick
 from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from ..exercises.diagnose import learner_line
 from ..exercises.progress import record_try
 from ..exercises.spec import Exercise
@@ -39,31 +40,31 @@ class LearnerFileError(Exception):
 
 def add_exercise_arguments(parser: argparse.ArgumentParser, parser_class: Any) -> None:
     sub = parser.add_subparsers(dest="action", required=True, parser_class=parser_class)
-    ls = sub.add_parser("list", help="every exercise and this workspace's progress")
+    ls = sub.add_parser("list", help=_("every exercise and this workspace's progress"))
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=run_list)
-    chk = sub.add_parser("check", help="grade a solution file on real ranks (exit 0: pass)")
-    chk.add_argument("exercise", help="the lesson number, e.g. 03")
-    chk.add_argument("path", help="a .py file that defines the exercise's function")
-    chk.add_argument("--function", default=None, help="its name, if not the exercise's")
-    chk.add_argument("--json", action="store_true", help="print one JSON object")
+    chk = sub.add_parser("check", help=_("grade a solution file on real ranks (exit 0: pass)"))
+    chk.add_argument("exercise", help=_("the lesson number, e.g. 03"))
+    chk.add_argument("path", help=_("a .py file that defines the exercise's function"))
+    chk.add_argument("--function", default=None, help=_("its name, if not the exercise's"))
+    chk.add_argument("--json", action="store_true", help=_("print one JSON object"))
     chk.add_argument(
         "--figure",
         metavar="FILE",
-        help="write the feedback picture (your run, the reference) as PNG",
+        help=_("write the feedback picture (your run, the reference) as PNG"),
     )
     chk.set_defaults(func=run_check)
-    hnt = sub.add_parser("hint", help="a hint: 1 a nudge, 2 the idea, 3 the key line")
+    hnt = sub.add_parser("hint", help=_("a hint: 1 a nudge, 2 the idea, 3 the key line"))
     hnt.add_argument("exercise")
     hnt.add_argument("--tier", type=int, default=1)
     hnt.set_defaults(func=run_hint)
-    sol = sub.add_parser("solution", help="print the reference solution (for instructors)")
+    sol = sub.add_parser("solution", help=_("print the reference solution (for instructors)"))
     sol.add_argument("exercise")
     sol.set_defaults(func=run_solution)
 
 
 def run_list(a: argparse.Namespace) -> int:
-    table = exercises.progress_table()
+    table = exercises.progress_table(translate=not a.json)
     if a.json:
         print(json.dumps(table.to_dict(orient="records"), indent=1))
     else:
@@ -75,13 +76,16 @@ def load_function(path: str, exercise: Exercise, name: str | None = None) -> Any
     """The function ``name`` (default: the exercise's) defined by the file at ``path``."""
     file = Path(path).resolve()
     if file.suffix != ".py" or not file.is_file():
-        raise bad_value("path", path, "an existing .py file that defines the function")
+        raise bad_value("path", path, _("an existing .py file that defines the function"))
     name = name or exercise.function
     source = file.read_text(encoding="utf-8", errors="replace")
     try:
         compile(source, str(file), "exec")
     except SyntaxError as err:
-        raise LearnerFileError(f"{file.name} line {err.lineno}: {err.msg}") from None
+        where = _("{file} line {line}: {message}").format(
+            file=file.name, line=err.lineno, message=err.msg
+        )
+        raise LearnerFileError(where) from None
     spec = importlib.util.spec_from_file_location(LEARNER_MODULE, file)
     module: ModuleType = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[LEARNER_MODULE] = module
@@ -89,15 +93,24 @@ def load_function(path: str, exercise: Exercise, name: str | None = None) -> Any
         spec.loader.exec_module(module)  # type: ignore[union-attr]
     except BaseException as err:  # SystemExit too: the file's own code ran
         line = learner_line(traceback.format_exc(), str(file))
-        raise LearnerFileError(
-            f"{file.name} raised while loading{' at ' + line if line else ''}: "
-            f"{type(err).__name__}: {err}"
-        ) from None
+        raised = (
+            _("{file} raised while loading at {line}: {error}")
+            if line
+            else _("{file} raised while loading: {error}")
+        )
+        error = f"{type(err).__name__}: {err}"
+        raise LearnerFileError(raised.format(file=file.name, line=line, error=error)) from None
     fn = getattr(module, name, None)
     if fn is None:
         defined = [n for n, v in vars(module).items() if inspect.isfunction(v)]
-        has = f" (it defines: {', '.join(defined)})" if defined else " (it defines no function)"
-        raise LearnerFileError(f"{file.name} defines no function `{name}`{has}")
+        missing = (
+            _("{file} defines no function `{name}` (it defines: {defined})")
+            if defined
+            else _("{file} defines no function `{name}` (it defines no function)")
+        )
+        raise LearnerFileError(
+            missing.format(file=file.name, name=name, defined=", ".join(defined))
+        )
     return fn
 
 
@@ -108,7 +121,8 @@ def run_check(a: argparse.Namespace) -> int:
         fn = load_function(a.path, ex, a.function)
     except LearnerFileError as err:
         record_try(ex.id, False)
-        _print(a, {"exercise": ex.id, "passed": False, "error": str(err)}, f"FAIL {err}")
+        fail = _("FAIL {error}").format(error=err)
+        _print(a, {"exercise": ex.id, "passed": False, "error": str(err)}, fail)
         return 1
     result = exercises.grade(ex, fn)
     record_try(ex.id, result.passed)
@@ -117,11 +131,11 @@ def run_check(a: argparse.Namespace) -> int:
             (ex.picture or exercises.default_picture)(result), picture
         )
         if left_out:
-            print(
-                f"note: {left_out} interactive figure(s) of exercise {ex.id} draw in the "
-                f"notebook only; {picture} holds the others",
-                file=sys.stderr,
+            note = _(
+                "note: {n} interactive figure(s) of exercise {id} draw in the notebook only;"
+                " {picture} holds the others"
             )
+            print(note.format(n=left_out, id=ex.id, picture=picture), file=sys.stderr)
     findings = [
         {"case": f.case.label() if f.case else None, "check": f.check, "ok": f.ok}
         | {"note": f.note, "message": f.message, "rank": f.rank, "step": f.step}
@@ -139,12 +153,17 @@ def _print(a: argparse.Namespace, data: dict[str, Any], text: str) -> None:
 def run_hint(a: argparse.Namespace) -> int:
     ex = exercises.get_exercise(a.exercise)
     tier = check_int("--tier", a.tier, 1, len(ex.hints))
-    print(f"exercise {ex.id}, hint {tier} of {len(ex.hints)}: {exercises.hint(ex, tier)}")
+    line = _("exercise {id}, hint {tier} of {n}: {hint}")
+    print(line.format(id=ex.id, tier=tier, n=len(ex.hints), hint=exercises.hint(ex, tier)))
     return 0
 
 
 def run_solution(a: argparse.Namespace) -> int:
     ex = exercises.get_exercise(a.exercise)
-    print(f"# exercise {ex.id}: {ex.title} (the reference solution)")
+    print(
+        _("# exercise {id}: {title} (the reference solution)").format(
+            id=ex.id, title=ex.shown_title()
+        )
+    )
     print(inspect.getsource(ex.reference))
     return 0

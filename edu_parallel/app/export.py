@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import bad_value, check_timeout
+from ..core.i18n import _
 from ..core.workspace import WORKSPACE_VAR
 from .export_html import WIDGET_VIEW, first_heading, index_page, render_page, static_notebook
 from .export_probe import MIMETYPE
@@ -55,14 +56,19 @@ class ExportedLesson:
     views: dict[str, Any]
 
 
+def notebooks_of(source: Path) -> list[str]:
+    """The course's English notebooks in ``source`` (the site is English; ``zh/`` is not in it)."""
+    return [n for n in course_files(source) if n.endswith(".ipynb") and "/" not in n]
+
+
 def lesson_files(source: Path) -> list[str]:
     """The numbered lessons in ``source``, in course order."""
-    return [n for n in course_files(source) if lesson_number(n).isdigit()]
+    return [n for n in notebooks_of(source) if lesson_number(n).isdigit()]
 
 
 def course_pages(source: Path) -> list[str]:
     """The course's other pages (syllabus, errata): not numbered, not its index."""
-    return [n for n in course_files(source) if not lesson_number(n).isdigit() and n != INDEX]
+    return [n for n in notebooks_of(source) if not lesson_number(n).isdigit() and n != INDEX]
 
 
 def pick_lessons(names: Iterable[str] | None, source: Path) -> list[str]:
@@ -82,7 +88,11 @@ def pick_lessons(names: Iterable[str] | None, source: Path) -> list[str]:
         ]
         if len(hits) != 1:
             valid = ", ".join(lesson_number(n) for n in files)
-            raise bad_value("--lessons", raw, f"a lesson number or name (lessons: {valid})")
+            raise bad_value(
+                "--lessons",
+                raw,
+                _("a lesson number or name (lessons: {valid})").format(valid=valid),
+            )
         picked.add(hits[0])
     return [n for n in files if n in picked]
 
@@ -90,19 +100,29 @@ def pick_lessons(names: Iterable[str] | None, source: Path) -> list[str]:
 def check_site_dir(path: str | os.PathLike[str]) -> Path:
     """``path`` as a folder this process can write pages into (existing, or creatable)."""
     text = os.fspath(path)
-    valid = "a folder (existing or new) this user may write, such as site"
+    valid = _("a folder (existing or new) this user may write, such as site")
     if not text.strip():
         raise bad_value("--html", text, valid)
     folder = Path(text).expanduser()
     if folder.exists() and not folder.is_dir():
-        raise bad_value("--html", text, f"{valid} ({folder} is a file)")
+        raise bad_value(
+            "--html", text, _("{valid} ({folder} is a file)").format(valid=valid, folder=folder)
+        )
     existing = folder
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise bad_value("--html", text, f"{valid} ({existing} is a file)")
+        raise bad_value(
+            "--html",
+            text,
+            _("{valid} ({existing} is a file)").format(valid=valid, existing=existing),
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise bad_value("--html", text, f"{valid} ({existing} is read-only)")
+        raise bad_value(
+            "--html",
+            text,
+            _("{valid} ({existing} is read-only)").format(valid=valid, existing=existing),
+        )
     return folder
 
 
@@ -225,7 +245,7 @@ def export_site(
     from plotly.offline import get_plotlyjs
 
     plotly_js = get_plotlyjs()
-    stems = [Path(n).stem for n in course_files(source)] + ["index"]
+    stems = [Path(n).stem for n in notebooks_of(source)] + ["index"]
     folder.mkdir(parents=True, exist_ok=True)
     done: list[ExportedLesson] = []
     with tempfile.TemporaryDirectory(prefix="edu-parallel-export-") as tmp:
@@ -250,16 +270,18 @@ def export_site(
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--html", required=True, metavar="DIR", help="the folder to write the site into"
+        "--html", required=True, metavar="DIR", help=_("the folder to write the site into")
     )
     parser.add_argument(
-        "--lessons", nargs="+", default=None, metavar="NN", help="lesson numbers (default: all)"
+        "--lessons", nargs="+", default=None, metavar="NN", help=_("lesson numbers (default: all)")
     )
     parser.add_argument(
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT_S,
-        help=f"seconds a cell may run (default {DEFAULT_TIMEOUT_S:g})",
+        help=_("seconds a cell may run (default {default_timeout_s:g})").format(
+            default_timeout_s=DEFAULT_TIMEOUT_S
+        ),
     )
     parser.set_defaults(func=run_export)
 
@@ -269,11 +291,13 @@ def run_export(a: argparse.Namespace) -> int:
     try:
         pages = export_site(a.html, a.lessons, a.timeout, progress=_print_now)
     except LessonFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        print(f"the pages written before it: {Path(a.html) / 'index.html'}", file=sys.stderr)
+        print(_("error: {message}").format(message=exc), file=sys.stderr)
+        before = _("the pages written before it: {path}")
+        print(before.format(path=Path(a.html) / "index.html"), file=sys.stderr)
         return 1
     index = Path(a.html).expanduser() / "index.html"
-    print(f"{len(pages)} lessons written; open {index.resolve()} (no kernel, no network needed)")
+    done = _("{n} lessons written; open {path} (no kernel, no network needed)")
+    print(done.format(n=len(pages), path=index.resolve()))
     return 0
 
 

@@ -3,7 +3,9 @@
 Jupyter binds 127.0.0.1 only and keeps token authentication on (the URL it prints carries the
 token). The lessons open from a workspace (``~/edu-parallel-course`` or ``--dir``, see
 ``workspace.py``), never from the git checkout or the installed package, so a pass through the
-course leaves both as they were. The lab opens on the course index.
+course leaves both as they were. The lab opens on the course index, in English or, with
+``--lang zh``, on ``zh/index.ipynb`` with the package's messages in Chinese in every kernel
+(``EDU_PARALLEL_LANG=zh``); without ``--lang`` the environment and the locale decide.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 from pathlib import Path
 
 from ..core.errors import check_int
+from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
 from .course import INDEX
 from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
@@ -32,7 +35,7 @@ def lessons_source() -> Path:
         installed = Path(base) / "share" / "edu-parallel" / "notebooks"
         if any(installed.glob("*.ipynb")):
             return installed
-    raise FileNotFoundError("the lesson notebooks were not found: reinstall edu-parallel")
+    raise FileNotFoundError(_("the lesson notebooks were not found: reinstall edu-parallel"))
 
 
 def prepare_lessons(
@@ -45,7 +48,14 @@ def prepare_lessons(
     return sync_workspace(target, source, resolve_reset(reset, source))
 
 
-def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = False) -> list[str]:
+def start_page(lang: str) -> str:
+    """The notebook the lab opens on: the course index in ``lang``."""
+    return INDEX if lang == "en" else f"{lang}/{INDEX}"
+
+
+def lab_command(
+    root_dir: Path, port: int | None = None, no_browser: bool = False, lang: str = "en"
+) -> list[str]:
     """The JupyterLab command line: loopback only, token auth kept on, opening the index."""
     cmd = [
         sys.executable,
@@ -55,8 +65,9 @@ def lab_command(root_dir: Path, port: int | None = None, no_browser: bool = Fals
         f"--ServerApp.root_dir={root_dir}",
         "--ServerApp.allow_remote_access=False",
     ]
-    if (root_dir / INDEX).exists():
-        cmd.append(f"--LabApp.default_url=/lab/tree/{INDEX}")
+    page = start_page(lang) if (root_dir / start_page(lang)).exists() else INDEX
+    if (root_dir / page).exists():
+        cmd.append(f"--LabApp.default_url=/lab/tree/{page}")
     if port is not None:
         cmd += [
             f"--ServerApp.port={check_int('port', port, 1024, 65535)}",
@@ -74,15 +85,19 @@ def run_lab(
     port: int | None = None,
     no_browser: bool = False,
     reset: tuple[str, ...] | list[str] = (),
+    lang: str | None = None,
 ) -> int:
     """Prepare the workspace and run JupyterLab until it is stopped (Ctrl-C).
 
     Every argument is checked before a file is copied or a server started."""
     if port is not None:
         check_int("port", port, 1024, 65535)
+    chosen = get_language() if lang is None else normalize_language(lang, "lang")
     report = prepare_lessons(dest, reset)  # checks the folder and the names before copying
-    cmd = lab_command(report.folder, port, no_browser)
+    cmd = lab_command(report.folder, port, no_browser, chosen)
     env = dict(os.environ)
+    if lang is not None:
+        env[LANG_VAR] = chosen  # the kernels' language: quizzes, figures, messages
     if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
         del env["JUPYTER_TOKEN"]
     print("\n".join(report.lines()), flush=True)

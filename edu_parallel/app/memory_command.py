@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..memory.activations import shape_activation_estimate
 from ..memory.communication import comm_estimate
 from ..memory.conventions import CONVENTIONS, largest_module_params
@@ -34,79 +35,97 @@ from ..memory.model_states import (
 from ..memory.presets import PRESETS, get_preset
 
 _COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-PARAMS_RANGE = "a parameter count > 0, such as 7.5e9, 7.5B, 350M or 1T"
+PARAMS_RANGE = N_("a parameter count > 0, such as 7.5e9, 7.5B, 350M or 1T")
 
 
 def parse_count(text: str, name: str = "params") -> float:
     """``"7.5e9"`` or ``"7.5B"`` -> 7.5e9. Raises a ValueError naming ``name`` for anything else."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]?)\s*", str(text))
     if not match or match.group(2).lower() not in _COUNT_SUFFIX:
-        raise bad_value(name, text, PARAMS_RANGE)
+        raise bad_value(name, text, _(PARAMS_RANGE))
     value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2).lower()]
     if not value > 0:
-        raise bad_value(name, text, PARAMS_RANGE)
+        raise bad_value(name, text, _(PARAMS_RANGE))
     return value
 
 
 def add_memory_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--params", default=None, help="parameters: 7.5e9, 7.5B, 350M (or use --model)")
-    p.add_argument("--model", default=None, help=f"a preset, sets --params: {', '.join(PRESETS)}")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs in all (default 1)")
-    p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0: plain DP)")
-    p.add_argument("--precision", default="mixed", help=f"{', '.join(PRECISIONS)} (default mixed)")
-    p.add_argument("--offload", default="none", help=f"{', '.join(OFFLOADS)} (default none)")
+    p.add_argument(
+        "--params", default=None, help=_("parameters: 7.5e9, 7.5B, 350M (or use --model)")
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help=_("a preset, sets --params: {presets}").format(presets=", ".join(PRESETS)),
+    )
+    p.add_argument("--gpus", type=int, default=1, help=_("GPUs in all (default 1)"))
+    p.add_argument("--zero", type=int, default=0, help=_("ZeRO stage 0-3 (default 0: plain DP)"))
+    p.add_argument(
+        "--precision",
+        default="mixed",
+        help=_("{precisions} (default mixed)").format(precisions=", ".join(PRECISIONS)),
+    )
+    p.add_argument(
+        "--offload",
+        default="none",
+        help=_("{offloads} (default none)").format(offloads=", ".join(OFFLOADS)),
+    )
     p.add_argument(
         "--convention",
         default="zero-paper",
-        help=f"{', '.join(CONVENTIONS)}: whose accounting (default zero-paper, 16 B/param)",
+        help=_("{conventions}: whose accounting (default zero-paper, 16 B/param)").format(
+            conventions=", ".join(CONVENTIONS)
+        ),
     )
     p.add_argument(
         "--gpus-per-node",
         type=int,
         default=None,
-        help="--convention deepspeed: GPUs per node (default min(gpus, 8))",
+        help=_("--convention deepspeed: GPUs per node (default min(gpus, 8))"),
     )
     p.add_argument(
         "--largest-layer-params",
         default=None,
-        help="--convention deepspeed, ZeRO-3: the largest module's parameters (--model sets it)",
+        help=_("--convention deepspeed, ZeRO-3: the largest module's parameters (--model sets it)"),
     )
     p.add_argument(
         "--no-zero-init",
         action="store_true",
-        help="--convention deepspeed, ZeRO-3: the model is built whole before partitioning",
+        help=_("--convention deepspeed, ZeRO-3: the model is built whole before partitioning"),
     )
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (default 1)")
+    p.add_argument("--tp", type=int, default=1, help=_("tensor-parallel degree (default 1)"))
+    p.add_argument("--pp", type=int, default=1, help=_("pipeline-parallel degree (default 1)"))
     p.add_argument(
         "--gpu-gb",
         type=float,
         default=None,
-        help="GPU memory in GB (1e9 B): also print the largest model that fits",
+        help=_("GPU memory in GB (1e9 B): also print the largest model that fits"),
     )
     p.add_argument(
         "--micro-batch",
         type=int,
         default=1,
-        help="activations (--model): sequences per micro-batch (default 1)",
+        help=_("activations (--model): sequences per micro-batch (default 1)"),
     )
     p.add_argument(
         "--seq",
         type=int,
         default=None,
-        help="activations (--model): sequence length (default: the preset's)",
+        help=_("activations (--model): sequence length (default: the preset's)"),
     )
     p.add_argument(
         "--recompute",
         default="none",
-        help=f"activations (--model): {', '.join(RECOMPUTE)} (default none)",
+        help=_("activations (--model): {recompute} (default none)").format(
+            recompute=", ".join(RECOMPUTE)
+        ),
     )
     p.add_argument(
         "--sequence-parallel",
         action="store_true",
-        help="activations (--model): Megatron sequence parallelism",
+        help=_("activations (--model): Megatron sequence parallelism"),
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
 def memory_report(a: argparse.Namespace) -> dict[str, Any]:
@@ -115,10 +134,17 @@ def memory_report(a: argparse.Namespace) -> dict[str, Any]:
     if a.model is not None:
         shape = get_preset(a.model)
         if a.params is not None:
-            raise bad_value("params", a.params, f"omitted with --model (it sets {shape.params})")
+            raise bad_value(
+                "params",
+                a.params,
+                _("omitted with --model (it sets {params})").format(params=shape.params),
+            )
         params: float = shape.params
     elif a.params is None:
-        raise bad_value("params", None, PARAMS_RANGE + f", or --model {{{', '.join(PRESETS)}}}")
+        valid = _("{valid}, or --model {{{presets}}}").format(
+            valid=_(PARAMS_RANGE), presets=", ".join(PRESETS)
+        )
+        raise bad_value("params", None, valid)
     else:
         params = parse_count(a.params)
     largest = None
@@ -169,10 +195,20 @@ def _gb(n: float) -> str:
 def format_memory(d: dict[str, Any]) -> str:
     name = f"{d['model']['name']} " if d["model"] else ""
     lines = [
-        (
-            f"{name}{d['params']:.4g} params on {d['gpus']} GPUs (tp={d['tp']}, pp={d['pp']}, "
-            f"dp={d['dp']}), ZeRO-{d['zero']}, {d['precision']}, offload={d['offload']}, "
-            f"convention={d['convention']}"
+        name
+        + _(
+            "{params} params on {gpus} GPUs (tp={tp}, pp={pp}, dp={dp}), ZeRO-{zero}, {precision},"
+            " offload={offload}, convention={convention}"
+        ).format(
+            params=f"{d['params']:.4g}",
+            gpus=d["gpus"],
+            tp=d["tp"],
+            pp=d["pp"],
+            dp=d["dp"],
+            zero=d["zero"],
+            precision=d["precision"],
+            offload=d["offload"],
+            convention=d["convention"],
         ),
         f"formula        {d['formula']}",
         f"bytes_per_gpu  {d['bytes_per_gpu']:.6g}  ({_gb(d['bytes_per_gpu'])})",
@@ -183,7 +219,10 @@ def format_memory(d: dict[str, Any]) -> str:
         )
     if d["cpu_bytes_per_node"] is not None:
         per_node = d["cpu_bytes_per_node"]
-        lines.append(f"cpu_bytes_per_node  {per_node:.12g}  ({_gb(per_node)}, DeepSpeed's CPU)")
+        lines.append(
+            f"cpu_bytes_per_node  {per_node:.12g}  "
+            + _("({gb}, DeepSpeed's CPU)").format(gb=_gb(per_node))
+        )
     width = max(12, *(len(c) for c in (*d["breakdown"], *d["cpu_breakdown"])))
     lines.append(f"breakdown      {'category':<{width}} GPU          CPU")
     categories = list(d["breakdown"]) + [c for c in d["cpu_breakdown"] if c not in d["breakdown"]]
@@ -191,16 +230,24 @@ def format_memory(d: dict[str, Any]) -> str:
         gpu, cpu = d["breakdown"].get(category, 0), d["cpu_breakdown"].get(category, 0)
         lines.append(f"               {category:<{width}} {_gb(gpu):<12} {_gb(cpu)}")
     lines.append(
-        f"comm           {_gb(d['comm']['bytes_per_gpu'])} sent per GPU per step:"
-        f" {d['comm']['formula']}"
+        "comm           "
+        + _("{gb} sent per GPU per step: {formula}").format(
+            gb=_gb(d["comm"]["bytes_per_gpu"]), formula=d["comm"]["formula"]
+        )
     )
     if d["activations"]:
         act = d["activations"]
-        lines.append(f"activations    {_gb(act['bytes'])} per GPU: {act['formula']}")
+        lines.append(
+            "activations    "
+            + _("{gb} per GPU: {formula}").format(gb=_gb(act["bytes"]), formula=act["formula"])
+        )
     if d["largest_model_that_fits"] is not None:
         lines.append(
-            f"fits           {_gb(d['gpu_bytes'])} per GPU holds the model states of up to "
-            f"{d['largest_model_that_fits']:.4g} params (activations not counted)"
+            "fits           "
+            + _(
+                "{gb} per GPU holds the model states of up to {params} params (activations not"
+                " counted)"
+            ).format(gb=_gb(d["gpu_bytes"]), params=f"{d['largest_model_that_fits']:.4g}")
         )
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ import argparse
 import json
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
 from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from ..models.topology import LINKS, Link, Topology
@@ -27,57 +28,67 @@ WHAT = ("allreduce", "all_reduce", *OTHER_COLLECTIVES, "nccl")  # nccl: NCCL's o
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", metavar="COLLECTIVE", help=f"one of {', '.join(WHAT)}")
+    p.add_argument(
+        "what", metavar="COLLECTIVE", help=_("one of {what}").format(what=", ".join(WHAT))
+    )
     p.add_argument(
         "--algo",
         default=None,
-        help=f"all-reduce algorithm: {', '.join(ALLREDUCE_ALGOS)} (default ring); nccl: NCCL_ALGO",
+        help=_("all-reduce algorithm: {allreduce_algos} (default ring); nccl: NCCL_ALGO").format(
+            allreduce_algos=", ".join(ALLREDUCE_ALGOS)
+        ),
     )
-    p.add_argument("--world-size", type=int, default=8, help="ranks (default 8)")
+    p.add_argument("--world-size", type=int, default=8, help=_("ranks (default 8)"))
     p.add_argument(
-        "--size", default="1MiB", help="bytes per rank: 4096, 64KiB, 1GiB (default 1MiB)"
+        "--size", default="1MiB", help=_("bytes per rank: 4096, 64KiB, 1GiB (default 1MiB)")
     )
     p.add_argument(
         "--link",
         default="nvlink4-h100",
-        help=f"preset: {', '.join(LINKS)}, or an alias such as nvlink4 (default nvlink4-h100)",
+        help=_("preset: {links}, or an alias such as nvlink4 (default nvlink4-h100)").format(
+            links=", ".join(LINKS)
+        ),
     )
     p.add_argument(
         "--nodes",
         type=int,
         default=None,
-        help="split the ranks into K nodes (intra: --link, inter: --inter-link)",
+        help=_("split the ranks into K nodes (intra: --link, inter: --inter-link)"),
     )
     p.add_argument(
         "--inter-link",
         default="ib-ndr-400",
-        help="link between nodes with --nodes (default ib-ndr-400)",
+        help=_("link between nodes with --nodes (default ib-ndr-400)"),
     )
     p.add_argument(
         "--nics",
         type=int,
         default=None,
-        help="NICs per node with --nodes, a divisor of the ranks per node (default 1)",
+        help=_("NICs per node with --nodes, a divisor of the ranks per node (default 1)"),
     )
-    p.add_argument("--servers", type=int, default=None, help="parameter servers (--algo ps only)")
-    p.add_argument("--alpha", type=float, default=None, help="override the link's latency, seconds")
+    p.add_argument(
+        "--servers", type=int, default=None, help=_("parameter servers (--algo ps only)")
+    )
+    p.add_argument(
+        "--alpha", type=float, default=None, help=_("override the link's latency, seconds")
+    )
     p.add_argument(
         "--bandwidth",
         type=float,
         default=None,
-        help="override the link's bandwidth, GB/s (1e9 B/s)",
+        help=_("override the link's bandwidth, GB/s (1e9 B/s)"),
     )
     p.add_argument(
-        "--reduce-gbps", type=float, default=None, help="reduction speed in GB/s (default: free)"
+        "--reduce-gbps", type=float, default=None, help=_("reduction speed in GB/s (default: free)")
     )
     add_nccl_arguments(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
 def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology]:
     """Validate the arguments and predict; every bad one raises a one-line ValueError."""
     if a.what not in WHAT:
-        raise bad_value("collective", a.what, "one of " + ", ".join(WHAT))
+        raise bad_value("collective", a.what, _("one of {options}").format(options=", ".join(WHAT)))
     name = (a.algo or "ring") if a.what in ("allreduce", "all_reduce") else a.what
     nbytes = parse_size(a.size)
     link = link_preset(a.link, "link")
@@ -88,14 +99,20 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
     where: Link | Topology = link
     nics = getattr(a, "nics", None)
     if nics is not None and a.nodes is None:
-        raise bad_value("nics", nics, "no value without --nodes (NICs join nodes)")
+        raise bad_value("nics", nics, _("no value without --nodes (NICs join nodes)"))
     if a.nodes is not None:
         where = Topology.split(a.world_size, a.nodes, link, link_preset(a.inter_link, "inter_link"))
         if nics is not None:
             g = where.gpus_per_node
             if check_int("nics", nics, 1, g) and g % nics:
                 divisors = ", ".join(str(d) for d in range(1, g + 1) if g % d == 0)
-                raise bad_value("nics", nics, f"a divisor of the {g} ranks per node ({divisors})")
+                raise bad_value(
+                    "nics",
+                    nics,
+                    _("a divisor of the {g} ranks per node ({divisors})").format(
+                        g=g, divisors=divisors
+                    ),
+                )
             where = Topology(where.nodes, g, where.intra, where.inter, nics)
     reduce_Bps = None if a.reduce_gbps is None else a.reduce_gbps * 1e9
     return (
@@ -110,26 +127,37 @@ def _time(t: float) -> str:
 
 def format_prediction(p: Prediction, where: Link | Topology) -> str:
     links = [where.intra, where.inter] if isinstance(where, Topology) else [where]
-    lines = [f"{p.name} on {p.world_size} ranks, {format_bytes(p.nbytes)} per rank, {p.link}"]
+    lines = [
+        _("{name} on {n} ranks, {size} per rank, {link}").format(
+            name=p.name, n=p.world_size, size=format_bytes(p.nbytes), link=p.link
+        )
+    ]
     for link in links:
         lines.append(
-            f"  link {link.name}: α = {link.alpha_s * 1e6:.3g} µs, B ="
-            f" {link.bandwidth_Bps / 1e9:.4g} GB/s" + (f"  ({link.source})" if link.source else "")
+            "  "
+            + _("link {name}: α = {alpha} µs, B = {bandwidth} GB/s").format(
+                name=link.name,
+                alpha=f"{link.alpha_s * 1e6:.3g}",
+                bandwidth=f"{link.bandwidth_Bps / 1e9:.4g}",
+            )
+            + (f"  ({link.source})" if link.source else "")
         )
     lines += [
         f"formula    {p.formula}",
-        f"latency    {_time(p.latency_s)}   (α terms)",
-        f"bandwidth  {_time(p.bandwidth_s)}   (S/B terms)",
+        f"latency    {_time(p.latency_s)}   " + _("(α terms)"),
+        f"bandwidth  {_time(p.bandwidth_s)}   " + _("(S/B terms)"),
     ]
     if p.compute_s:
-        lines.append(f"reduce     {_time(p.compute_s)}   (γ terms)")
+        lines.append(f"reduce     {_time(p.compute_s)}   " + _("(γ terms)"))
     lines.append(f"time       {_time(p.time_s)}")
     if p.time_s == 0:  # one rank: nothing moves, so a bandwidth is undefined (not infinite)
-        lines.append("algbw      n/a   (one rank sends nothing: time 0, no bandwidth to measure)")
+        lines.append(
+            "algbw      n/a   " + _("(one rank sends nothing: time 0, no bandwidth to measure)")
+        )
         return "\n".join(lines)
     lines += [
-        f"algbw      {p.algbw_gbps:.4g} GB/s   (S / time)",
-        f"busbw      {p.busbw_gbps:.4g} GB/s   (algbw x nccl-tests bus factor)",
+        f"algbw      {p.algbw_gbps:.4g} GB/s   " + _("(S / time)"),
+        f"busbw      {p.busbw_gbps:.4g} GB/s   " + _("(algbw x nccl-tests bus factor)"),
     ]
     return "\n".join(lines)
 

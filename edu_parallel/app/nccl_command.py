@@ -17,6 +17,7 @@ import argparse
 import json
 
 from ..core.errors import check_choice
+from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
 from ..models.cost import link_preset
 from ..models.nccl_constants import ARCHS, COLLECTIVES
@@ -29,11 +30,21 @@ from ..models.topology import Topology
 def add_nccl_arguments(p: argparse.ArgumentParser) -> None:
     """The options only ``model nccl`` reads (it shares --size, --algo, --world-size, ...)."""
     p.add_argument(
-        "--system", default=None, help=f"nccl: a preset, one of {', '.join(NCCL_SYSTEMS)}"
+        "--system",
+        default=None,
+        help=_("nccl: a preset, one of {nccl_systems}").format(
+            nccl_systems=", ".join(NCCL_SYSTEMS)
+        ),
     )
-    p.add_argument("--proto", default=None, help="nccl: NCCL_PROTO, e.g. Simple or ^LL128")
-    p.add_argument("--collective", default="all_reduce", help="nccl: " + ", ".join(COLLECTIVES))
-    p.add_argument("--arch", default="hopper", help="nccl: " + ", ".join(ARCHS))
+    p.add_argument("--proto", default=None, help=_("nccl: NCCL_PROTO, e.g. Simple or ^LL128"))
+    p.add_argument(
+        "--collective",
+        default="all_reduce",
+        help=_("nccl: {options}").format(options=", ".join(COLLECTIVES)),
+    )
+    p.add_argument(
+        "--arch", default="hopper", help=_("nccl: {options}").format(options=", ".join(ARCHS))
+    )
 
 
 def nccl_cli_system(a: argparse.Namespace) -> NcclSystem:
@@ -48,7 +59,10 @@ def nccl_cli_system(a: argparse.Namespace) -> NcclSystem:
 
 
 def format_nccl(c: NcclChoice, coll: str, nbytes: float, system: NcclSystem) -> str:
-    lines = [f"{coll} of {format_bytes(nbytes)} on {system.describe()}", c.reason, ""]
+    head = _("{collective} of {size} on {system}").format(
+        collective=coll, size=format_bytes(nbytes), system=system.describe()
+    )
+    lines = [head, c.reason, ""]
     lines.append(f"{'algorithm/protocol':20s} {'time (µs)':>11s} {'latency':>9s} {'bytes/bw':>10s}")
     for (algo, proto), t in sorted(c.times.items(), key=lambda kv: kv[1].time_us):
         lines.append(

@@ -16,27 +16,38 @@ from typing import Any
 
 from .. import parallel_3d
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from .concept import Concept
 
 SIZES = (
-    ("layers", 4, "transformer layers"),
-    ("hidden", 16, "hidden size h"),
-    ("heads", 4, "attention heads"),
-    ("batch", 16, "global batch (sequences)"),
-    ("seq", 4, "sequence length"),
-    ("microbatches", None, "microbatches per replica (default 2 * pp)"),
-    ("experts", 0, "experts per MoE layer (0: dense MLP)"),
-    ("seed", 0, "seed of the weights and the data"),
+    ("layers", 4, N_("transformer layers")),
+    ("hidden", 16, N_("hidden size h")),
+    ("heads", 4, N_("attention heads")),
+    ("batch", 16, N_("global batch (sequences)")),
+    ("seq", 4, N_("sequence length")),
+    ("microbatches", None, N_("microbatches per replica (default 2 * pp)")),
+    ("experts", 0, N_("experts per MoE layer (0: dense MLP)")),
+    ("seed", 0, N_("seed of the weights and the data")),
 )
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(world_size=None)  # default: dp * tp * pp
     for name, default in (("dp", 2), ("tp", 2), ("pp", 2), ("ep", 1)):
-        p.add_argument(f"--{name}", type=int, default=default, help=f"{name} degree ({default})")
-    p.add_argument("--zero", type=int, default=0, help="0: DP all-reduce; 1: ZeRO-1 (default 0)")
+        p.add_argument(
+            f"--{name}",
+            type=int,
+            default=default,
+            help=_("{name} degree ({default})").format(name=name, default=default),
+        )
+    p.add_argument("--zero", type=int, default=0, help=_("0: DP all-reduce; 1: ZeRO-1 (default 0)"))
     for name, default, what in SIZES:
-        p.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default {default})")
+        p.add_argument(
+            f"--{name}",
+            type=int,
+            default=default,
+            help=_("{what} (default {default})").format(what=_(what), default=default),
+        )
 
 
 def _spec(a: argparse.Namespace, world_size: int) -> dict[str, Any]:
@@ -62,8 +73,11 @@ def _check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 PARALLEL_3D = Concept(
     "3d",
-    "DP x TP x PP (x EP) together: one step of a small transformer on a mesh, checked against one"
-    " process; memory, bytes per group, idle per rank",
+    N_(
+        "DP x TP x PP (x EP) together: one step of a small transformer on a mesh,"
+        " checked against one"
+        " process; memory, bytes per group, idle per rank"
+    ),
     _args,
     _check,
     lambda executor, spec: parallel_3d.run_3d(executor, **spec),

@@ -24,6 +24,7 @@ import json
 from typing import Any
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
 from ..models.topology import LINKS
 from ..planner.evaluate import check_inputs
@@ -35,33 +36,53 @@ ZERO_OK = ("vocab", "experts")  # shape options that may be 0
 
 
 def add_planner_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help=f"a preset: {', '.join(PRESETS)}")
-    p.add_argument("--layers", type=int, default=None, help="custom shape: layers (no --model)")
-    p.add_argument("--hidden", type=int, default=None, help="custom shape: hidden size")
-    p.add_argument("--heads", type=int, default=None, help="custom shape: attention heads")
-    p.add_argument("--kv-heads", type=int, default=None, help="custom shape: key/value heads")
-    p.add_argument("--ffn", type=int, default=None, help="custom shape: MLP width (default 4h)")
-    p.add_argument("--vocab", type=int, default=50257, help="custom shape: vocabulary (50257)")
-    p.add_argument("--experts", type=int, default=None, help="custom shape: MoE experts per layer")
-    p.add_argument("--top-k", type=int, default=None, help="custom shape: experts per token")
-    p.add_argument("--arch", default="gpt2", help=f"custom shape: {', '.join(ARCHS)} (gpt2)")
-    p.add_argument("--nodes", type=int, required=True, help="nodes")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
-    p.add_argument("--gpu", default="h100", help=f"{', '.join(GPUS)} (default h100)")
-    p.add_argument("--intra", default="nvlink4-h100", help=f"link in a node: {', '.join(LINKS)}")
-    p.add_argument("--inter", default="ib-ndr-400", help="link between nodes (default ib-ndr-400)")
-    p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the preset's)")
-    p.add_argument("--efficiency", type=float, default=0.5, help="fraction of peak, (0, 1]")
-    p.add_argument("--memory-gb", type=float, default=None, help="GB per GPU (default: the GPU's)")
+    p.add_argument(
+        "--model", default=None, help=_("a preset: {presets}").format(presets=", ".join(PRESETS))
+    )
+    p.add_argument("--layers", type=int, default=None, help=_("custom shape: layers (no --model)"))
+    p.add_argument("--hidden", type=int, default=None, help=_("custom shape: hidden size"))
+    p.add_argument("--heads", type=int, default=None, help=_("custom shape: attention heads"))
+    p.add_argument("--kv-heads", type=int, default=None, help=_("custom shape: key/value heads"))
+    p.add_argument("--ffn", type=int, default=None, help=_("custom shape: MLP width (default 4h)"))
+    p.add_argument("--vocab", type=int, default=50257, help=_("custom shape: vocabulary (50257)"))
+    p.add_argument(
+        "--experts", type=int, default=None, help=_("custom shape: MoE experts per layer")
+    )
+    p.add_argument("--top-k", type=int, default=None, help=_("custom shape: experts per token"))
+    p.add_argument(
+        "--arch",
+        default="gpt2",
+        help=_("custom shape: {archs} (gpt2)").format(archs=", ".join(ARCHS)),
+    )
+    p.add_argument("--nodes", type=int, required=True, help=_("nodes"))
+    p.add_argument("--gpus-per-node", type=int, default=8, help=_("GPUs per node (default 8)"))
+    p.add_argument(
+        "--gpu", default="h100", help=_("{gpus} (default h100)").format(gpus=", ".join(GPUS))
+    )
+    p.add_argument(
+        "--intra",
+        default="nvlink4-h100",
+        help=_("link in a node: {links}").format(links=", ".join(LINKS)),
+    )
+    p.add_argument(
+        "--inter", default="ib-ndr-400", help=_("link between nodes (default ib-ndr-400)")
+    )
+    p.add_argument("--global-batch", type=int, required=True, help=_("sequences per step"))
+    p.add_argument(
+        "--seq", type=int, default=None, help=_("sequence length (default: the preset's)")
+    )
+    p.add_argument("--efficiency", type=float, default=0.5, help=_("fraction of peak, (0, 1]"))
+    p.add_argument(
+        "--memory-gb", type=float, default=None, help=_("GB per GPU (default: the GPU's)")
+    )
     p.add_argument(
         "--top",
         type=int,
         default=None,
-        help="configurations to print (default: 10 as text, every feasible one with --json)",
+        help=_("configurations to print (default: 10 as text, every feasible one with --json)"),
     )
-    p.add_argument("--all", action="store_true", help="include the infeasible configurations")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--all", action="store_true", help=_("include the infeasible configurations"))
+    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
 def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
@@ -70,7 +91,7 @@ def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
     if a.model is not None:
         if given:
             raise bad_value(
-                f"--{given[0].replace('_', '-')}", getattr(a, given[0]), "omitted with --model"
+                f"--{given[0].replace('_', '-')}", getattr(a, given[0]), _("omitted with --model")
             )
         return a.model, None
     missing = [f"--{k}" for k in ("layers", "hidden", "heads") if getattr(a, k) is None]
@@ -78,7 +99,9 @@ def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
         raise bad_value(
             "model",
             None,
-            f"--model {{{', '.join(PRESETS)}}} or a custom shape ({', '.join(missing)} missing)",
+            _("--model {{{presets}}} or a custom shape ({missing} missing)").format(
+                presets=", ".join(PRESETS), missing=", ".join(missing)
+            ),
         )
     problems = []
     for k in SHAPE_OPTIONS:
@@ -88,15 +111,22 @@ def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
             except ValueError as exc:
                 problems.append(str(exc))
     if a.arch not in ARCHS:
-        problems.append(str(bad_value("arch", a.arch, "one of " + ", ".join(ARCHS))))
+        valid = _("one of {options}").format(options=", ".join(ARCHS))
+        problems.append(str(bad_value("arch", a.arch, valid)))
     if not problems and a.hidden % a.heads:
-        problems.append(str(bad_value("hidden", a.hidden, f"a multiple of heads={a.heads}")))
+        problems.append(
+            str(
+                bad_value(
+                    "hidden", a.hidden, _("a multiple of heads={heads}").format(heads=a.heads)
+                )
+            )
+        )
     experts = a.experts or 0
     if not problems and experts and not 1 <= (a.top_k or 0) <= experts:
-        valid = f"an integer in [1, {experts}] with --experts {experts}"
+        valid = _("an integer in [1, {experts}] with --experts {experts}").format(experts=experts)
         problems.append(str(bad_value("top_k", a.top_k, valid)))
     elif not problems and not experts and a.top_k is not None:
-        problems.append(str(bad_value("top_k", a.top_k, "omitted without --experts (dense)")))
+        problems.append(str(bad_value("top_k", a.top_k, _("omitted without --experts (dense)"))))
     if problems:
         raise ValueError("; ".join(problems))
     seq = a.seq if a.seq is not None else 2048
@@ -131,7 +161,7 @@ def planner_result(a: argparse.Namespace) -> PlannerResult:
     budget = None
     if a.memory_gb is not None:
         if not a.memory_gb > 0:
-            problems.append(str(bad_value("memory_gb", a.memory_gb, "a number of GB > 0")))
+            problems.append(str(bad_value("memory_gb", a.memory_gb, _("a number of GB > 0"))))
         else:
             budget = a.memory_gb * 1e9
     try:
@@ -152,13 +182,31 @@ def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: 
     chosen = (result.configs if all else result.feasible)[:top]
     moe = result.model.experts > 0  # an ep column only for a mixture of experts
     ep_head = f" {'ep':>3}" if moe else ""
+    params = f"{result.model.params / 1e9:.4g}"
+    head = (
+        _(
+            "{model} ({params}B params, {active}B active) on {cluster}, global batch {batch} x seq"
+            " {seq}, efficiency {efficiency}, {gb} GB per GPU: {fit} of {total} configurations fit"
+        )
+        if moe
+        else _(
+            "{model} ({params}B params) on {cluster}, global batch {batch} x seq {seq}, efficiency"
+            " {efficiency}, {gb} GB per GPU: {fit} of {total} configurations fit"
+        )
+    )
     lines = [
-        f"{result.model.name} ({result.model.params / 1e9:.4g}B params"
-        + (f", {active_params(result.model) / 1e9:.4g}B active" if moe else "")
-        + f") on"
-        f" {result.cluster.describe()}, global batch {result.global_batch} x seq {result.seq},"
-        f" efficiency {result.efficiency:g}, {result.memory_budget / 1e9:.4g} GB per GPU:"
-        f" {len(result.feasible)} of {len(result.configs)} configurations fit",
+        head.format(
+            model=result.model.name,
+            params=params,
+            active=f"{active_params(result.model) / 1e9:.4g}" if moe else "",
+            cluster=result.cluster.describe(),
+            batch=result.global_batch,
+            seq=result.seq,
+            efficiency=f"{result.efficiency:g}",
+            gb=f"{result.memory_budget / 1e9:.4g}",
+            fit=len(result.feasible),
+            total=len(result.configs),
+        ),
         f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3}{ep_head} {'v':>2} {'zero':>4} {'mb':>3} {'M':>5}"
         f" {'recompute':<9} {'GB':>7} {'step s':>9} {'MFU':>6}  reason",
     ]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import comm, engine
 from ..core.errors import WorkerError, check_int
+from ..core.i18n import _
 from ..core.inputs import contributors
 from ..core.trace import Trace
 from ..engine import demos
@@ -29,7 +30,9 @@ def ascii_steps(trace: Trace) -> list[str]:
     n, bounds = trace.world_size, trace.meta["chunk_bounds"]
     latest = {s.rank: s.values for s in trace.snapshots if s.step == -1}
     phases = {e.step: e.phase for e in trace.events if e.step is not None}
-    lines = ["input " + "  ".join(f"r{r} {chunk_cells(latest[r], bounds, n)}" for r in range(n))]
+    lines = [
+        _("input") + " " + "  ".join(f"r{r} {chunk_cells(latest[r], bounds, n)}" for r in range(n))
+    ]
     for step in sorted(phases):
         for s in trace.snapshots:
             if s.step == step:
@@ -42,50 +45,80 @@ def ascii_steps(trace: Trace) -> list[str]:
 def run_tour(world_size: int = 4, interactive: bool | None = None, print_fn=print) -> int:
     n = check_int("world_size", world_size, 2, 8)
     say = print_fn
-    say("edu-parallel tour: distributed communication, run for real\n")
-    say(f"1. Start a cluster: {n} worker processes join one torch.distributed group.")
+    say(_("edu-parallel tour: distributed communication, run for real") + "\n")
+    say(_("1. Start a cluster: {n} worker processes join one torch.distributed group.").format(n=n))
     with engine.Cluster(n, timeout=10) as cluster:
         say(
-            f"   ready in {cluster.startup_s:.2f} s ({cluster.start_method}, backend"
-            f" {cluster.backend})"
+            "   "
+            + _("ready in {seconds} s ({start_method}, backend {backend})").format(
+                seconds=f"{cluster.startup_s:.2f}",
+                start_method=cluster.start_method,
+                backend=cluster.backend,
+            )
         )
         for h in cluster.run(demos.hello).results:
-            say(f"   rank {h['rank']}: pid {h['pid']}, device {h['device']}")
-        say(
-            "\n2. Run a concept: ring all-reduce, 64 bytes per rank. Rank r's input is 2^r"
-            " everywhere,"
+            say(
+                "   "
+                + _("rank {rank}: pid {pid}, device {device}").format(
+                    rank=h["rank"], pid=h["pid"], device=h["device"]
+                )
+            )
+        first, *rest = (
+            _(
+                "2. Run a concept: ring all-reduce, {size} bytes per rank. Rank r's input is 2^r"
+                " everywhere,\n"
+                "so every partial sum tells which ranks it holds (digits; '·' = not yet)."
+            )
+            .format(size=16 * n)
+            .split("\n")
         )
-        say("   so every partial sum tells which ranks it holds (digits; '·' = not yet).")
+        say("\n" + first)
+        for line in rest:
+            say("   " + line)
         report = comm.run_allreduce(cluster, 16 * n, "int64", "ring", pattern="powers_of_two")
         for line in ascii_steps(report.trace):
             say("   " + line)
         say(
-            "   reduce-scatter: each chunk gathers all ranks on one rank; all-gather: copies"
-            " travel on."
+            "   "
+            + _(
+                "reduce-scatter: each chunk gathers all ranks on one rank; all-gather: copies"
+                " travel on."
+            )
         )
-        say(f"\n3. Read the trace: {len(report.trace.events)} events. The first few:")
+        say(
+            "\n"
+            + _("3. Read the trace: {n} events. The first few:").format(n=len(report.trace.events))
+        )
         for line in report.trace.lines()[:6]:
             say("   " + line)
         formula = report.formula_sent_bytes[0]
         say(
-            f"   bytes sent per rank: {report.per_rank_sent_bytes}; formula 2(N-1)/N*D ="
-            f" {formula:g}"
+            "   "
+            + _("bytes sent per rank: {sent}; formula 2(N-1)/N*D = {formula}").format(
+                sent=report.per_rank_sent_bytes, formula=f"{formula:g}"
+            )
         )
-        say(f"   matches dist.all_reduce: {report.matches_builtin}")
-        say("\n4. When a rank fails, the error names the rank and its step:")
+        say("   " + _("matches dist.all_reduce: {ok}").format(ok=report.matches_builtin))
+        say("\n" + _("4. When a rank fails, the error names the rank and its step:"))
         try:
             cluster.run(demos.raise_on, 1)
         except WorkerError as exc:
             say("   " + str(exc.args[0]))
         say(
-            f"   ... and the cluster goes on: {len(cluster.run(demos.hello).results)} ranks answer."
+            "   "
+            + _("... and the cluster goes on: {n} ranks answer.").format(
+                n=len(cluster.run(demos.hello).results)
+            )
         )
-        say("\n5. Quiz (the predict-then-run question runs on these ranks)")
+        say("\n" + _("5. Quiz (the predict-then-run question runs on these ranks)"))
         quiz = tour_quiz(runner=comm.cluster_runner(cluster, pattern="random", dtype="float32"))
         run_in_terminal(quiz, print_fn=say, interactive=interactive)
     say(
-        "\nNext: `edu-parallel lab` opens the lessons; `edu-parallel run ring --help` shows the"
-        " options."
+        "\n"
+        + _(
+            "Next: `edu-parallel lab` opens the lessons; `edu-parallel run ring --help` shows the"
+            " options."
+        )
     )
     return 0
 

@@ -19,6 +19,7 @@ from .. import (
 )
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import check_choice, check_int
+from ..core.i18n import N_, _
 from ..expert_parallel.formulas import DEFAULTS as MOE
 from ..pipeline_parallel.builders import SCHEDULES
 from ..pipeline_parallel.formulas import default_times
@@ -35,20 +36,22 @@ def _int(p: argparse.ArgumentParser, name: str, default: Any, text: str) -> None
 def _pipeline_args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(world_size=None)  # default: --stages ranks
     p.add_argument(
-        "--schedule", default="1f1b", help=f"one of {', '.join(SCHEDULES)} (default 1f1b)"
+        "--schedule",
+        default="1f1b",
+        help=_("one of {schedules} (default 1f1b)").format(schedules=", ".join(SCHEDULES)),
     )
-    _int(p, "stages", None, "pipeline ranks P (default: --world-size, else 4)")
-    _int(p, "microbatches", 8, "microbatches M (default 8)")
-    _int(p, "chunks", 1, "model chunks per rank v, interleaved only (default 1)")
-    _int(p, "layers", None, "Linear+GeLU blocks (default 2*P*v)")
-    _int(p, "hidden", 32, "hidden size h (default 32)")
-    _int(p, "microbatch-size", 4, "rows per microbatch (default 4)")
-    _int(p, "seed", 0, "seed of weights and batch (default 0)")
+    _int(p, "stages", None, _("pipeline ranks P (default: --world-size, else 4)"))
+    _int(p, "microbatches", 8, _("microbatches M (default 8)"))
+    _int(p, "chunks", 1, _("model chunks per rank v, interleaved only (default 1)"))
+    _int(p, "layers", None, _("Linear+GeLU blocks (default 2*P*v)"))
+    _int(p, "hidden", 32, _("hidden size h (default 32)"))
+    _int(p, "microbatch-size", 4, _("rows per microbatch (default 4)"))
+    _int(p, "seed", 0, _("seed of weights and batch (default 0)"))
     usual, zb = default_times("1f1b"), default_times("zb-h1")
     times = (
-        ("f", "t_f", "forward (F)"),
-        ("b", "t_b", "input-gradient pass (I; a full backward B costs t_b + t_w)"),
-        ("w", "t_w", "weight-gradient pass (W)"),
+        ("f", "t_f", N_("forward (F)")),
+        ("b", "t_b", N_("input-gradient pass (I; a full backward B costs t_b + t_w)")),
+        ("w", "t_w", N_("weight-gradient pass (W)")),
     )
     for name, key, what in times:
         p.add_argument(
@@ -56,15 +59,17 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
             type=float,
             default=None,
             help=(
-                f"time of one {what} to retime the executed order (default {usual[key]:g}; "
-                f"zb-h1: {zb[key]:g}, Qi et al. 2023's T_F = T_B = T_W)"
+                _(
+                    "time of one {what} to retime the executed order (default {value2:g}; zb-h1:"
+                    " {value3:g}, Qi et al. 2023's T_F = T_B = T_W)"
+                ).format(what=_(what), value2=usual[key], value3=zb[key])
             ),
         )
     p.add_argument(
         "--t-comm",
         type=float,
         default=0.0,
-        help="time of one send to retime the executed order (default 0)",
+        help=_("time of one send to retime the executed order (default 0)"),
     )
 
 
@@ -101,7 +106,7 @@ def _pipeline_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]
 
 PIPELINE = Concept(
     "pipeline",
-    "pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1",
+    N_("pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1"),
     _pipeline_args,
     _pipeline_check,
     lambda executor, spec: pipeline_parallel.run_pipeline(executor, **spec),
@@ -112,14 +117,16 @@ PIPELINE = Concept(
 
 # ---------------------------------------------------------------- ZeRO stages
 def _zero_args(p: argparse.ArgumentParser) -> None:
-    _int(p, "stage", 1, "0 (plain DP), 1, 2 or 3 (default 1)")
+    _int(p, "stage", 1, _("0 (plain DP), 1, 2 or 3 (default 1)"))
     _training_args(p)
 
 
 def _training_args(p: argparse.ArgumentParser) -> None:
-    _int(p, "steps", 2, "training steps K >= 1 (default 2)")
-    p.add_argument("--lr", type=float, default=1e-2, help="Adam learning rate > 0 (default 0.01)")
-    _int(p, "seed", 0, "seed of weights and batch (default 0)")
+    _int(p, "steps", 2, _("training steps K >= 1 (default 2)"))
+    p.add_argument(
+        "--lr", type=float, default=1e-2, help=_("Adam learning rate > 0 (default 0.01)")
+    )
+    _int(p, "seed", 0, _("seed of weights and batch (default 0)"))
 
 
 def _zero_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
@@ -138,7 +145,7 @@ def _zero_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 ZERO = Concept(
     "zero",
-    "ZeRO stages 0-3 executed: sharded mixed-precision Adam, memory and bytes",
+    N_("ZeRO stages 0-3 executed: sharded mixed-precision Adam, memory and bytes"),
     _zero_args,
     _zero_check,
     lambda executor, spec: data_parallel.run_zero(executor, **spec),
@@ -154,15 +161,15 @@ def _fsdp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--granularity",
         default="layer",
-        help="FSDP units: layer (one per Linear) or model (default layer)",
+        help=_("FSDP units: layer (one per Linear) or model (default layer)"),
     )
     p.add_argument(
         "--reshard-after-forward",
         default="true",
-        help="true, false or default (torch's: not the root)",
+        help=_("true, false or default (torch's: not the root)"),
     )
     p.add_argument(
-        "--forward-prefetch", action="store_true", help="unit k's forward also gathers unit k+1"
+        "--forward-prefetch", action="store_true", help=_("unit k's forward also gathers unit k+1")
     )
     _training_args(p)
 
@@ -187,7 +194,7 @@ def _fsdp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 FSDP = Concept(
     "fsdp",
-    "PyTorch FSDP2 (fully_shard) against ZeRO-3: params, collectives per unit, bytes",
+    N_("PyTorch FSDP2 (fully_shard) against ZeRO-3: params, collectives per unit, bytes"),
     _fsdp_args,
     _fsdp_check,
     lambda executor, spec: data_parallel.run_fsdp(executor, **spec),
@@ -203,31 +210,49 @@ def _moe_args(p: argparse.ArgumentParser) -> None:
         MOE["experts"],
         f"experts E, a multiple of the world size (default {MOE['experts']})",
     )
-    _int(p, "top-k", MOE["top_k"], f"experts per token k, 1..E (default {MOE['top_k']})")
+    _int(
+        p,
+        "top-k",
+        MOE["top_k"],
+        _("experts per token k, 1..E (default {k})").format(k=MOE["top_k"]),
+    )
     p.add_argument(
         "--capacity-factor",
         type=float,
         default=MOE["capacity_factor"],
         help=(
-            "C > 0: capacity = ceil(C*T*k/E) per expert per rank "
-            f"(default {MOE['capacity_factor']})"
+            _("C > 0: capacity = ceil(C*T*k/E) per expert per rank (default {value})").format(
+                value=MOE["capacity_factor"]
+            )
         ),
     )
     p.add_argument(
         "--skew",
         type=float,
         default=MOE["skew"],
-        help="router bias toward expert 0, 0..100 (default 0)",
+        help=_("router bias toward expert 0, 0..100 (default 0)"),
     )
-    _int(p, "tokens", MOE["tokens"], f"tokens per rank T (default {MOE['tokens']})")
-    _int(p, "hidden", MOE["hidden"], f"hidden size h (default {MOE['hidden']})")
-    _int(p, "seed", MOE["seed"], "seed of weights and tokens (default 0)")
+    _int(
+        p,
+        "tokens",
+        MOE["tokens"],
+        _("tokens per rank T (default {tokens})").format(tokens=MOE["tokens"]),
+    )
+    _int(
+        p,
+        "hidden",
+        MOE["hidden"],
+        _("hidden size h (default {hidden})").format(hidden=MOE["hidden"]),
+    )
+    _int(p, "seed", MOE["seed"], _("seed of weights and tokens (default 0)"))
     p.add_argument(
         "--dispatch",
         default="variable",
         help=(
-            "variable (counts, then the kept rows) or padded (GShard's (E, C, h) buffer, "
-            "equal splits) (default variable)"
+            _(
+                "variable (counts, then the kept rows) or padded (GShard's (E, C, h) buffer, "
+                "equal splits) (default variable)"
+            )
         ),
     )
 
@@ -250,7 +275,7 @@ def _moe_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 MOE_CONCEPT = Concept(
     "moe",
-    "expert parallelism: a top-k MoE layer, tokens dispatched by all-to-all",
+    N_("expert parallelism: a top-k MoE layer, tokens dispatched by all-to-all"),
     _moe_args,
     _moe_check,
     lambda executor, spec: expert_parallel.run_moe(executor, **spec),
@@ -260,21 +285,25 @@ MOE_CONCEPT = Concept(
 
 # ---------------------------------------------------------------- tensor parallelism
 def _tp_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", default="mlp", help=f"{', '.join(MODES)} (default mlp)")
-    _int(p, "batch", 2, "batch size b (default 2)")
-    _int(p, "seq", 4, "sequence length s (default 4)")
-    _int(p, "hidden", 8, "hidden size h, a multiple of the world size (default 8)")
-    _int(p, "ffn", None, "MLP inner size, a multiple of the world size (default 4h)")
-    _int(p, "seed", 0, "seed of weights, input and dY (default 0)")
-    p.add_argument("--dtype", default="float64", help="float64 or float32 (default float64)")
+    p.add_argument(
+        "--mode", default="mlp", help=_("{modes} (default mlp)").format(modes=", ".join(MODES))
+    )
+    _int(p, "batch", 2, _("batch size b (default 2)"))
+    _int(p, "seq", 4, _("sequence length s (default 4)"))
+    _int(p, "hidden", 8, _("hidden size h, a multiple of the world size (default 8)"))
+    _int(p, "ffn", None, _("MLP inner size, a multiple of the world size (default 4h)"))
+    _int(p, "seed", 0, _("seed of weights, input and dY (default 0)"))
+    p.add_argument("--dtype", default="float64", help=_("float64 or float32 (default float64)"))
     p.add_argument(
         "--rule",
         default="megatron",
         help=(
-            f"{' or '.join(RULES)}: syllabus runs the outline's collectives, errata E4 (column/row)"
+            _("{rules}: syllabus runs the outline's collectives, errata E4 (column/row)").format(
+                rules=" or ".join(RULES)
+            )
         ),
     )
-    p.add_argument("--gather-output", action="store_true", help="column: all-gather the full Y")
+    p.add_argument("--gather-output", action="store_true", help=_("column: all-gather the full Y"))
 
 
 def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
@@ -296,7 +325,7 @@ def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 TP = Concept(
     "tp",
-    "tensor parallelism: column/row-parallel linear layers, Megatron MLP, sequence parallelism",
+    N_("tensor parallelism: column/row-parallel linear layers, Megatron MLP, sequence parallelism"),
     _tp_args,
     _tp_check,
     lambda executor, spec: tensor_parallel.run_tp(executor, **spec),
@@ -306,13 +335,13 @@ TP = Concept(
 
 # ---------------------------------------------------------------- the strategy map
 MAP_SIZES = (
-    ("layers", 4, "residual MLP blocks"),
-    ("hidden", 16, "hidden size h"),
-    ("batch", 8, "sequences per step"),
-    ("seq", 4, "tokens per sequence"),
-    ("experts", 4, "experts per block (EP)"),
-    ("top-k", 2, "experts per token (EP)"),
-    ("seed", 0, "seed of weights and data"),
+    ("layers", 4, N_("residual MLP blocks")),
+    ("hidden", 16, N_("hidden size h")),
+    ("batch", 8, N_("sequences per step")),
+    ("seq", 4, N_("tokens per sequence")),
+    ("experts", 4, N_("experts per block (EP)")),
+    ("top-k", 2, N_("experts per token (EP)")),
+    ("seed", 0, N_("seed of weights and data")),
 )
 
 
@@ -321,12 +350,16 @@ def _map_args(p: argparse.ArgumentParser) -> None:
         "--strategies",
         default=",".join(STRATEGIES),
         help=(
-            f"comma-separated subset of {','.join(STRATEGIES)} (default all; tp-sp: TP + "
-            "sequence parallelism)"
+            _(
+                "comma-separated subset of {strategies} (default all; tp-sp: TP + sequence"
+                " parallelism)"
+            ).format(strategies=",".join(STRATEGIES))
         ),
     )
     for name, default, what in MAP_SIZES:
-        _int(p, name, default, f"{what} (default {default})")
+        _int(
+            p, name, default, _("{what} (default {default})").format(what=_(what), default=default)
+        )
 
 
 def _map_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
@@ -339,8 +372,10 @@ def _map_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
 
 MAP = Concept(
     "map",
-    "the strategy map: DP, TP, TP+SP, PP, EP on one tiny model; params, activations, bytes, "
-    "messages per rank",
+    N_(
+        "the strategy map: DP, TP, TP+SP, PP, EP on one tiny model; params, activations, bytes, "
+        "messages per rank"
+    ),
     _map_args,
     _map_check,
     lambda executor, spec: strategy_map.run_strategy_map(executor, **spec),

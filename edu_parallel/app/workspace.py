@@ -9,6 +9,9 @@
   restore it: ``edu-parallel lab --reset 03``;
 * a lesson new to the course is copied.
 
+The Chinese lessons come along in ``zh/`` (``zh/03_ring_allreduce.ipynb``), and the glossary
+(``GLOSSARY.md``) beside the index; ``--reset 03`` restores a lesson in both languages.
+
 What was copied is remembered in ``.edu-parallel/lessons.json`` (the SHA-256 of each file as
 copied), so "unchanged by the learner" is a fact, not a guess from timestamps. Traces and progress
 files that the lessons write land in the workspace too, so a full pass leaves the checkout as it
@@ -25,10 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 
 DEFAULT_DIR = Path("~/edu-parallel-course")
 MANIFEST = Path(".edu-parallel") / "lessons.json"
-COURSE_SUFFIXES = (".ipynb",)
+COURSE_SUFFIXES = (".ipynb", ".md")
+LANGUAGE_FOLDERS = ("zh",)  # the lessons in another language, each in its own subfolder
 
 
 @dataclass
@@ -44,20 +49,21 @@ class SyncReport:
     def lines(self) -> list[str]:
         """What a learner should read: the folder, what changed, and how to restore a lesson."""
         done = [
-            f"{verb} {len(names)}"
+            verb.format(n=len(names))
             for verb, names in (
-                ("copied", self.copied),
-                ("refreshed", self.refreshed),
-                ("restored", self.restored),
+                (_("copied {n}"), self.copied),
+                (_("refreshed {n}"), self.refreshed),
+                (_("restored {n}"), self.restored),
             )
             if names
         ]
-        out = [f"lessons: {self.folder}" + (f" ({', '.join(done)})" if done else "")]
-        out += [
-            f"  {name}: the course's version changed and yours has edits; "
-            f"`edu-parallel lab --reset {lesson_number(name)}` replaces yours with it"
-            for name in self.kept
-        ]
+        head = _("lessons: {folder}").format(folder=self.folder)
+        out = [head + (_(" ({done})").format(done=", ".join(done)) if done else "")]
+        kept = _(
+            "  {name}: the course's version changed and yours has edits;"
+            " `edu-parallel lab --reset {number}` replaces yours with it"
+        )
+        out += [kept.format(name=name, number=lesson_number(name)) for name in self.kept]
         return out
 
 
@@ -69,12 +75,16 @@ def lesson_number(name: str) -> str:
 
 
 def course_files(source: Path) -> dict[str, Path]:
-    """The files of the course in ``source``: ``{name: path}``, sorted by name."""
-    return {
-        p.name: p
-        for p in sorted(source.iterdir())
-        if p.is_file() and p.suffix in COURSE_SUFFIXES and not p.name.startswith(".")
-    }
+    """The files of the course in ``source``: ``{name: path}``, sorted by name; a file of a
+    language folder is named with it (``zh/03_ring_allreduce.ipynb``)."""
+    out = {}
+    for folder in (source, *(source / lang for lang in LANGUAGE_FOLDERS)):
+        if not folder.is_dir():
+            continue
+        for p in sorted(folder.iterdir()):
+            if p.is_file() and p.suffix in COURSE_SUFFIXES and not p.name.startswith("."):
+                out[p.relative_to(source).as_posix()] = p
+    return out
 
 
 def resolve_reset(names: Iterable[str], source: Path) -> list[str]:
@@ -88,12 +98,15 @@ def resolve_reset(names: Iterable[str], source: Path) -> list[str]:
         text = str(raw).strip()
         if text == "all":
             return list(files)
-        hits = [n for n in files if text in (n, Path(n).stem, lesson_number(n))]
-        if len(hits) != 1:
-            valid = ", ".join(lesson_number(n) for n in files)
-            raise bad_value("reset", raw, f"a lesson number or name, or all (lessons: {valid})")
-        if hits[0] not in picked:
-            picked.append(hits[0])
+        hits = [n for n in files if text in (n, Path(n).name, Path(n).stem, lesson_number(n))]
+        if not hits:
+            valid = ", ".join(dict.fromkeys(lesson_number(n) for n in files))
+            raise bad_value(
+                "reset",
+                raw,
+                _("a lesson number or name, or all (lessons: {valid})").format(valid=valid),
+            )
+        picked += [n for n in hits if n not in picked]
     return picked
 
 
@@ -102,11 +115,13 @@ def check_workspace(target: Path, source: Path) -> Path:
     target = target.expanduser()
     if target.exists() and not target.is_dir():
         raise bad_value(
-            "dir", str(target), "a folder (existing or new) for your copy of the lessons"
+            "dir", str(target), _("a folder (existing or new) for your copy of the lessons")
         )
     if target.resolve() == source.resolve():
         raise bad_value(
-            "dir", str(target), f"a folder of your own, not the course's lessons ({source})"
+            "dir",
+            str(target),
+            _("a folder of your own, not the course's lessons ({source})").format(source=source),
         )
     return target
 
@@ -133,16 +148,17 @@ def sync_workspace(target: Path, source: Path, reset: Iterable[str] = ()) -> Syn
         dest, new = target / name, _sha(src)
         if not dest.exists():
             bucket = report.copied
-        elif name in resets:
-            bucket = report.restored
-        elif _sha(dest) == new:
+        elif _sha(dest) == new:  # already the course's copy: nothing to restore
             copied_as[name] = new
             continue
+        elif name in resets:
+            bucket = report.restored
         elif copied_as.get(name) == _sha(dest):  # untouched since we copied it
             bucket = report.refreshed
         else:
             report.kept.append(name)
             continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
         copied_as[name] = new
         bucket.append(name)

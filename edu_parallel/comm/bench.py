@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import _
 from ..core.units import DTYPES, check_dtype, parse_size
 from ..engine.executor import Executor
 from .allreduce import run_allreduce
@@ -136,8 +137,9 @@ def format_bench(rows: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for name in dict.fromkeys(r["collective"] for r in rows):
         lines.append(
-            f"# {name}, {rows[0]['world_size']} ranks (plan run on the engine; busbw per"
-            " nccl-tests)"
+            _("# {name}, {n} ranks (plan run on the engine; busbw per nccl-tests)").format(
+                name=name, n=rows[0]["world_size"]
+            )
         )
         lines.append(
             f"# {'size':>12} {'count':>10} {'type':>8} {'time(us)':>10} {'algbw(GB/s)':>12}"

@@ -7,6 +7,7 @@ cluster, each checked against ``dist.all_reduce``, so the table is measured, not
 
 from __future__ import annotations
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from ..models.traffic import Runner
@@ -24,7 +25,11 @@ def cluster_traffic_runner(
         with cluster.sized(world_size) as ranks:
             report = run_allreduce(ranks, nbytes, dtype, algo, pattern)
         if not report.matches_builtin:
-            raise AssertionError(f"{algo} on {world_size} ranks differs from dist.all_reduce")
+            raise AssertionError(
+                _("{algo} on {n} ranks differs from dist.all_reduce").format(
+                    algo=algo, n=world_size
+                )
+            )
         return report.trace
 
     return runner

@@ -24,7 +24,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import N_
 from ..core.metrics import bus_factor
+from ..core.shown import shown
 from ..models import CostModel, Link, Topology, predict, retime
 from ..plans import ring_sent_bytes_formula, volume_formula
 from .allreduce import AllReduceReport
@@ -35,10 +37,14 @@ from .hierarchical import HierarchicalReport
 def builtin_table(reports: Mapping[str, CollectiveReport]) -> pd.DataFrame:
     """One row per collective: does the plan's result equal the torch builtin's?"""
     rows = [
-        {"collective": name, "matches torch builtin": r.matches_builtin, "reference": r.reference}
+        {
+            N_("collective"): name,
+            N_("matches torch builtin"): r.matches_builtin,
+            N_("reference"): r.reference,
+        }
         for name, r in reports.items()
     ]
-    return pd.DataFrame(rows).set_index("collective")
+    return shown(pd.DataFrame(rows).set_index("collective"))
 
 
 def volume_table(reports: Mapping[str, CollectiveReport]) -> pd.DataFrame:
@@ -48,13 +54,13 @@ def volume_table(reports: Mapping[str, CollectiveReport]) -> pd.DataFrame:
         formula = volume_formula(name, r.world_size, r.nbytes, r.root)["sent"]
         rows.append(
             {
-                "collective": name,
-                "sent per rank (counted, B)": list(r.per_rank_sent_bytes),
-                "sent per rank (formula, B)": [round(x) for x in formula],
-                "busbw factor": r.bus_factor,
+                N_("collective"): name,
+                N_("sent per rank (counted, B)"): list(r.per_rank_sent_bytes),
+                N_("sent per rank (formula, B)"): [round(x) for x in formula],
+                N_("busbw factor"): r.bus_factor,
             }
         )
-    return pd.DataFrame(rows).set_index("collective")
+    return shown(pd.DataFrame(rows).set_index("collective"))
 
 
 def ring_volume_table(reports: Sequence[AllReduceReport]) -> pd.DataFrame:
@@ -65,13 +71,15 @@ def ring_volume_table(reports: Sequence[AllReduceReport]) -> pd.DataFrame:
         rows.append(
             {
                 "N": r.world_size,
-                "reduce-scatter sent (counted, B)": list(r.per_phase_sent_bytes["reduce-scatter"]),
+                N_("reduce-scatter sent (counted, B)"): list(
+                    r.per_phase_sent_bytes["reduce-scatter"]
+                ),
                 "(N-1)/N·D (B)": f["reduce-scatter"],
-                "total sent (counted, B)": list(r.per_rank_sent_bytes),
+                N_("total sent (counted, B)"): list(r.per_rank_sent_bytes),
                 "2(N-1)/N·D (B)": f["total"],
             }
         )
-    return pd.DataFrame(rows).set_index("N")
+    return shown(pd.DataFrame(rows).set_index("N"))
 
 
 def phase_table(report: AllReduceReport, rank: int = 0) -> pd.DataFrame:
@@ -82,40 +90,40 @@ def phase_table(report: AllReduceReport, rank: int = 0) -> pd.DataFrame:
     recv = report.trace.recv_bytes(per_phase=True)
     rows = [
         {
-            "phase": phase,
-            "sent (B)": sent[phase][rank],
-            "received (B)": recv[phase][rank],
-            "formula (B)": (n - 1) / n * d,
-            "outline's 2(N-1)/N·D (B)": 2 * (n - 1) / n * d,
+            N_("phase"): phase,
+            N_("sent (B)"): sent[phase][rank],
+            N_("received (B)"): recv[phase][rank],
+            N_("formula (B)"): (n - 1) / n * d,
+            N_("outline's 2(N-1)/N·D (B)"): 2 * (n - 1) / n * d,
         }
         for phase in ("reduce-scatter", "all-gather")
     ]
     rows.append(
         {
-            "phase": "both phases",
-            "sent (B)": report.per_rank_sent_bytes[rank],
-            "received (B)": report.per_rank_recv_bytes[rank],
-            "formula (B)": 2 * (n - 1) / n * d,
-            "outline's 2(N-1)/N·D (B)": 2 * (n - 1) / n * d,
+            N_("phase"): N_("both phases"),
+            N_("sent (B)"): report.per_rank_sent_bytes[rank],
+            N_("received (B)"): report.per_rank_recv_bytes[rank],
+            N_("formula (B)"): 2 * (n - 1) / n * d,
+            N_("outline's 2(N-1)/N·D (B)"): 2 * (n - 1) / n * d,
         }
     )
-    return pd.DataFrame(rows).set_index("phase")
+    return shown(pd.DataFrame(rows).set_index("phase"), values=(N_("both phases"),))
 
 
 def bandwidth_table(reports: Sequence[AllReduceReport]) -> pd.DataFrame:
     """Time, algbw and busbw per all-reduce run; busbw/algbw beside the factor 2(N-1)/N."""
     rows = [
         {
-            "bytes per rank": r.nbytes,
-            "time (ms)": r.time_s * 1e3,
-            "algbw (GB/s)": r.algbw_gbps,
-            "busbw (GB/s)": r.busbw_gbps,
+            N_("bytes per rank"): r.nbytes,
+            N_("time (ms)"): r.time_s * 1e3,
+            N_("algbw (GB/s)"): r.algbw_gbps,
+            N_("busbw (GB/s)"): r.busbw_gbps,
             "busbw / algbw": r.busbw_gbps / r.algbw_gbps,
             "2(N-1)/N": bus_factor("all_reduce", r.world_size),
         }
         for r in reports
     ]
-    return pd.DataFrame(rows).set_index("bytes per rank")
+    return shown(pd.DataFrame(rows).set_index("bytes per rank"))
 
 
 def calibration_table(reports: Sequence[AllReduceReport], link: Any) -> pd.DataFrame:
@@ -126,13 +134,13 @@ def calibration_table(reports: Sequence[AllReduceReport], link: Any) -> pd.DataF
         predicted = predict(r.algo, r.world_size, r.nbytes, link).time_s
         rows.append(
             {
-                "bytes per rank": r.nbytes,
-                "measured (ms)": r.time_s * 1e3,
-                "alpha-beta model (ms)": predicted * 1e3,
-                "measured / model": r.time_s / predicted,
+                N_("bytes per rank"): r.nbytes,
+                N_("measured (ms)"): r.time_s * 1e3,
+                N_("alpha-beta model (ms)"): predicted * 1e3,
+                N_("measured / model"): r.time_s / predicted,
             }
         )
-    return pd.DataFrame(rows).set_index("bytes per rank")
+    return shown(pd.DataFrame(rows).set_index("bytes per rank"))
 
 
 def topology_table(
@@ -147,17 +155,19 @@ def topology_table(
     one_ring = replace(topology, nics_per_node=1)
     rows = [
         {
-            "algorithm": name,
-            "matches dist.all_reduce": r.matches_builtin,
-            "trace retimed (µs)": retime(r.trace, model).duration * 1e6,
-            "alpha-beta model (µs)": predict(algo, n, r.nbytes, topo).time_s * 1e6,
+            N_("algorithm"): name,
+            N_("matches dist.all_reduce"): r.matches_builtin,
+            N_("trace retimed (µs)"): retime(r.trace, model).duration * 1e6,
+            N_("alpha-beta model (µs)"): predict(algo, n, r.nbytes, topo).time_s * 1e6,
         }
         for name, algo, r, topo in (
-            ("hierarchical", "hierarchical", hierarchical, topology),
-            ("flat ring", "ring", flat, one_ring),
+            (N_("hierarchical"), "hierarchical", hierarchical, topology),
+            (N_("flat ring"), "ring", flat, one_ring),
         )
     ]
-    return pd.DataFrame(rows).set_index("algorithm")
+    return shown(
+        pd.DataFrame(rows).set_index("algorithm"), values=(N_("hierarchical"), N_("flat ring"))
+    )
 
 
 def link_class_table(report: HierarchicalReport) -> pd.DataFrame:
@@ -167,15 +177,15 @@ def link_class_table(report: HierarchicalReport) -> pd.DataFrame:
     rows = [
         {
             "rank": r,
-            "node": r // g,
-            "intra sent (counted, B)": report.per_rank_intra_bytes[r],
+            N_("node"): r // g,
+            N_("intra sent (counted, B)"): report.per_rank_intra_bytes[r],
             "2(g-1)/g·S (B)": report.formula_bytes["intra"],
-            "inter sent (counted, B)": report.per_rank_inter_bytes[r],
+            N_("inter sent (counted, B)"): report.per_rank_inter_bytes[r],
             "2(K-1)/K·S/g (B)": report.formula_bytes["inter"],
         }
         for r in range(len(report.per_rank_intra_bytes))
     ]
-    return pd.DataFrame(rows).set_index("rank")
+    return shown(pd.DataFrame(rows).set_index("rank"))
 
 
 def nics_table(
@@ -197,11 +207,11 @@ def nics_table(
             p = predict(algo, topo.world_size, nbytes, topo)
             rows.append(
                 {
-                    "NICs per node": c,
-                    "algorithm": algo,
-                    "time (ms)": p.time_s * 1e3,
-                    "busbw (GB/s)": p.busbw_gbps,
-                    "NICs x per-NIC (GB/s)": c * inter.bandwidth_Bps / 1e9,
+                    N_("NICs per node"): c,
+                    N_("algorithm"): algo,
+                    N_("time (ms)"): p.time_s * 1e3,
+                    N_("busbw (GB/s)"): p.busbw_gbps,
+                    N_("NICs x per-NIC (GB/s)"): c * inter.bandwidth_Bps / 1e9,
                 }
             )
-    return pd.DataFrame(rows).set_index(["NICs per node", "algorithm"])
+    return shown(pd.DataFrame(rows).set_index(["NICs per node", "algorithm"]))

@@ -1,5 +1,6 @@
 """The bottom layer: pure data and checks that every other folder shares.
 
+* ``i18n.py``: the learner's language (English or 简体中文): gettext's ``_()``, ``set_language``.
 * ``errors.py``: one-line errors naming the option, the value and the valid range; the engine's
   error types. ``units.py``: sizes and dtypes as typed. ``dims.py``: :class:`ParallelDims`, the
   parallel degrees of a run, validated once.

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .i18n import _
+
 
 class EngineError(RuntimeError):
     """Base class for failures of a job on the cluster."""
@@ -75,12 +77,20 @@ class Checked:
 
 def bad_value(name: str, value: Any, valid: str) -> ValueError:
     """The one-line error for a bad argument: parameter, value given, valid range."""
-    return ValueError(f"{name}={value!r} is not valid: expected {valid}")
+    return ValueError(
+        _("{name}={value!r} is not valid: expected {valid}").format(
+            name=name, value=value, valid=valid
+        )
+    )
 
 
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int in ``[low, high]`` or raise a ValueError that says so."""
-    valid = f"an integer in [{low}, {high}]" if high is not None else f"an integer >= {low}"
+    valid = (
+        _("an integer in [{low}, {high}]").format(low=low, high=high)
+        if high is not None
+        else _("an integer >= {low}").format(low=low)
+    )
     if isinstance(value, bool):  # True is an int to Python, not a count to a learner
         raise bad_value(name, value, valid)
     if not isinstance(value, int):
@@ -101,9 +111,9 @@ def check_positive(name: str, value: Any) -> float:
     try:
         as_float = float(value)
     except (TypeError, ValueError):
-        raise bad_value(name, value, "a number > 0") from None
+        raise bad_value(name, value, _("a number > 0")) from None
     if not as_float > 0 or as_float != as_float or as_float == float("inf"):
-        raise bad_value(name, value, "a finite number > 0")
+        raise bad_value(name, value, _("a finite number > 0"))
     return as_float
 
 
@@ -112,7 +122,7 @@ MAX_TIMEOUT_S = 86400.0  # one day: longer waits are a mistake, and larger ones 
 
 def check_timeout(name: str, value: Any) -> float:
     """Return ``value`` as seconds in (0, :data:`MAX_TIMEOUT_S`] or raise a ValueError."""
-    valid = f"a number of seconds > 0 and <= {MAX_TIMEOUT_S:g}"
+    valid = _("a number of seconds > 0 and <= {limit}").format(limit=f"{MAX_TIMEOUT_S:g}")
     if isinstance(value, bool):
         raise bad_value(name, value, valid)
     try:
@@ -124,8 +134,9 @@ def check_timeout(name: str, value: Any) -> float:
     return as_float
 
 
-def check_non_negative(name: str, value: Any, valid: str = "a finite number >= 0") -> float:
+def check_non_negative(name: str, value: Any, valid: str = "") -> float:
     """Return ``value`` as a finite float >= 0 or raise a ValueError that says so."""
+    valid = valid or _("a finite number >= 0")
     try:
         as_float = float(value)
     except (TypeError, ValueError):
@@ -139,5 +150,7 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
     options = list(choices)
     if value not in options:
-        raise bad_value(name, value, "one of " + ", ".join(repr(c) for c in options))
+        raise bad_value(
+            name, value, _("one of {options}").format(options=", ".join(repr(c) for c in options))
+        )
     return value

@@ -29,7 +29,9 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ..core.i18n import N_, _
 from ..core.schema import STEP_START_MARK
+from ..core.shown import shown
 from ..core.trace import Event, Trace
 from ..engine.executor import Executor
 from .async_config import PSI, AsyncConfig, ring_bytes_per_rank, world_size_for
@@ -211,20 +213,20 @@ class Comparison:
             applied = sum(hist.values())
             rows.append(
                 {
-                    "regime": mode,
-                    "straggler": label,
-                    "samples/s": r.samples_per_s,
-                    "time to target (s)": r.time_to_target_s,
-                    "steps to target": r.steps_to_target,
-                    "final loss": r.final_loss,
-                    "mean staleness": sum(k * v for k, v in hist.items()) / max(applied, 1),
-                    "max staleness": max(hist, default=0),
-                    "dropped": r.dropped,
-                    "workers waiting": r.wait_fraction,
-                    "replay matches": r.replay_matches,
+                    N_("regime"): mode,
+                    N_("straggler"): label,
+                    N_("samples/s"): r.samples_per_s,
+                    N_("time to target (s)"): r.time_to_target_s,
+                    N_("steps to target"): r.steps_to_target,
+                    N_("final loss"): r.final_loss,
+                    N_("mean staleness"): sum(k * v for k, v in hist.items()) / max(applied, 1),
+                    N_("max staleness"): max(hist, default=0),
+                    N_("dropped"): r.dropped,
+                    N_("workers waiting"): r.wait_fraction,
+                    N_("replay matches"): r.replay_matches,
                 }
             )
-        return pd.DataFrame(rows)
+        return shown(pd.DataFrame(rows))
 
     def time_to_target(self) -> pd.DataFrame:
         """Time to the target accuracy (s): regimes down, straggler settings across."""
@@ -264,26 +266,54 @@ def format_async(report: AsyncReport) -> str:
     """Readable output: the regime, the measurements, the replay check."""
     r, c = report, report.config
     hist = ", ".join(f"{k}: {v}" for k, v in r.staleness_histogram.items())
-    ttt = "not reached" if r.time_to_target_s is None else f"{r.time_to_target_s:.2f} s"
+    ttt = _("not reached") if r.time_to_target_s is None else f"{r.time_to_target_s:.2f} s"
+    if r.steps_to_target is not None:
+        ttt = _("{time} (step {step})").format(time=ttt, step=f"{r.steps_to_target:g}")
     extra = {
-        "sync": "all-reduce every step",
-        "local-sgd": f"average every H = {c.local_steps} steps",
-        "async-ps": "rank 0 serves, no barrier",
-        "backup": f"rank 0 serves, steps with the first {c.kept_per_step} of {c.workers}",
+        "sync": _("all-reduce every step"),
+        "local-sgd": _("average every H = {h} steps").format(h=c.local_steps),
+        "async-ps": _("rank 0 serves, no barrier"),
+        "backup": _("rank 0 serves, steps with the first {kept} of {workers}").format(
+            kept=c.kept_per_step, workers=c.workers
+        ),
     }[c.mode]
     return "\n".join(
         [
-            f"{c.mode} ({extra}): {c.world_size} ranks, W = {c.workers} workers, {c.steps} steps"
-            f" of {c.samples_per_step} samples, lr {c.lr:g}; stragglers: {c.straggler_label()}",
-            f"throughput: {r.samples_per_s:,.0f} samples/s applied ({r.applied} gradients in"
-            f" {r.wall_s:.2f} s); workers waiting {r.wait_fraction:.0%} of the time",
-            f"staleness of the applied gradients (staleness: count): {hist}",
-            f"dropped late gradients: {r.dropped}; pushes discarded at the end: {r.discarded}",
-            f"target {c.target:.0%} held-out accuracy: {ttt}"
-            + ("" if r.steps_to_target is None else f" (step {r.steps_to_target:g})"),
-            f"final held-out loss {r.final_loss:.4f}, accuracy {r.final_accuracy:.1%}",
-            f"replay of the recorded order in one process gives the same parameters:"
-            f" {'yes (bit for bit)' if r.replay_matches else 'NO'}",
+            _(
+                "{mode} ({extra}): {n} ranks, W = {workers} workers, {steps} steps of {samples}"
+                " samples, lr {lr}; stragglers: {stragglers}"
+            ).format(
+                mode=c.mode,
+                extra=extra,
+                n=c.world_size,
+                workers=c.workers,
+                steps=c.steps,
+                samples=c.samples_per_step,
+                lr=f"{c.lr:g}",
+                stragglers=c.straggler_label(),
+            ),
+            _(
+                "throughput: {rate} samples/s applied ({applied} gradients in {wall} s); workers"
+                " waiting {waiting} of the time"
+            ).format(
+                rate=f"{r.samples_per_s:,.0f}",
+                applied=r.applied,
+                wall=f"{r.wall_s:.2f}",
+                waiting=f"{r.wait_fraction:.0%}",
+            ),
+            _("staleness of the applied gradients (staleness: count): {hist}").format(hist=hist),
+            _("dropped late gradients: {dropped}; pushes discarded at the end: {discarded}").format(
+                dropped=r.dropped, discarded=r.discarded
+            ),
+            _("target {target} held-out accuracy: {reached}").format(
+                target=f"{c.target:.0%}", reached=ttt
+            ),
+            _("final held-out loss {loss}, accuracy {accuracy}").format(
+                loss=f"{r.final_loss:.4f}", accuracy=f"{r.final_accuracy:.1%}"
+            ),
+            _("replay of the recorded order in one process gives the same parameters: {ok}").format(
+                ok=_("yes (bit for bit)") if r.replay_matches else _("NO")
+            ),
         ]
     )
 

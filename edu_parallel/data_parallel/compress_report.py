@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import _
 from ..core.schema import (
     COMPRESS_MARK,
     COMPRESS_PHASE,
@@ -253,18 +254,40 @@ def run_compress(
 def format_compress(report: CompressReport) -> str:
     """Readable output: bytes, ratio, compute, accuracy, the torch check."""
     r, c = report, report.config
-    yes = {True: "yes", False: "NO", None: "no torch hook for this run"}
-    target = f"step {r.steps_to_target}" if r.steps_to_target else f"not within {c.steps} steps"
+    yes = {True: _("yes"), False: _("NO"), None: _("no torch hook for this run")}
+    target = (
+        _("step {step}").format(step=r.steps_to_target)
+        if r.steps_to_target
+        else _("not within {steps} steps").format(steps=c.steps)
+    )
+    torch_check = _("same parameters on every rank: {agree}; equals torch's hook: {hook}").format(
+        agree=yes[r.ranks_agree], hook=yes[r.matches_torch_hook]
+    )
+    if r.max_abs_diff_torch is not None:
+        torch_check += f" (max |diff| {r.max_abs_diff_torch:.1e})"
     lines = [
-        f"{c.label} on {c.world_size} ranks, {c.steps} SGD steps (lr {c.lr:g}) of the classifier",
-        f"sent per rank per step: {r.wire_bytes_per_step:,.0f} B (formula"
-        f" {r.formula_wire_bytes:,.0f} B); fp32 all-reduce {r.dense_bytes_per_step:,.0f} B;"
-        f" ratio {r.compression_ratio:.1f}x; messages per step: {r.messages_per_step:g}",
-        f"compressor compute: {r.compress_s_per_step * 1e3:.2f} ms per step (this machine)",
-        f"held-out accuracy {r.final_accuracy:.1%}, loss {r.final_loss:.3f}; target"
-        f" {TARGET_ACCURACY:.0%} reached at {target}",
-        f"same parameters on every rank: {yes[r.ranks_agree]}; equals torch's hook:"
-        f" {yes[r.matches_torch_hook]}"
-        + (f" (max |diff| {r.max_abs_diff_torch:.1e})" if r.max_abs_diff_torch is not None else ""),
+        _("{label} on {n} ranks, {steps} SGD steps (lr {lr}) of the classifier").format(
+            label=c.label, n=c.world_size, steps=c.steps, lr=f"{c.lr:g}"
+        ),
+        _(
+            "sent per rank per step: {sent} B (formula {formula} B); fp32 all-reduce {dense} B;"
+            " ratio {ratio}x; messages per step: {messages}"
+        ).format(
+            sent=f"{r.wire_bytes_per_step:,.0f}",
+            formula=f"{r.formula_wire_bytes:,.0f}",
+            dense=f"{r.dense_bytes_per_step:,.0f}",
+            ratio=f"{r.compression_ratio:.1f}",
+            messages=f"{r.messages_per_step:g}",
+        ),
+        _("compressor compute: {ms} ms per step (this machine)").format(
+            ms=f"{r.compress_s_per_step * 1e3:.2f}"
+        ),
+        _("held-out accuracy {accuracy}, loss {loss}; target {target} reached at {reached}").format(
+            accuracy=f"{r.final_accuracy:.1%}",
+            loss=f"{r.final_loss:.3f}",
+            target=f"{TARGET_ACCURACY:.0%}",
+            reached=target,
+        ),
+        torch_check,
     ]
     return "\n".join(lines)

@@ -24,6 +24,8 @@ import pandas as pd
 import torch
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
+from ..core.shown import shown
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
@@ -116,16 +118,16 @@ class DdpReport:
             e = coll.get(b["bucket"])
             rows.append(
                 {
-                    "bucket": b["bucket"],
-                    "params": len(b["params"]),
-                    "first": b["params"][0],
-                    "last": b["params"][-1],
-                    "MiB": b["bytes"] / MIB,
-                    "after layer": e.attrs.get("after_layer") if e else None,
-                    "all-reduce ms": e.duration * 1e3 if e else math.nan,
+                    N_("bucket"): b["bucket"],
+                    N_("params"): len(b["params"]),
+                    N_("first"): b["params"][0],
+                    N_("last"): b["params"][-1],
+                    N_("MiB"): b["bytes"] / MIB,
+                    N_("after layer"): e.attrs.get("after_layer") if e else None,
+                    N_("all-reduce ms"): e.duration * 1e3 if e else math.nan,
                 }
             )
-        return pd.DataFrame(rows).set_index("bucket")
+        return shown(pd.DataFrame(rows).set_index("bucket"))
 
 
 def run_ddp(
@@ -216,39 +218,75 @@ def run_ddp(
 def format_ddp(report: DdpReport) -> str:
     """Readable output: the checks, the buckets, bytes and messages, time and overlap."""
     r, c = report, report.config
-    yes = {True: "yes", False: "NO", None: "not run"}
+    yes = {True: _("yes"), False: _("NO"), None: _("not run")}
     cap = (
-        "DDP default (25 MiB, first 1 MiB)" if c.bucket_cap_mb is None else f"{c.bucket_cap_mb} MiB"
+        _("DDP default (25 MiB, first 1 MiB)")
+        if c.bucket_cap_mb is None
+        else f"{c.bucket_cap_mb} MiB"
     )
+    big = _("matches one big batch: {ok} (max |diff| {diff})").format(
+        ok=yes[r.matches_big_batch], diff=f"{r.max_abs_diff_big_batch:.1e}"
+    )
+    one = _("matches one process: {ok}").format(ok=yes[r.matches_reference])
+    if r.bitwise_equal_reference:
+        one = _("matches one process: {ok} (bit for bit)").format(ok=yes[r.matches_reference])
+    torch_line = _("torch DDP buckets equal: {buckets}; torch DDP gradients equal: {grads}").format(
+        buckets=yes[r.matches_torch_ddp_buckets], grads=yes[r.matches_torch_ddp_grads]
+    )
+    if r.max_abs_diff_torch_ddp:
+        torch_line += f" (max |diff| {r.max_abs_diff_torch_ddp:.1e})"
     lines = [
-        f"data parallel, {c.model} model (Psi = {c.psi:,}), {c.world_size} ranks, sync {c.sync},"
-        f" buckets {cap}, accumulate {c.accumulate}, {c.steps} SGD steps",
-        f"matches one process: {yes[r.matches_reference]}"
-        f"{' (bit for bit)' if r.bitwise_equal_reference else ''}; matches one big batch:"
-        f" {yes[r.matches_big_batch]} (max |diff| {r.max_abs_diff_big_batch:.1e})",
-        f"torch DDP buckets equal: {yes[r.matches_torch_ddp_buckets]}; torch DDP gradients equal:"
-        f" {yes[r.matches_torch_ddp_grads]}"
-        + (f" (max |diff| {r.max_abs_diff_torch_ddp:.1e})" if r.max_abs_diff_torch_ddp else ""),
+        _(
+            "data parallel, {model} model (Psi = {psi}), {n} ranks, sync {sync}, buckets {cap},"
+            " accumulate {accumulate}, {steps} SGD steps"
+        ).format(
+            model=c.model,
+            psi=f"{c.psi:,}",
+            n=c.world_size,
+            sync=c.sync,
+            cap=cap,
+            accumulate=c.accumulate,
+            steps=c.steps,
+        ),
+        one + "; " + big,
+        torch_line,
         "",
     ]
     lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in r.buckets]
     sent = ", ".join(format_bytes(int(x)) for x in r.per_rank_sent_bytes)
     lines += [
         "",
-        f"sent per rank per step: {sent}; formula 2(N-1)/N * Psi * 4 B ="
-        f" {format_bytes(int(r.formula_sent_bytes))}",
-        f"messages per rank per step: {r.messages_per_step:g} (all-reduces:"
-        f" {r.collectives_per_step:g}, each 2(N-1) ring messages)",
-        f"step {r.step_time_s * 1e3:.1f} ms (measured on this machine); backward"
-        f" {r.backward_s * 1e3:.1f} ms; all-reduce {r.comm_s * 1e3:.1f} ms, of which"
-        f" {r.overlap_fraction_measured:.0%} hidden under backward",
+        _("sent per rank per step: {sent}; formula 2(N-1)/N * Psi * 4 B = {formula}").format(
+            sent=sent, formula=format_bytes(int(r.formula_sent_bytes))
+        ),
+        _(
+            "messages per rank per step: {messages} (all-reduces: {collectives}, each 2(N-1) ring"
+            " messages)"
+        ).format(messages=f"{r.messages_per_step:g}", collectives=f"{r.collectives_per_step:g}"),
+        _(
+            "step {step} ms (measured on this machine); backward {backward} ms; all-reduce {comm}"
+            " ms, of which {hidden} hidden under backward"
+        ).format(
+            step=f"{r.step_time_s * 1e3:.1f}",
+            backward=f"{r.backward_s * 1e3:.1f}",
+            comm=f"{r.comm_s * 1e3:.1f}",
+            hidden=f"{r.overlap_fraction_measured:.0%}",
+        ),
     ]
     if r.modelled is not None:
         m = r.modelled
         lines.append(
-            f"modelled on a GPU ({m.flops_per_s / 1e12:g} TFLOP/s, {m.link}, {m.rows} rows per"
-            f" rank): step {m.step_time_s * 1e6:.0f} us, {m.overlap_fraction:.0%} of"
-            f" {m.comm_s * 1e6:.0f} us all-reduce hidden"
+            _(
+                "modelled on a GPU ({tflops} TFLOP/s, {link}, {rows} rows per rank): step {step}"
+                " us, {hidden} of {comm} us all-reduce hidden"
+            ).format(
+                tflops=f"{m.flops_per_s / 1e12:g}",
+                link=m.link,
+                rows=m.rows,
+                step=f"{m.step_time_s * 1e6:.0f}",
+                hidden=f"{m.overlap_fraction:.0%}",
+                comm=f"{m.comm_s * 1e6:.0f}",
+            )
         )
     return "\n".join(lines)
 
@@ -278,15 +316,15 @@ def sweep_buckets(
             {
                 "bucket_cap_mb": "default" if cap is None else cap,
                 "buckets": len(rep.buckets),
-                "messages": rep.messages_per_step,
-                "sent MiB": rep.per_rank_sent_bytes[0] / MIB,
-                "step ms (measured)": rep.step_time_s * 1e3,
-                "hidden (measured)": rep.overlap_fraction_measured,
-                "step us (modelled)": m.step_time_s * 1e6,
-                "hidden (modelled)": m.overlap_fraction,
+                N_("messages"): rep.messages_per_step,
+                N_("sent MiB"): rep.per_rank_sent_bytes[0] / MIB,
+                N_("step ms (measured)"): rep.step_time_s * 1e3,
+                N_("hidden (measured)"): rep.overlap_fraction_measured,
+                N_("step us (modelled)"): m.step_time_s * 1e6,
+                N_("hidden (modelled)"): m.overlap_fraction,
             }
         )
-    return pd.DataFrame(rows_out)
+    return shown(pd.DataFrame(rows_out), messages={"buckets": N_("buckets (count)")})
 
 
 def ddp_runner(cluster: Executor, **fixed: Any) -> Any:

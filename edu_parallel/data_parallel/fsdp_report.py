@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GATHERED_PARAMS
 from ..core.trace import Trace
@@ -311,20 +312,34 @@ def run_fsdp(
 def format_fsdp(report: FsdpReport) -> str:
     """Readable output: the checks, then collectives and bytes per step for ZeRO-3 and FSDP."""
     r, n = report, report.world_size
-    raf = {True: "True", False: "False", None: "None (torch default)"}[r.reshard_after_forward]
+    raf = {True: "True", False: "False", None: _("None (torch default)")}[r.reshard_after_forward]
+    yes, no = _("yes"), _("NO")
     lines = [
-        (
-            f"FSDP2 fully_shard on {n} ranks, granularity {r.granularity!r} (units:"
-            f" {', '.join(r.units)}), reshard_after_forward={raf},"
-            f" forward_prefetch={r.forward_prefetch}; {r.steps} steps of Adam"
+        _(
+            "FSDP2 fully_shard on {n} ranks, granularity {granularity} (units: {units}),"
+            " reshard_after_forward={raf}, forward_prefetch={prefetch}; {steps} steps of Adam"
+        ).format(
+            n=n,
+            granularity=repr(r.granularity),
+            units=", ".join(r.units),
+            raf=raf,
+            prefetch=r.forward_prefetch,
+            steps=r.steps,
         ),
-        (
-            f"matches ZeRO-3: {'yes' if r.matches_zero3 else 'NO'} (max |diff|"
-            f" {r.max_abs_diff_zero3:.2e});  matches one process:"
-            f" {'yes' if r.matches_reference else 'NO'} (max |diff|"
-            f" {r.max_abs_diff_reference:.2e});  tolerance {r.tolerance:.1e}"
-            f" ({r.elements_beyond_tolerance['zero3']} elements beyond it; any element at most"
-            f" {r.outlier_tolerance:.1e})"
+        _("{first};  {second};  {third}").format(
+            first=_("matches ZeRO-3: {ok} (max |diff| {diff})").format(
+                ok=yes if r.matches_zero3 else no, diff=f"{r.max_abs_diff_zero3:.2e}"
+            ),
+            second=_("matches one process: {ok} (max |diff| {diff})").format(
+                ok=yes if r.matches_reference else no, diff=f"{r.max_abs_diff_reference:.2e}"
+            ),
+            third=_(
+                "tolerance {tol} ({beyond} elements beyond it; any element at most {outlier})"
+            ).format(
+                tol=f"{r.tolerance:.1e}",
+                beyond=r.elements_beyond_tolerance["zero3"],
+                outlier=f"{r.outlier_tolerance:.1e}",
+            ),
         ),
         "",
         f"{'':<8}{'collectives/step':>17}{'sent per rank/step':>20}{'vs DP':>7}"
@@ -344,10 +359,10 @@ def format_fsdp(report: FsdpReport) -> str:
             f"{name:<8}{r.collectives_per_step[k]:>17g}{max(sent):>18,.0f}"
             f" B{ratio:>7.2f}{max(peak):>13,} B"
         )
-    lines += ["", "step 1, rank 0, in issue order:"]
+    lines += ["", _("step 1, rank 0, in issue order:")]
     for k in ("zero3", "fsdp"):
         for row in (x for x in r.collectives[k] if x["step"] == 1):
-            pre = "  (prefetch)" if row["prefetch"] else ""
+            pre = "  " + _("(prefetch)") if row["prefetch"] else ""
             lines.append(
                 f"  {k:<6} {row['pass'] or '-':<13} {row['op']:<22} {row['unit']:<12} "
                 f"{row['nbytes']:>6} B out {row['sent_bytes']:>8,.0f} B sent{pre}"

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ..core.errors import bad_value
+from ..core.i18n import N_
+from ..core.shown import shown
 from ..memory import ZERO_STAGE_NAMES
 from .async_report import Comparison
 from .ddp_report import DdpReport
@@ -28,32 +30,32 @@ def ddp_sync_table(runs: Mapping[str, DdpReport]) -> pd.DataFrame:
     """One row per sync mode: rank 0's bytes and messages per step, each beside its formula."""
     rows = [
         {
-            "sync": sync,
-            "sent per rank per step (B)": r.per_rank_sent_bytes[0],
+            N_("sync"): sync,
+            N_("sent per rank per step (B)"): r.per_rank_sent_bytes[0],
             "2(N-1)/N·Ψ·4 (B)": r.config.bytes_per_step(),
             "buckets": len(r.buckets),
-            "messages per step": r.messages_per_step,
-            "2(N-1) × buckets": r.config.messages_per_step(),
+            N_("messages per step"): r.messages_per_step,
+            N_("2(N-1) × buckets"): r.config.messages_per_step(),
         }
         for sync, r in runs.items()
     ]
-    return pd.DataFrame(rows).set_index("sync")
+    return shown(pd.DataFrame(rows).set_index("sync"), messages={"buckets": N_("buckets (count)")})
 
 
 def zero_table(reports: Mapping[int, ZeroReport]) -> pd.DataFrame:
     """One row per ZeRO stage: bitwise check, model-state ledger vs formula, bytes vs DP."""
     rows = [
         {
-            "stage": ZERO_STAGE_NAMES[s],
-            "= one process, bitwise": r.bitwise_equal_reference,
-            "model-state bytes per rank (ledger)": list(r.per_rank_peak_model_state_bytes),
-            "formula (B)": r.formula_model_state_bytes,
-            "sent per rank per step (B)": r.per_rank_sent_bytes[0],
-            "vs DP": r.comm_ratio_vs_dp,
+            N_("stage"): ZERO_STAGE_NAMES[s],
+            N_("= one process, bitwise"): r.bitwise_equal_reference,
+            N_("model-state bytes per rank (ledger)"): list(r.per_rank_peak_model_state_bytes),
+            N_("formula (B)"): r.formula_model_state_bytes,
+            N_("sent per rank per step (B)"): r.per_rank_sent_bytes[0],
+            N_("vs DP"): r.comm_ratio_vs_dp,
         }
         for s, r in reports.items()
     ]
-    return pd.DataFrame(rows).set_index("stage")
+    return shown(pd.DataFrame(rows).set_index("stage"))
 
 
 def fsdp_table(reports: Mapping[str, FsdpReport]) -> pd.DataFrame:
@@ -64,26 +66,26 @@ def fsdp_table(reports: Mapping[str, FsdpReport]) -> pd.DataFrame:
     first = next(iter(reports.values()))
     rows = [
         {
-            "run": "ZeRO-3",
-            "params = ZeRO-3": None,
-            "collectives per step": first.collectives_per_step["zero3"],
-            "sent per rank per step (B)": max(first.zero3_per_rank_sent_bytes),
-            "vs DP": first.zero3_comm_ratio_vs_dp,
-            "peak gathered (B)": max(first.zero3_per_rank_peak_gathered_bytes),
+            N_("run"): "ZeRO-3",
+            N_("params = ZeRO-3"): None,
+            N_("collectives per step"): first.collectives_per_step["zero3"],
+            N_("sent per rank per step (B)"): max(first.zero3_per_rank_sent_bytes),
+            N_("vs DP"): first.zero3_comm_ratio_vs_dp,
+            N_("peak gathered (B)"): max(first.zero3_per_rank_peak_gathered_bytes),
         }
     ]
     rows += [
         {
-            "run": name,
-            "params = ZeRO-3": r.matches_zero3,
-            "collectives per step": r.collectives_per_step["fsdp"],
-            "sent per rank per step (B)": max(r.per_rank_sent_bytes),
-            "vs DP": r.comm_ratio_vs_dp,
-            "peak gathered (B)": max(r.per_rank_peak_gathered_bytes),
+            N_("run"): name,
+            N_("params = ZeRO-3"): r.matches_zero3,
+            N_("collectives per step"): r.collectives_per_step["fsdp"],
+            N_("sent per rank per step (B)"): max(r.per_rank_sent_bytes),
+            N_("vs DP"): r.comm_ratio_vs_dp,
+            N_("peak gathered (B)"): max(r.per_rank_peak_gathered_bytes),
         }
         for name, r in reports.items()
     ]
-    return pd.DataFrame(rows).set_index("run")
+    return shown(pd.DataFrame(rows).set_index("run"))
 
 
 def straggler_table(
@@ -97,17 +99,17 @@ def straggler_table(
         r, slow = comparison.reports[(mode, calm)], comparison.reports[(mode, straggler)]
         rows.append(
             {
-                "regime": mode,
-                "applied": r.applied,
-                "S x kept per step": r.config.steps * r.config.kept_per_step,
-                "dropped": r.dropped,
-                "staleness": r.staleness_histogram,
+                N_("regime"): mode,
+                N_("applied"): r.applied,
+                N_("S x kept per step"): r.config.steps * r.config.kept_per_step,
+                N_("dropped"): r.dropped,
+                N_("staleness"): r.staleness_histogram,
                 f"wall, {calm} (s)": r.wall_s,
                 f"wall, {straggler} (s)": slow.wall_s,
-                "slower by (s)": slow.wall_s - r.wall_s,
-                "straggler delays (s)": sum(
+                N_("slower by (s)"): slow.wall_s - r.wall_s,
+                N_("straggler delays (s)"): sum(
                     e.duration for e in slow.trace.events if e.op == "delay"
                 ),
             }
         )
-    return pd.DataFrame(rows).set_index("regime")
+    return shown(pd.DataFrame(rows).set_index("regime"))

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
 from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
 from ..core.trace import Trace
 from ..core.units import format_bytes
@@ -232,19 +233,30 @@ def run_zero(
 def format_zero(report: ZeroReport) -> str:
     """Readable output: check, memory per rank by category against the formula, bytes per step."""
     r, n = report, report.world_size
+    yes, no = _("yes"), _("NO")
+    ref = (
+        _("matches single-process reference: {ok} (max |diff| {diff}, bit for bit)")
+        if r.bitwise_equal_reference
+        else _("matches single-process reference: {ok} (max |diff| {diff})")
+    ).format(ok=yes if r.matches_reference else no, diff=f"{r.max_abs_diff_reference:.2e}")
+    dp = _("matches DP: {ok} (max |diff| {diff})").format(
+        ok=yes if r.matches_dp else no, diff=f"{r.max_abs_diff_dp:.2e}"
+    )
+    tol = _("tolerance {tol} on fp32 master").format(tol=f"{r.tolerance:.1e}")
     lines = [
-        (
-            f"{ZERO_STAGE_NAMES[r.stage]} on {n} ranks: {r.steps} steps of mixed-precision Adam (lr"
-            f" {r.lr:g}), Psi = {r.psi} params, flat buffers padded to {r.padded_numel}"
-            f" ({r.padded_numel - r.psi} pad)"
+        _(
+            "{stage} on {n} ranks: {steps} steps of mixed-precision Adam (lr {lr}), Psi = {psi}"
+            " params, flat buffers padded to {padded} ({pad} pad)"
+        ).format(
+            stage=ZERO_STAGE_NAMES[r.stage],
+            n=n,
+            steps=r.steps,
+            lr=f"{r.lr:g}",
+            psi=r.psi,
+            padded=r.padded_numel,
+            pad=r.padded_numel - r.psi,
         ),
-        (
-            f"matches single-process reference: {'yes' if r.matches_reference else 'NO'} (max"
-            f" |diff| {r.max_abs_diff_reference:.2e}"
-            f"{', bit for bit' if r.bitwise_equal_reference else ''});"
-            f"  matches DP: {'yes' if r.matches_dp else 'NO'} (max |diff| {r.max_abs_diff_dp:.2e});"
-            f"  tolerance {r.tolerance:.1e} on fp32 master"
-        ),
+        _("{first};  {second};  {third}").format(first=ref, second=dp, third=tol),
         "",
         f"{'rank':>4} " + "".join(f"{c:>16}" for c in ZERO_CATEGORIES) + f"{'model state':>14}",
     ]
@@ -257,15 +269,22 @@ def format_zero(report: ZeroReport) -> str:
         )
     text = {0: "16 Psi", 1: "4 Psi + 12 Psi/N", 2: "2 Psi + 14 Psi/N", 3: "16 Psi/N"}[r.stage]
     lines.append(
-        f"formula (ZeRO §3.1/§5): {text} = {r.formula_model_state_bytes:,.1f} B per rank; "
-        f"padding adds {r.padding_bytes_per_rank:,.1f} B"
+        _(
+            "formula (ZeRO §3.1/§5): {formula} = {bytes} B per rank; padding adds {padding} B"
+        ).format(
+            formula=text,
+            bytes=f"{r.formula_model_state_bytes:,.1f}",
+            padding=f"{r.padding_bytes_per_rank:,.1f}",
+        )
     )
     lines.append("")
     sent = ", ".join(format_bytes(int(b)) for b in r.per_rank_sent_bytes)
-    lines.append(f"sent per rank per step (send events in the trace): {sent}")
+    lines.append(_("sent per rank per step (send events in the trace): {sent}").format(sent=sent))
     lines.append(
-        f"DP sends 2(N-1)/N * 2P = {r.dp_sent_bytes_per_step:,.1f} B; ratio vs DP "
-        f"{r.comm_ratio_vs_dp:.3f} (ZeRO §7: 1.0 for stages 1-2, 1.5 for stage 3)"
+        _(
+            "DP sends 2(N-1)/N * 2P = {dp} B; ratio vs DP {ratio} (ZeRO §7: 1.0 for stages 1-2, 1.5"
+            " for stage 3)"
+        ).format(dp=f"{r.dp_sent_bytes_per_step:,.1f}", ratio=f"{r.comm_ratio_vs_dp:.3f}")
     )
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ import math
 
 import torch
 
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..core.units import DTYPES, format_bytes, torch_dtype
 from ..engine.context import RankContext
@@ -70,14 +71,13 @@ def segment_sizes(trace: Trace, case: Case, segments: int) -> list[Finding]:
     most = math.ceil(case.numel / segments) * DTYPES[case.dtype]
     for e in sorted(trace.events, key=lambda e: e.start):
         if e.kind == "send" and e.nbytes > most:
-            msg = (
-                f"rank {e.rank} sent a message of {format_bytes(e.nbytes)}; a segment is "
-                f"\u2308D/S\u2309 = {format_bytes(most)}: send the S pieces of "
-                "torch.tensor_split one by one, so the next rank forwards one while the next "
-                "is on its way"
-            )
+            msg = _(
+                "rank {r} sent a message of {size}; a segment is \u2308D/S\u2309 = {most}: send "
+                "the S pieces of torch.tensor_split one by one, so the next rank forwards one "
+                "while the next is on its way"
+            ).format(r=e.rank, size=format_bytes(e.nbytes), most=format_bytes(most))
             return [Finding("messages", False, msg, case, rank=e.rank, step=e.step)]
-    return [Finding("messages", True, "every message carries at most one segment", case)]
+    return [Finding("messages", True, _("every message carries at most one segment"), case)]
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -86,13 +86,14 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]
     if found:
         return found
     want = [o.facts for o in outputs]
-    found = values_equal(outputs, want, case, f"the root's (rank {root}'s) input")
+    what = _("the root's (rank {root}'s) input").format(root=root)
+    found = values_equal(outputs, want, case, what)
     sent = volume_formula("broadcast", n, case.numel * DTYPES[case.dtype], root)["sent"]
-    found += bytes_sent(trace, case, sent, "D (0 on the chain's last rank, root\u22121)")
+    found += bytes_sent(trace, case, sent, _("D (0 on the chain's last rank, root\u22121)"))
     found += messages_sent(trace, case, segments, "S")
     found += segment_sizes(trace, case, segments)
     steps = len(chain_broadcast_plan(n, root, segments).steps)
-    fix = "forward each segment as soon as it has arrived, before the next one comes in"
+    fix = _("forward each segment as soon as it has arrived, before the next one comes in")
     found.append(rounds_finding(trace, case, steps, "S + N \u2212 2", fix))
     return found
 
@@ -122,10 +123,10 @@ def _case(n: int, numel: int, root: int, segments: int, dtype: str = "float32", 
 EXERCISE = Exercise(
     id="02",
     lesson="02_collectives",
-    title="Broadcast as a pipelined chain",
+    title=N_("Broadcast as a pipelined chain"),
     function="my_chain_broadcast",
     params=("ctx", "tensor", "root", "segments"),
-    task=(
+    task=N_(
         "Write `my_chain_broadcast(ctx, tensor, root, segments)`: when it returns, every rank's "
         "`tensor` holds the root's, as after `dist.broadcast(tensor, src=root)`. The ranks form a "
         "chain root \u2192 root+1 \u2192 \u2026 (mod N); cut the buffer into S = `segments` "
@@ -135,15 +136,21 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "Number the ranks by their place in the chain, `pos = (r - root) % n`: the root is 0. "
-        "Every step, each rank may send one segment to `nxt` and receive one from `prev`.",
-        "Segment k leaves the root at step k and moves one rank further every step: at step s "
-        "the rank at position p forwards segment s \u2212 p (if it exists, and unless p is the "
-        "last) and receives segment s \u2212 p + 1 (unless p is the root). The last segment "
-        "reaches position N \u2212 1 at step S + N \u2212 3.",
-        "`if pos < n - 1 and 0 <= s - pos < segments: pending.append(ctx.isend(parts[s - pos], "
-        "nxt, chunk=s - pos))`, the same for `ctx.irecv(parts[s - pos + 1], prev, ...)`, then "
-        "`ctx.wait_all(pending)`",
+        N_(
+            "Number the ranks by their place in the chain, `pos = (r - root) % n`: the root is 0. "
+            "Every step, each rank may send one segment to `nxt` and receive one from `prev`."
+        ),
+        N_(
+            "Segment k leaves the root at step k and moves one rank further every step: at step s "
+            "the rank at position p forwards segment s \u2212 p (if it exists, and unless p is the "
+            "last) and receives segment s \u2212 p + 1 (unless p is the root). The last segment "
+            "reaches position N \u2212 1 at step S + N \u2212 3."
+        ),
+        N_(
+            "`if pos < n - 1 and 0 <= s - pos < segments: pending.append(ctx.isend(parts[s - pos], "
+            "nxt, chunk=s - pos))`, the same for `ctx.irecv(parts[s - pos + 1], prev, ...)`, then "
+            "`ctx.wait_all(pending)`"
+        ),
     ),
     reference=chain_broadcast,
     prepare=prepare,

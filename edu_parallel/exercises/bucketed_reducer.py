@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GRAD_READY_MARK, GRAD_SYNC, STEP_START_MARK
 from ..core.trace import Event, Trace
@@ -86,7 +87,7 @@ def time_backward(ctx: RankContext, model: torch.nn.Module, plan: Any) -> None:
     """Hooks registered before the learner's, so they run first: a ``grad_ready`` mark per
     gradient, and a ``backward`` compute event per layer, from the end of forward or of the layer
     before until its last gradient is in: the times the overlap check and the picture read."""
-    bucket, names = plan.bucket_of(), [name for name, _ in trained_params(model)]
+    bucket, names = plan.bucket_of(), [name for name, _x in trained_params(model)]
     left = {i: sum(1 for x in names if layer_of(x) == i) for i in map(layer_of, names)}
     last = [0.0]
 
@@ -122,11 +123,11 @@ def finish(ctx: RankContext, case: Case, args: tuple, result: object) -> dict[st
     config = config_of(case)
     mine = trained_params(args[0])
     missing = [name for name, p in mine if p.grad is None]
-    got = None if missing else torch.cat([p.grad.detach().reshape(-1) for _, p in mine])
+    got = None if missing else torch.cat([p.grad.detach().reshape(-1) for _x, p in mine])
     fresh = build_model(config)
     x, y = microbatch(config, 1, ctx.rank, 0)
     loss_of(config, fresh(x), y).backward()
-    expected = torch.cat([p.grad.reshape(-1) for _, p in trained_params(fresh)])
+    expected = torch.cat([p.grad.reshape(-1) for _x, p in trained_params(fresh)])
     dist.all_reduce(expected)
     sizes = [(name, p.numel()) for name, p in mine]
     return {"grads": got, "missing": missing, "expected": expected / ctx.world_size, "sizes": sizes}
@@ -145,19 +146,25 @@ def check_result(case: Case, outputs: list[RankOutcome]) -> Finding:
     for r, out in enumerate(outputs):
         facts, at = out.facts, 0
         if facts["missing"]:
-            msg = f"rank {r}: {facts['missing'][0]}.grad is None when your function returns"
+            msg = _("rank {r}: {name}.grad is None when your function returns").format(
+                r=r, name=facts["missing"][0]
+            )
             return Finding("result", False, msg, case, rank=r)
         for name, size in facts["sizes"]:
             got, want = facts["grads"][at : at + size], facts["expected"][at : at + size]
             at += size
             if not torch.allclose(got, want, rtol=1e-5, atol=1e-7):
                 n = case.world_size
-                why = f"got {got[0].item():.6g}, expected {want[0].item():.6g} (element 0)"
+                why = _("got {got}, expected {want} (element 0)").format(
+                    got=f"{got[0].item():.6g}", want=f"{want[0].item():.6g}"
+                )
                 if torch.allclose(got, want * n, rtol=1e-4, atol=1e-6):
-                    why = f"N = {n} times the average: divide the sum by N"
-                msg = f"rank {r}'s {name}.grad is not the average of the ranks' gradients: {why}"
+                    why = _("N = {n} times the average: divide the sum by N").format(n=n)
+                msg = _(
+                    "rank {r}'s {name}.grad is not the average of the ranks' gradients: {why}"
+                ).format(r=r, name=name, why=why)
                 return Finding("result", False, msg, case, rank=r)
-    return Finding("result", True, "every .grad holds the average over the ranks", case)
+    return Finding("result", True, _("every .grad holds the average over the ranks"), case)
 
 
 def check_buckets(case: Case, trace: Trace) -> list[Finding]:
@@ -169,28 +176,43 @@ def check_buckets(case: Case, trace: Trace) -> list[Finding]:
     launched = [all_reduces(trace, r) for r in range(n)]
     for r, mine in enumerate(launched):
         sent = sum(ring_sent_bytes("all_reduce", e.nbytes, n) for e in mine)
-        msg = f"rank {r}'s all-reduces send {format_bytes(sent)}; the target is {volume}"
+        msg = _("rank {r}'s all-reduces send {sent}; the target is {volume}").format(
+            r=r, sent=format_bytes(sent), volume=volume
+        )
         if sent <= target * (1 + 1e-9) and len(mine) == len(plan):
             k = next((k for k, e in enumerate(mine) if e.nbytes != plan.sizes[k]), None)
             if k is None:
                 continue
-            msg = (
-                f"rank {r}'s all-reduce #{k} carried {format_bytes(mine[k].nbytes)}; bucket {k} "
-                f"({' '.join(plan.buckets[k].params)}) holds {format_bytes(plan.sizes[k])}"
+            msg = _(
+                "rank {r}'s all-reduce #{k} carried {carried}; bucket {k} ({params}) holds {holds}"
+            ).format(
+                r=r,
+                k=k,
+                carried=format_bytes(mine[k].nbytes),
+                params=" ".join(plan.buckets[k].params),
+                holds=format_bytes(plan.sizes[k]),
             )
         elif sent <= target * (1 + 1e-9):
             continue  # too many or too few all-reduces: the messages check says so
         return [Finding("bytes", False, msg, case, rank=r)]
-    found = [Finding("bytes", True, f"every rank sent {volume}, bucket by bucket", case)]
+    ok = _("every rank sent {volume}, bucket by bucket").format(volume=volume)
+    found = [Finding("bytes", True, ok, case)]
     r = next((r for r, mine in enumerate(launched) if len(mine) != len(plan)), None)
     if r is None:
-        return [*found, Finding("messages", True, f"one all-reduce per bucket ({len(plan)})", case)]
-    seen = " (call it through ctx.collective so the trace sees it)" if not launched[r] else ""
-    msg = (
-        f"rank {r} launched {len(launched[r])} all-reduces{seen}; the plan has {len(plan)} "
-        f"buckets: one all-reduce per bucket, 2(N\u22121)\u00b7{len(plan)} = "
-        f"{config.messages_per_step()} ring messages (each costs a latency \u03b1)"
-    )
+        ok = _("one all-reduce per bucket ({n})").format(n=len(plan))
+        return [*found, Finding("messages", True, ok, case)]
+    if launched[r]:
+        msg = _(
+            "rank {r} launched {count} all-reduces; the plan has {n} buckets: one all-reduce per "
+            "bucket, 2(N\u22121)\u00b7{n} = {messages} ring messages (each costs a latency \u03b1)"
+        )
+    else:
+        msg = _(
+            "rank {r} launched {count} all-reduces (call it through ctx.collective so the trace "
+            "sees it); the plan has {n} buckets: one all-reduce per bucket, 2(N\u22121)\u00b7{n} "
+            "= {messages} ring messages (each costs a latency \u03b1)"
+        )
+    msg = msg.format(r=r, count=len(launched[r]), n=len(plan), messages=config.messages_per_step())
     return [*found, Finding("messages", False, msg, case, rank=r)]
 
 
@@ -203,21 +225,21 @@ def check_overlap(case: Case, trace: Trace) -> Finding:
             continue
         if min(e.start for e in launched) >= max(ready):
             late = (min(e.start for e in launched) - max(ready)) * 1e6
-            msg = (
-                f"rank {r} launched its first all-reduce {late:.0f} \u00b5s after its last "
-                "gradient was ready: nothing overlapped with backward. Launch a bucket from a "
-                "gradient hook as soon as it is full (async_op=True), wait after backward"
-            )
+            msg = _(
+                "rank {r} launched its first all-reduce {late} \u00b5s after its last gradient "
+                "was ready: nothing overlapped with backward. Launch a bucket from a gradient "
+                "hook as soon as it is full (async_op=True), wait after backward"
+            ).format(r=r, late=f"{late:.0f}")
             return Finding("overlap", False, msg, case, rank=r)
         early = [e for e in launched if e.start < max(ready)]
         if not any((e.attrs or {}).get("async") for e in early):
-            msg = (
-                f"rank {r} ran its all-reduces during backward, but blocking (no "
-                "async_op=True): backward stopped until each finished, so nothing overlapped. "
-                "Launch with async_op=True and wait on the handles after backward"
-            )
+            msg = _(
+                "rank {r} ran its all-reduces during backward, but blocking (no async_op=True): "
+                "backward stopped until each finished, so nothing overlapped. Launch with "
+                "async_op=True and wait on the handles after backward"
+            ).format(r=r)
             return Finding("overlap", False, msg, case, rank=r)
-    return Finding("overlap", True, "all-reduces launched while backward was running", case)
+    return Finding("overlap", True, _("all-reduces launched while backward was running"), case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -244,18 +266,22 @@ def streams_trace(trace: Trace) -> Trace:
 
 
 def nth_all_reduce(_e: Event, k: int) -> str:
-    return f"all-reduce #{k}"
+    return _("all-reduce #{k}").format(k=k)
 
 
 def picture(grade: Any) -> list[Any]:
     """Backward and the all-reduce launches on each rank (yours, then the reference's), and the
     bytes per rank stacked by all-reduce."""
     figures: list[Any] = []
-    for who, trace in (("your run", grade.trace), ("the reference", grade.reference_trace)):
+    heads = (
+        (N_("your run ({case}): backward and all-reduce launches"), grade.trace),
+        (N_("the reference ({case}): backward and all-reduce launches"), grade.reference_trace),
+    )
+    for head, trace in heads:
         if trace is not None and any(e.op == "backward" for e in trace.events):
             fig = streams_figure(streams_trace(trace))
-            head = f"{who} ({grade.shown.label()}): backward and all-reduce launches"
-            sub = (
+            head = _(head).format(case=grade.shown.label())
+            sub = _(
                 "\u25bc a bucket's all-reduce launched; shaded: backward (launched inside: overlap)"
             )
             figures.append(fig.update_layout(title=title_layout(head, sub)))
@@ -285,10 +311,10 @@ def my_bucketed_reducer(ctx, model, loss_fn, batch, buckets):
 EXERCISE = Exercise(
     id="05",
     lesson="05_dp_bucketing_overlap",
-    title="A bucketed gradient reducer with overlap",
+    title=N_("A bucketed gradient reducer with overlap"),
     function="my_bucketed_reducer",
     params=("ctx", "model", "loss_fn", "batch", "buckets"),
-    task=(
+    task=N_(
         "Write `my_bucketed_reducer(ctx, model, loss_fn, batch, buckets)`: run forward and "
         "backward of `loss_fn(model(x), y)` on this rank's `batch = (x, y)` and, when it returns, "
         "every parameter's `.grad` holds the average over the ranks, as after DDP's backward. "
@@ -300,16 +326,23 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "`p.register_post_accumulate_grad_hook(fn)` calls `fn(p)` during backward, the moment "
-        "`p.grad` is final. Backward produces the last layer's gradients first: bucket 0 fills "
-        "first, while the earlier layers are still computing.",
-        "Give each parameter a view into its bucket's flat buffer and count, per bucket, the "
-        "gradients still missing. In the hook: copy `p.grad` into the view, decrement the count, "
-        "and at zero launch the bucket's all-reduce with `async_op=True`, keeping the handle. "
-        "After `backward()`: wait on every handle, then copy view / N into each `p.grad`.",
-        "`if missing[b] == 0: works[b] = ctx.collective('all_reduce', flats[b], async_op=True)` "
-        "in the hook; after backward `for w in works: w.wait()` and "
-        "`params[name].grad.copy_(view / n)`",
+        N_(
+            "`p.register_post_accumulate_grad_hook(fn)` calls `fn(p)` during backward, the moment "
+            "`p.grad` is final. Backward produces the last layer's gradients first: bucket 0 fills "
+            "first, while the earlier layers are still computing."
+        ),
+        N_(
+            "Give each parameter a view into its bucket's flat buffer and count, per bucket, the "
+            "gradients still missing. In the hook: copy `p.grad` into the view, decrement the "
+            "count, and at zero launch the bucket's all-reduce with `async_op=True`, keeping the "
+            "handle. After `backward()`: wait on every handle, then copy view / N into each "
+            "`p.grad`."
+        ),
+        N_(
+            "`if missing[b] == 0: works[b] = ctx.collective('all_reduce', flats[b], "
+            "async_op=True)` in the hook; after backward `for w in works: w.wait()` and "
+            "`params[name].grad.copy_(view / n)`"
+        ),
     ),
     reference=bucketed_reducer,
     prepare=prepare,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ..core.i18n import _
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
 from .spec import Case, Finding, RankOutcome
@@ -28,8 +29,9 @@ def tensor_result(
                 Finding(
                     "result",
                     False,
-                    f"rank {r} returned {type(got).__name__}, expected a tensor of shape "
-                    f"{tuple(shape)} ({dtype})",
+                    _(
+                        "rank {r} returned {type}, expected a tensor of shape {shape} ({dtype})"
+                    ).format(r=r, type=type(got).__name__, shape=tuple(shape), dtype=dtype),
                     case,
                     rank=r,
                 )
@@ -39,8 +41,16 @@ def tensor_result(
                 Finding(
                     "result",
                     False,
-                    f"rank {r} returned a tensor of shape {tuple(got.shape)} ({got.dtype}), "
-                    f"expected {tuple(shape)} ({dtype})",
+                    _(
+                        "rank {r} returned a tensor of shape {got} ({got_dtype}), expected "
+                        "{shape} ({dtype})"
+                    ).format(
+                        r=r,
+                        got=tuple(got.shape),
+                        got_dtype=got.dtype,
+                        shape=tuple(shape),
+                        dtype=dtype,
+                    ),
                     case,
                     rank=r,
                 )
@@ -55,24 +65,25 @@ def values_equal(
     what: str,
     exact: bool = True,
 ) -> list[Finding]:
-    """Each rank's result equals ``expected[rank]`` (``what`` says what it should be)."""
+    """Each rank's result equals ``expected[rank]`` (``what`` says what it should be, in the
+    learner's language)."""
     for r, (out, want) in enumerate(zip(outputs, expected, strict=True)):
         got = out.result
         same = torch.equal(got, want) if exact else torch.allclose(got, want, rtol=1e-5, atol=1e-6)
         if not same:
             diff = (got != want).nonzero().flatten().tolist() if exact else []
-            where = f" (first wrong element: index {diff[0]})" if diff else ""
-            return [
-                Finding(
-                    "result",
-                    False,
-                    f"rank {r}'s result is not {what}{where}: got {_head(got)}, "
-                    f"expected {_head(want)}",
-                    case,
-                    rank=r,
+            if diff:
+                msg = _(
+                    "rank {r}'s result is not {what} (first wrong element: index {i}): got {got}, "
+                    "expected {want}"
                 )
-            ]
-    return [Finding("result", True, f"every rank holds {what}", case)]
+            else:
+                msg = _("rank {r}'s result is not {what}: got {got}, expected {want}")
+            text = msg.format(
+                r=r, what=what, i=diff[0] if diff else 0, got=_head(got), want=_head(want)
+            )
+            return [Finding("result", False, text, case, rank=r)]
+    return [Finding("result", True, _("every rank holds {what}").format(what=what), case)]
 
 
 def _head(t: torch.Tensor, k: int = 4) -> str:
@@ -94,14 +105,16 @@ def bytes_sent(
                 Finding(
                     "bytes",
                     False,
-                    f"rank {r} sent {format_bytes(got)}; the target is {formula} = "
-                    f"{format_bytes(want)}",
+                    _("rank {r} sent {got}; the target is {formula} = {want}").format(
+                        r=r, got=format_bytes(got), formula=formula, want=format_bytes(want)
+                    ),
                     case,
                     rank=r,
                     step=_first_step_over(trace, r, want),
                 )
             ]
-    return [Finding("bytes", True, f"every rank sent at most {formula}", case)]
+    msg = _("every rank sent at most {formula}").format(formula=formula)
+    return [Finding("bytes", True, msg, case)]
 
 
 def _first_step_over(trace: Trace, rank: int, budget: float) -> int | None:
@@ -127,13 +140,16 @@ def messages_sent(trace: Trace, case: Case, most: int, formula: str) -> list[Fin
             Finding(
                 "messages",
                 False,
-                f"rank {worst} sent {counts[worst]} messages; {formula} = {most} is enough "
-                "(each message costs one latency \u03b1)",
+                _(
+                    "rank {r} sent {count} messages; {formula} = {most} is enough "
+                    "(each message costs one latency \u03b1)"
+                ).format(r=worst, count=counts[worst], formula=formula, most=most),
                 case,
                 rank=worst,
             )
         ]
-    return [Finding("messages", True, f"at most {formula} messages per rank", case)]
+    msg = _("at most {formula} messages per rank").format(formula=formula)
+    return [Finding("messages", True, msg, case)]
 
 
 def message_rounds(trace: Trace) -> tuple[int, Event | None]:
@@ -187,17 +203,23 @@ def message_rounds(trace: Trace) -> tuple[int, Event | None]:
 
 
 def rounds_finding(trace: Trace, case: Case, target: int, formula: str, fix: str) -> Finding:
-    """The run's rounds (:func:`message_rounds`) against ``target`` (``formula`` names it)."""
+    """The run's rounds (:func:`message_rounds`) against ``target`` (``formula`` names it;
+    ``fix``, in the learner's language, says how to get there)."""
     try:
         rounds, last = message_rounds(trace)
     except ValueError as err:  # a send without its receive: the run cannot be timed
-        return Finding("steps", False, f"the messages do not pair up: {err}", case)
+        msg = _("the messages do not pair up: {error}").format(error=err)
+        return Finding("steps", False, msg, case)
     if rounds <= target:
-        said = f"{rounds} round{'' if rounds == 1 else 's'}"
-        return Finding("steps", True, f"{said}, at most {formula} = {target}", case)
-    msg = (
-        f"the last message reached rank {last.rank} after {rounds} rounds (a rank sends one "
-        f"message and receives one per round, and forwards only what it has received); "
-        f"{formula} = {target} is enough: {fix}"
-    )
+        if rounds == 1:
+            said = _("1 round, at most {formula} = {target}")
+        else:
+            said = _("{rounds} rounds, at most {formula} = {target}")
+        msg = said.format(rounds=rounds, formula=formula, target=target)
+        return Finding("steps", True, msg, case)
+    msg = _(
+        "the last message reached rank {r} after {rounds} rounds (a rank sends one message and "
+        "receives one per round, and forwards only what it has received); {formula} = {target} "
+        "is enough: {fix}"
+    ).format(r=last.rank, rounds=rounds, formula=formula, target=target, fix=fix)
     return Finding("steps", False, msg, case, rank=last.rank, step=last.step)

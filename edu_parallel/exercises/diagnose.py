@@ -15,6 +15,7 @@ import linecache
 import re
 
 from ..core.errors import JobTimeoutError, WorkerError
+from ..core.i18n import _
 from .spec import RETURNED, Case, Finding
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -29,7 +30,9 @@ SHIPPED = "<dynamic-code>"  # cloudpickle's file name for code it sent by value
 def source_line(code_file: str, line: int) -> str:
     """'line 7: `ctx.send(buf, right)`' (the text when this process can read it)."""
     text = linecache.getline(code_file, line).strip()
-    return f"line {line}: `{text}`" if text else f"line {line}"
+    if text:
+        return _("line {line}: `{text}`").format(line=line, text=text)
+    return _("line {line}").format(line=line)
 
 
 def learner_line(traceback_text: str, code_file: str) -> str:
@@ -44,30 +47,50 @@ def error_finding(err: WorkerError, code_file: str, case: Case) -> Finding:
     tb = err.remote_traceback or ""
     last = tb.strip().splitlines()[-1] if tb.strip() else ""
     where = learner_line(tb, code_file)
-    at = f" at {where}" if where else ""
     r = err.rank
     if tb and last.startswith("SystemExit"):
-        msg = f"rank {r} called exit(){at}: an exercise function must return its result"
+        msg = (
+            _("rank {r} called exit() at {line}: an exercise function must return its result")
+            if where
+            else _("rank {r} called exit(): an exercise function must return its result")
+        )
     elif "MemoryError" in last or "can't allocate memory" in last or "not enough memory" in last:
         msg = (
-            f"rank {r} ran out of its memory allowance{at} ({last}): allocate buffers the size "
-            "of the input, not more"
+            _(
+                "rank {r} ran out of its memory allowance at {line} ({error}): allocate buffers "
+                "the size of the input, not more"
+            )
+            if where
+            else _(
+                "rank {r} ran out of its memory allowance ({error}): allocate buffers the size "
+                "of the input, not more"
+            )
         )
     elif not tb and "SIGABRT" in str(err) and _wait(err.where) is not None:
         kind, peer, step = _wait(err.where)  # type: ignore[misc]
         msg = (
-            f"rank {r} was stopped by the gloo backend{_at(step)} while it waited to {kind} "
-            f"{'from' if kind == 'recv' else 'to'} rank {peer}: the message and the buffer "
-            "had different sizes (sender and receiver disagree on which chunk, or how big)"
+            _(
+                "rank {r} was stopped by the gloo backend{at} while it waited to recv from rank "
+                "{peer}: the message and the buffer had different sizes (sender and receiver "
+                "disagree on which chunk, or how big)"
+            )
+            if kind == "recv"
+            else _(
+                "rank {r} was stopped by the gloo backend{at} while it waited to send to rank "
+                "{peer}: the message and the buffer had different sizes (sender and receiver "
+                "disagree on which chunk, or how big)"
+            )
         )
+        return Finding("error", False, msg.format(r=r, at=_at(step), peer=peer), case, rank=r)
     elif not tb:
-        msg = (
-            f"rank {r} died ({err}) while running your function; the rank's process ended "
+        msg = _(
+            "rank {r} died ({error}) while running your function; the rank's process ended "
             "(os._exit, a crash): return your result instead"
         )
+        return Finding("error", False, msg.format(r=r, error=err), case, rank=r)
     else:
-        msg = f"rank {r} raised{at}: {last}"
-    return Finding("error", False, msg, case, rank=r)
+        msg = _("rank {r} raised at {line}: {error}") if where else _("rank {r} raised: {error}")
+    return Finding("error", False, msg.format(r=r, line=where, error=last), case, rank=r)
 
 
 def _wait(where: str) -> tuple[str, int, int | None] | None:
@@ -80,7 +103,8 @@ def _wait(where: str) -> tuple[str, int, int | None] | None:
 
 
 def _at(step: int | None) -> str:
-    return f" at step {step}" if step is not None else ""
+    """' at step 3' (the ``{at}`` of a message, after a space; "" when the step is unknown)."""
+    return " " + _("at step {step}").format(step=step) if step is not None else ""
 
 
 def hang_finding(err: JobTimeoutError, world_size: int, case: Case, code_file: str) -> Finding:
@@ -97,40 +121,58 @@ def hang_finding(err: JobTimeoutError, world_size: int, case: Case, code_file: s
         kinds = {waits[r][0] for r in cycle}
         step = waits[cycle[0]][2]
         how = (
-            "every one receives before it sends"
+            _("every one receives before it sends")
             if kinds == {"recv"}
-            else "each waits on a message the next is not posting"
+            else _("each waits on a message the next is not posting")
         )
         chain = " \u2192 ".join(str(r) for r in [*cycle, cycle[0]])
-        sentences.append(
-            f"ranks {chain} each waited for the next{_at(step)}: {how} (a deadlock)"
-            if len(cycle) > 2
-            else f"ranks {cycle[0]} and {cycle[1]} each waited for the other{_at(step)}: "
-            + ("both receive before they send" if kinds == {"recv"} else how)
-        )
+        if len(cycle) > 2:
+            said = _("ranks {chain} each waited for the next{at}: {how} (a deadlock)")
+        else:
+            said = _("ranks {a} and {b} each waited for the other{at}: {how}")
+            how = _("both receive before they send") if kinds == {"recv"} else how
+        sentences.append(said.format(chain=chain, a=cycle[0], b=cycle[-1], at=_at(step), how=how))
     for r in sorted(waits):
         kind, peer, step = waits[r]
         first_rank = r if first_rank is None else first_rank
         first_step = step if first_step is None else first_step
-        what = "for a message from" if kind == "recv" else "to send to"
         if r in in_cycle:
             continue
+        recv = kind == "recv"
         if peer in done:
-            sentences.append(
-                f"rank {r} waited{_at(step)} {what} rank {peer}, but rank {peer} had returned "
-                + ("without sending it" if kind == "recv" else "without receiving it")
+            said = (
+                _(
+                    "rank {r} waited{at} for a message from rank {peer}, but rank {peer} had "
+                    "returned without sending it"
+                )
+                if recv
+                else _(
+                    "rank {r} waited{at} to send to rank {peer}, but rank {peer} had returned "
+                    "without receiving it"
+                )
             )
+            line = ""
         elif peer in err.lines and peer not in waits:
+            said = (
+                _(
+                    "rank {r} waited{at} for a message from rank {peer}, which was still running "
+                    "{line}: a loop that does not end?"
+                )
+                if recv
+                else _(
+                    "rank {r} waited{at} to send to rank {peer}, which was still running {line}: "
+                    "a loop that does not end?"
+                )
+            )
             line = _probed(err.lines[peer], code_file)
-            sentences.append(
-                f"rank {r} waited{_at(step)} {what} rank {peer}, which was still running "
-                f"{line}: a loop that does not end?"
-            )
         else:
-            sentences.append(
-                f"rank {r} waited{_at(step)} {what} rank {peer}, which was at: "
-                f"{err.where.get(peer, 'finished')}"
+            said = (
+                _("rank {r} waited{at} for a message from rank {peer}, which was at: {line}")
+                if recv
+                else _("rank {r} waited{at} to send to rank {peer}, which was at: {line}")
             )
+            line = err.where[peer] if peer in err.where else _("finished")
+        sentences.append(said.format(r=r, at=_at(step), peer=peer, line=line))
     for r in sorted(stuck - set(waits)):
         where = err.where.get(r, "")
         m = _COLLECTIVE.match(where)
@@ -138,20 +180,19 @@ def hang_finding(err: JobTimeoutError, world_size: int, case: Case, code_file: s
             step = None if m["step"] == "None" else int(m["step"])
             if first_rank is None:
                 first_rank, first_step = r, step
-            sentences.append(
-                f"rank {r} waited in {m['name']}{_at(step)}; ranks {done} had returned "
-                "without calling it"
-            )
+            said = _("rank {r} waited in {name}{at}; ranks {done} had returned without calling it")
+            sentences.append(said.format(r=r, name=m["name"], at=_at(step), done=done))
         elif r in err.lines:
             first_rank = r if first_rank is None else first_rank
             if any(w[1] == r for w in waits.values()):
                 continue  # said already, by the rank that waited for it
-            sentences.append(
-                f"rank {r} was still running {_probed(err.lines[r], code_file)} when the time "
-                "ran out: a loop that does not end?"
+            said = _(
+                "rank {r} was still running {line} when the time ran out: a loop that does not end?"
             )
+            sentences.append(said.format(r=r, line=_probed(err.lines[r], code_file)))
         else:
-            sentences.append(f"rank {r} did not finish (at: {where or 'no step'})")
+            said = _("rank {r} did not finish (at: {where})")
+            sentences.append(said.format(r=r, where=where or _("no step")))
     text = "; ".join(sentences) or str(err).splitlines()[0]
     return Finding("deadlock", False, text, case, rank=first_rank, step=first_step)
 
@@ -175,7 +216,7 @@ def wait_cycles(waits: dict[int, tuple[str, int, int | None]]) -> list[list[int]
 
 def _probed(text: str, code_file: str) -> str:
     """'<dynamic-code>:7 in f' as 'line 7: `while True:`' (the source read from ``code_file``)."""
-    file, _, rest = text.rpartition(":")
+    file, _sep, rest = text.rpartition(":")
     m = _PROBED.match(":" + rest)
     if not file or m is None:
         return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.i18n import _
 from ..core.inputs import chunk_bounds, contributors
 from ..core.trace import Trace
 
@@ -30,13 +31,28 @@ class Divergence:
     def text(self) -> str:
         def say(s: frozenset[int] | None) -> str:
             if s is None:
-                return "a value that is no sum of distinct ranks' inputs"
-            return "nothing" if not s else "ranks {" + ", ".join(map(str, sorted(s))) + "}"
+                return _("a value that is no sum of distinct ranks' inputs")
+            if not s:
+                return _("nothing")
+            return _("ranks {{{ranks}}}").format(ranks=", ".join(map(str, sorted(s))))
 
-        phase = f" ({self.phase})" if self.phase else ""
-        return (
-            f"after step {self.step}{phase}, rank {self.rank}'s chunk {self.chunk} held "
-            f"{say(self.got)}; the reference held {say(self.want)}"
+        if self.phase:
+            msg = _(
+                "after step {step} ({phase}), rank {rank}'s chunk {chunk} held {got}; the "
+                "reference held {want}"
+            )
+        else:
+            msg = _(
+                "after step {step}, rank {rank}'s chunk {chunk} held {got}; the reference held "
+                "{want}"
+            )
+        return msg.format(
+            step=self.step,
+            phase=self.phase,
+            rank=self.rank,
+            chunk=self.chunk,
+            got=say(self.got),
+            want=say(self.want),
         )
 
 

@@ -20,15 +20,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..viz.bars import bytes_bars
 from ..viz.controls import show_in
 from ..viz.figure import new_figure
 from ..viz.grid import step_grid
 from .grader import Grade
-from .spec import CHECKS
+from .spec import CHECKS, NO_CASE, check_label
 
 _COLORS = {"ok": "#2e7d32", "FAIL": "#c62828", "note": "#8d6e00"}
+TIER_NAMES = (N_("a nudge"), N_("the idea"), N_("the key line"))  # hint tiers 1, 2, 3
 
 
 def has_steps(trace: Trace | None) -> bool:
@@ -47,29 +49,38 @@ def default_picture(grade: Grade) -> list[Any]:
         if mark is not None and mark.step is not None and mark.rank is not None:
             cell = (mark.step, mark.rank, mark.chunk or 0)
             label = (
-                "first divergence" if mark.check == "result" else f"{mark.check} check fails here"
+                _("first divergence")
+                if mark.check == "result"
+                else _("{check} check fails here").format(check=check_label(mark.check))
             )
-        title = f"your run ({grade.shown.label()})"
+        title = _("your run ({case})").format(case=grade.shown.label())
         figures.append(step_grid(mine, title=title, mark=cell, mark_label=label))
         if has_steps(ref):
-            figures.append(step_grid(ref, title="the reference, same input"))
+            figures.append(step_grid(ref, title=_("the reference, same input")))
     figures.append(bytes_figure(grade))
     return figures
 
 
-def bytes_figure(grade: Grade) -> Any:
-    """Bytes each rank sent: your run beside the reference's, the reference's volume as the line."""
+def bytes_figure(grade: Grade, arrived: bool = False) -> Any:
+    """Bytes each rank sent: your run beside the reference's, the reference's volume as the line
+    (``arrived``: the runs' events are the bytes that arrived on each rank, so say so)."""
     mine, ref, mark = grade.trace, grade.reference_trace, grade.mark
     n = mine.world_size
     fig = new_figure(figsize=(max(8.0, 1.1 * n + 6.0), 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
     target = ref.sent_bytes() if ref is not None else None
     over = mark.rank if mark is not None and mark.check == "bytes" else None
-    bytes_bars(mine, target, ax=left, formula_name="the reference's volume", mark=over)
-    left.set_title("your run: bytes sent per rank", fontsize=10)
+    volume = _("the reference's volume")
+    bytes_bars(mine, target, ax=left, formula_name=volume, mark=over)
+    title = (
+        _("your run: bytes that arrived per rank")
+        if arrived
+        else _("your run: bytes sent per rank")
+    )
+    left.set_title(title, fontsize=10)
     if ref is not None:
-        bytes_bars(ref, target, ax=right, formula_name="the reference's volume")
-        right.set_title("the reference", fontsize=10)
+        bytes_bars(ref, target, ax=right, formula_name=volume)
+        right.set_title(_("the reference"), fontsize=10)
         top = max(left.get_ylim()[1], right.get_ylim()[1])  # one scale for both runs
         left.set_ylim(0, top)
         right.set_ylim(0, top)
@@ -104,11 +115,12 @@ def save_stacked(figures: list[Any], out: str | Path, dpi: int = 80) -> int:
 
 def findings_table(grade: Grade) -> pd.DataFrame:
     """One row per case (in the order run), one column per check: ✓ passed, ✗ failed,
-    "note" (advice only), "" not checked (the run stopped before)."""
+    "note" (advice only), "" not checked (the run stopped before). The headers and marks are
+    data (the check names, "note"); ``findings_html`` shows them in the learner's language."""
     checks = [c for c in CHECKS if any(f.check == c for f in grade.findings)]
     rows: dict[str, dict[str, str]] = {}
     for f in grade.findings:
-        row = rows.setdefault(f.case.label() if f.case else "before running", {})
+        row = rows.setdefault(f.case.label() if f.case else _(NO_CASE), {})
         mark = "note" if f.note else ("✓" if f.ok else "✗")
         if row.get(f.check) != "✗":  # a failure stays a failure
             row[f.check] = mark
@@ -141,7 +153,7 @@ class Feedback:
     # ------------------------------------------------------------------ state
     def next_hint(self) -> str:
         """Reveal the next hint tier and return it (the last one again when all are shown)."""
-        hints = self.grade.exercise.hints
+        hints = self.grade.exercise.shown_hints()
         self.hints_shown = min(self.hints_shown + 1, len(hints))
         self._refresh()
         return hints[self.hints_shown - 1]
@@ -162,17 +174,19 @@ class Feedback:
         and note spelled out."""
         table = findings_table(self.grade)
         checks = [c for c in table.columns if c != "case"]
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in ["case", *checks])
+        names = [_("case"), *map(check_label, checks)]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in names)
         body = []
         for row in table.itertuples(index=False):
             cells = [f"<td style='white-space:nowrap'>{html.escape(row[0])}</td>"]
             for mark in row[1:]:
                 color = {"✓": _COLORS["ok"], "✗": _COLORS["FAIL"]}.get(mark, "#666")
-                cells.append(f"<td style='color:{color};text-align:center'><b>{mark}</b></td>")
+                shown = _("note") if mark == "note" else mark
+                cells.append(f"<td style='color:{color};text-align:center'><b>{shown}</b></td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         said = [
             f"<li style='color:{_COLORS['note' if f.note else 'FAIL']}'>"
-            f"{html.escape(f.case.label() if f.case else 'before running')}: "
+            f"{html.escape(f.case.label() if f.case else _(NO_CASE))}: "
             f"{html.escape(f.message)}</li>"
             for f in self.grade.findings
             if not f.ok
@@ -190,15 +204,20 @@ class Feedback:
         ]
         if not parts:
             return ""
-        return f"<details><summary>what your ranks printed</summary>{''.join(parts)}</details>"
+        summary = html.escape(_("what your ranks printed"))
+        return f"<details><summary>{summary}</summary>{''.join(parts)}</details>"
 
     def hints_html(self) -> str:
-        hints = self.grade.exercise.hints[: self.hints_shown]
-        names = ("a nudge", "the idea", "the key line")
+        hints = self.grade.exercise.shown_hints()[: self.hints_shown]
+        heads = [
+            _("Hint {n} ({name}):").format(
+                n=i + 1, name=_(TIER_NAMES[i]) if i < len(TIER_NAMES) else _("more")
+            )
+            for i in range(len(hints))
+        ]
         return "".join(
-            f"<p><b>Hint {i + 1} ({names[i] if i < len(names) else 'more'}):</b> "
-            f"{html.escape(h)}</p>"
-            for i, h in enumerate(hints)
+            f"<p><b>{html.escape(head)}</b> {html.escape(h)}</p>"
+            for head, h in zip(heads, hints, strict=True)
         )
 
     def figures(self) -> list[Any]:
@@ -210,7 +229,9 @@ class Feedback:
             self._hint_area.value = self.hints_html()
             left = len(self.grade.exercise.hints) - self.hints_shown
             self.buttons["hint"].disabled = left == 0
-            self.buttons["hint"].description = f"Hint ({left} left)" if left else "No more hints"
+            self.buttons["hint"].description = (
+                _("Hint ({n} left)").format(n=left) if left else _("No more hints")
+            )
         if self._solution_area is not None and self.solution_shown:
             self._solution_area.value = (
                 f"<pre style='white-space:pre-wrap'>{html.escape(self.solution_text)}</pre>"
@@ -220,8 +241,9 @@ class Feedback:
         """The panel: verdict, findings, figures, hints, solution."""
         import ipywidgets as widgets
 
-        hint = widgets.Button(description=f"Hint ({len(self.grade.exercise.hints)} left)")
-        solution = widgets.Button(description="Show the solution", button_style="warning")
+        left = len(self.grade.exercise.hints)
+        hint = widgets.Button(description=_("Hint ({n} left)").format(n=left))
+        solution = widgets.Button(description=_("Show the solution"), button_style="warning")
         hint.on_click(lambda _b: self.next_hint())
         solution.on_click(lambda _b: self.show_solution())
         self.buttons = {"hint": hint, "solution": solution}

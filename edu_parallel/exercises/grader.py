@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import JobTimeoutError, WorkerError, bad_value
+from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds
 from ..core.trace import Trace
 from ..core.units import DTYPES, format_bytes
@@ -26,7 +27,9 @@ from ..engine.executor import Executor
 from .diagnose import error_finding, hang_finding, source_line
 from .divergence import first_divergence
 from .rank_job import PRINT_LIMIT, run_exercise, ship
-from .spec import Case, Exercise, Finding, RankOutcome
+from .spec import NO_CASE, Case, Exercise, Finding, RankOutcome, check_label
+
+MARKS = {"note": N_("note"), "ok": N_("ok"), "FAIL": N_("FAIL")}  # a finding's mark in the report
 
 
 @dataclass
@@ -73,28 +76,36 @@ class Grade:
 
     def summary(self) -> str:
         """One line: PASS or FAIL, the exercise, and the first failure."""
-        head = f"exercise {self.exercise.id} ({self.exercise.function})"
+        ex = self.exercise
         if self.passed:
             cases = len({f.case for f in self.findings if f.case is not None})
-            return f"PASS {head}: {cases} cases on real ranks, {self.wall_s:.1f} s"
+            return _("PASS exercise {id} ({function}): {cases} cases on real ranks, {s} s").format(
+                id=ex.id, function=ex.function, cases=cases, s=f"{self.wall_s:.1f}"
+            )
         first = self.first_failure
-        where = f" [{first.case.label()}]" if first and first.case else ""
-        return f"FAIL {head}{where}: {first.message if first else 'no verdict'}"
+        message = first.message if first else _("no verdict")
+        if first and first.case:
+            return _("FAIL exercise {id} ({function}) [{case}]: {message}").format(
+                id=ex.id, function=ex.function, case=first.case.label(), message=message
+            )
+        return _("FAIL exercise {id} ({function}): {message}").format(
+            id=ex.id, function=ex.function, message=message
+        )
 
     def report(self) -> str:
         """The one-screen text report (the CLI prints it)."""
         lines = [self.summary(), ""]
         by_case: dict[str, list[Finding]] = {}
         for f in self.findings:
-            by_case.setdefault(f.case.label() if f.case else "before running", []).append(f)
+            by_case.setdefault(f.case.label() if f.case else _(NO_CASE), []).append(f)
         for label, found in by_case.items():
             lines.append(f"  {label}")
             for f in found:
-                mark = "note" if f.note else ("ok  " if f.ok else "FAIL")
-                lines.append(f"    {mark} {f.check:<9} {f.message}")
+                mark = _(MARKS["note" if f.note else ("ok" if f.ok else "FAIL")]).ljust(4)
+                lines.append(f"    {mark} {check_label(f.check):<9} {f.message}")
         printed = next((o for o in self.outputs if o.printed_bytes), None)
         if printed is not None:
-            lines += ["", "  rank output (first lines):"]
+            lines += ["", "  " + _("rank output (first lines):")]
             lines += [f"    | {t}" for t in printed.printed.splitlines()[:8]]
         return "\n".join(lines)
 
@@ -103,21 +114,19 @@ def check_signature(exercise: Exercise, fn: Any) -> Finding | None:
     """None when ``fn`` can be called as ``name(ctx, ...)``; else a finding naming its line."""
     call = f"{exercise.function}({', '.join(exercise.params)})"
     if not inspect.isfunction(fn):
-        return Finding(
-            "signature",
-            False,
-            f"expected a function {call}, got {type(fn).__name__}: define it with "
-            f"`def {call}:` and pass the function itself",
+        msg = _(
+            "expected a function {call}, got {type}: define it with `def {call}:` and pass the "
+            "function itself"
         )
+        return Finding("signature", False, msg.format(call=call, type=type(fn).__name__))
     try:
         inspect.signature(fn).bind(*exercise.params)
     except TypeError as err:
         code = fn.__code__
         line = source_line(code.co_filename, code.co_firstlineno)
+        msg = _("{name} cannot be called as {call} ({error}); it is defined at {line}")
         return Finding(
-            "signature",
-            False,
-            f"{fn.__name__} cannot be called as {call} ({err}); it is defined at {line}",
+            "signature", False, msg.format(name=fn.__name__, call=call, error=err, line=line)
         )
     return None
 
@@ -142,7 +151,9 @@ def grade(
     try:
         payload = ship(fn)
     except Exception as err:  # an unpicklable global: a lock, an open file, a generator
-        msg = f"{fn.__name__} uses something that cannot be sent to the ranks: {err}"
+        msg = _("{name} uses something that cannot be sent to the ranks: {error}").format(
+            name=fn.__name__, error=err
+        )
         return Grade(exercise, False, [Finding("signature", False, msg)])
     todo = list(cases if cases is not None else exercise.cases)
     own = cluster is None or getattr(cluster, "closed", False)  # a closed one: grade anyway
@@ -220,10 +231,16 @@ def _output_notes(outputs: list[RankOutcome], case: Case, code_file: str) -> lis
     for r, out in enumerate(outputs):
         if out.printed_bytes > PRINT_LIMIT:
             line = source_line(code_file, out.print_line) if out.print_line else ""
-            at = f" ({line} printed past the limit)" if line else ""
-            msg = (
-                f"rank {r} printed {format_bytes(out.printed_bytes)}{at}; only the first "
-                f"{PRINT_LIMIT} characters are kept. Print a summary, not every element."
-            )
+            size = format_bytes(out.printed_bytes)
+            if line:
+                msg = _(
+                    "rank {r} printed {size} ({line} printed past the limit); only the first "
+                    "{limit} characters are kept. Print a summary, not every element."
+                ).format(r=r, size=size, line=line, limit=PRINT_LIMIT)
+            else:
+                msg = _(
+                    "rank {r} printed {size}; only the first {limit} characters are kept. "
+                    "Print a summary, not every element."
+                ).format(r=r, size=size, limit=PRINT_LIMIT)
             return [Finding("output", False, msg, case, rank=r, note=True)]
     return []

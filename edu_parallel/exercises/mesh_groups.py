@@ -25,13 +25,16 @@ import torch
 import torch.distributed as dist
 
 from ..core.dims import ParallelDims
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..engine.context import RankContext
 from ..viz.figure import new_figure
 from .spec import Case, Exercise, Finding, RankOutcome
 
 DIMS = ("tp", "dp", "pp")  # the order groups are checked, made and all-reduced in
-LAYOUT = "the mesh (pp, dp, tp), TP fastest: rank = (pp_rank\u00b7dp + dp_rank)\u00b7tp + tp_rank"
+LAYOUT = N_(
+    "the mesh (pp, dp, tp), TP fastest: rank = (pp_rank\u00b7dp + dp_rank)\u00b7tp + tp_rank"
+)
 
 
 def mesh_groups(rank, dp, tp, pp):
@@ -55,32 +58,51 @@ def answer_problem(answer: Any, rank: int, case: Case) -> str | None:
     """Why ``rank``'s answer is not three lists of ranks of the right sizes (None: it is)."""
     n, want = case.world_size, degrees(case)
     if not isinstance(answer, dict):
-        kind = type(answer).__name__
-        return (
-            f"rank {rank} returned {kind}, expected a dict {{'tp': [..], 'dp': [..], 'pp': [..]}}"
-        )
+        return _(
+            "rank {rank} returned {kind}, expected a dict {{'tp': [..], 'dp': [..], 'pp': [..]}}"
+        ).format(rank=rank, kind=type(answer).__name__)
     missing = [d for d in DIMS if d not in answer]
     if missing:
         keys = ", ".join(map(repr, missing))
-        return f"rank {rank}'s answer has no key {keys}: return the keys 'tp', 'dp' and 'pp'"
+        return _(
+            "rank {rank}'s answer has no key {keys}: return the keys 'tp', 'dp' and 'pp'"
+        ).format(rank=rank, keys=keys)
     for d in DIMS:
-        g, name = answer[d], f"rank {rank}'s {d.upper()} group"
+        g, dim = answer[d], d.upper()
         if not isinstance(g, (list, tuple, range)):
-            return f"{name} is {type(g).__name__}, expected a list of ranks"
+            return _("rank {rank}'s {dim} group is {type}, expected a list of ranks").format(
+                rank=rank, dim=dim, type=type(g).__name__
+            )
+        said = {"rank": rank, "dim": dim, "group": list(g)}
         bad = next((x for x in g if isinstance(x, bool) or not isinstance(x, int)), None)
         if bad is not None:
-            return f"{name} {list(g)} holds {bad!r} ({type(bad).__name__}): list int ranks"
+            return _(
+                "rank {rank}'s {dim} group {group} holds {bad} ({type}): list int ranks"
+            ).format(**said, bad=repr(bad), type=type(bad).__name__)
         out = next((x for x in g if not 0 <= x < n), None)
         if out is not None:
-            return f"{name} {list(g)} holds rank {out}, outside 0..{n - 1}"
+            return _(
+                "rank {rank}'s {dim} group {group} holds rank {out}, outside 0..{last}"
+            ).format(**said, out=out, last=n - 1)
         twice = next((x for x in g if list(g).count(x) > 1), None)
         if twice is not None:
-            return f"{name} {list(g)} lists rank {twice} twice"
+            return _("rank {rank}'s {dim} group {group} lists rank {twice} twice").format(
+                **said, twice=twice
+            )
         if rank not in g:
-            return f"{name} {list(g)} does not contain rank {rank} itself"
+            return _(
+                "rank {rank}'s {dim} group {group} does not contain rank {rank} itself"
+            ).format(**said)
         if len(g) != want[d]:
-            ranks = f"{len(g)} rank{'s' * (len(g) != 1)}"
-            return f"{name} {list(g)} has {ranks}; {d} = {want[d]}, so it has {want[d]}"
+            msg = (
+                _("rank {rank}'s {dim} group {group} has 1 rank; {d} = {want}, so it has {want}")
+                if len(g) == 1
+                else _(
+                    "rank {rank}'s {dim} group {group} has {n} ranks; {d} = {want}, so it has "
+                    "{want}"
+                )
+            )
+            return msg.format(**said, n=len(g), d=d, want=want[d])
     return None
 
 
@@ -91,10 +113,10 @@ def disagreement(answers: list[dict[str, list[int]]]) -> tuple[int, str] | None:
             for b in ans[d]:
                 if answers[b][d] != ans[d]:
                     theirs = answers[b][d]
-                    return b, (
-                        f"rank {a} says its {d.upper()} group is {ans[d]} but rank {b} says "
-                        f"{theirs}: every member of a group must return the same list"
-                    )
+                    return b, _(
+                        "rank {a} says its {dim} group is {mine} but rank {b} says {theirs}: every "
+                        "member of a group must return the same list"
+                    ).format(a=a, dim=d.upper(), mine=ans[d], b=b, theirs=theirs)
     return None
 
 
@@ -137,7 +159,7 @@ def drive(ctx: RankContext, case: Case, args: tuple, result: Any) -> dict[str, A
 def mesh_of(case: Case) -> dict[str, list[list[int]]]:
     """Each rank's groups in the mesh: ``[rank] -> {dim: group}``."""
     dims = ParallelDims(case.world_size, **degrees(case))
-    out = [dict.fromkeys(DIMS) for _ in range(case.world_size)]
+    out = [dict.fromkeys(DIMS) for _x in range(case.world_size)]
     for d in DIMS:
         for g in dims.groups(d):
             for r in g:
@@ -155,27 +177,29 @@ def diagnose(case: Case, answers: list[dict[str, list[int]]]) -> Finding:
                 continue
             gap = [x for x in range(min(g), max(g)) if x not in g]
             if d == "tp" and gap:
-                msg = (
-                    f"your TP group {g} skips rank {gap[0]}: with TP fastest, TP groups are "
-                    f"consecutive ranks ({w}), so that on a node of g GPUs a TP group of t | g "
+                msg = _(
+                    "your TP group {group} skips rank {gap}: with TP fastest, TP groups are "
+                    "consecutive ranks ({want}), so that on a node of g GPUs a TP group of t | g "
                     "stays on NVLink"
-                )
+                ).format(group=g, gap=gap[0], want=w)
             elif d in ("dp", "pp") and got["dp"] == ref["pp"] and got["pp"] == ref["dp"]:
-                msg = (
-                    f"PP and DP are swapped: rank {r}'s DP group {got['dp']} is its PP group and "
-                    f"its PP group {got['pp']} its DP group. The mesh is (pp, dp, tp), PP "
-                    "slowest: a pipeline stage is a block of dp\u00b7tp consecutive ranks, and DP "
-                    "replicas are tp ranks apart"
-                )
+                msg = _(
+                    "PP and DP are swapped: rank {r}'s DP group {dp} is its PP group and its PP "
+                    "group {pp} its DP group. The mesh is (pp, dp, tp), PP slowest: a pipeline "
+                    "stage is a block of dp\u00b7tp consecutive ranks, and DP replicas are tp "
+                    "ranks apart"
+                ).format(r=r, dp=got["dp"], pp=got["pp"])
             elif sorted(g) == sorted(w):
-                msg = (
-                    f"rank {r}'s {d.upper()} group {g} holds the right ranks in the wrong order: "
-                    f"list them by their {d.upper()} coordinate, {w}"
-                )
+                msg = _(
+                    "rank {r}'s {dim} group {group} holds the right ranks in the wrong order: "
+                    "list them by their {dim} coordinate, {want}"
+                ).format(r=r, dim=d.upper(), group=g, want=w)
             else:
-                msg = f"rank {r}'s {d.upper()} group is {g}; in {LAYOUT}, it is {w}"
+                msg = _("rank {r}'s {dim} group is {group}; in {layout}, it is {want}").format(
+                    r=r, dim=d.upper(), group=g, layout=_(LAYOUT), want=w
+                )
             return Finding("result", False, msg, case, rank=r)
-    return Finding("result", True, "every rank's groups are the mesh's (pp, dp, tp)", case)
+    return Finding("result", True, _("every rank's groups are the mesh's (pp, dp, tp)"), case)
 
 
 def check_sums(case: Case, outputs: list[RankOutcome]) -> Finding:
@@ -185,20 +209,27 @@ def check_sums(case: Case, outputs: list[RankOutcome]) -> Finding:
         for d in DIMS:
             g, got = out.facts["sums"][d]
             if got != sum(want[r][d]):
-                msg = (
-                    f"rank {r}'s all-reduce over its {d.upper()} group {g} summed {got}; over "
-                    f"the mesh's {d.upper()} group {want[r][d]} it is {sum(want[r][d])}"
+                msg = _(
+                    "rank {r}'s all-reduce over its {dim} group {group} summed {got}; over the "
+                    "mesh's {dim} group {mesh} it is {want}"
+                ).format(
+                    r=r, dim=d.upper(), group=g, got=got, mesh=want[r][d], want=sum(want[r][d])
                 )
                 return Finding("messages", False, msg, case, rank=r)
-    return Finding("messages", True, "each group's all-reduce summed its mesh group's ranks", case)
+    ok = _("each group's all-reduce summed its mesh group's ranks")
+    return Finding("messages", True, ok, case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
     problems = [(r, answer_problem(o.result, r, case)) for r, o in enumerate(outputs)]
     bad = [(r, p) for r, p in problems if p is not None]
     if bad:
-        more = f" ({len(bad) - 1} other ranks' answers are wrong too)" if len(bad) > 1 else ""
-        return [Finding("result", False, bad[0][1] + more, case, rank=bad[0][0])]
+        msg = bad[0][1]
+        if len(bad) > 1:
+            msg = _("{problem} ({n} other ranks' answers are wrong too)").format(
+                problem=msg, n=len(bad) - 1
+            )
+        return [Finding("result", False, msg, case, rank=bad[0][0])]
     answers = [clean(o.result) for o in outputs]
     split = disagreement(answers)
     if split is not None:
@@ -220,8 +251,8 @@ def picture(grade: Any) -> list[Any]:
     if case is None or not grade.outputs:
         return []
     rows = {
-        "yours": group_table(case, [o.result for o in grade.outputs]),
-        "the mesh (pp, dp, tp)": group_table(case, mesh_of(case)),
+        _("yours"): group_table(case, [o.result for o in grade.outputs]),
+        _("the mesh (pp, dp, tp)"): group_table(case, mesh_of(case)),
     }
     n = case.world_size
     fig = new_figure(figsize=(max(6.0, 0.7 * n + 2.0), 3.6), layout="constrained")
@@ -232,7 +263,9 @@ def picture(grade: Any) -> list[Any]:
                 ax.text(r, i, "?" if low < 0 else f"{low}", ha="center", va="center", fontsize=8)
         ax.set_yticks(range(3), [d.upper() for d in DIMS])
         ax.set_xticks(range(n), [f"r{r}" for r in range(n)])
-        ax.set_title(f"{title}: each rank's group, by its lowest rank", fontsize=10)
+        ax.set_title(
+            _("{who}: each rank's group, by its lowest rank").format(who=title), fontsize=10
+        )
     return [fig]
 
 
@@ -253,10 +286,10 @@ def _case(dp: int, tp: int, pp: int) -> Case:
 EXERCISE = Exercise(
     id="10",
     lesson="10_3d_planner",
-    title="Build the 3D mesh's groups",
+    title=N_("Build the 3D mesh's groups"),
     function="my_mesh_groups",
     params=("rank", "dp", "tp", "pp"),
-    task=(
+    task=N_(
         "Write `my_mesh_groups(rank, dp, tp, pp)`: a dict `{'tp': [...], 'dp': [...], "
         "'pp': [...]}` of the global ranks in each of the three groups `rank` belongs to, each "
         "list in order of that coordinate. The mesh is (pp, dp, tp) with TP fastest: "
@@ -266,14 +299,21 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "A rank's TP group holds the ranks that share its PP and DP coordinates and differ only "
-        "in the TP coordinate; the same for DP and PP. Start from rank's three coordinates.",
-        "TP is the fastest coordinate: tp_rank = rank % tp, dp_rank = rank // tp % dp, pp_rank = "
-        "rank // (tp*dp). Then vary one coordinate over its range and map each back to a rank "
-        "with (p*dp + d)*tp + t.",
-        "`'tp': [(pp_rank*dp + dp_rank)*tp + t for t in range(tp)]`, "
-        "`'dp': [(pp_rank*dp + d)*tp + tp_rank for d in range(dp)]`, "
-        "`'pp': [(p*dp + dp_rank)*tp + tp_rank for p in range(pp)]`",
+        N_(
+            "A rank's TP group holds the ranks that share its PP and DP coordinates and differ "
+            "only in the TP coordinate; the same for DP and PP. Start from rank's three "
+            "coordinates."
+        ),
+        N_(
+            "TP is the fastest coordinate: tp_rank = rank % tp, dp_rank = rank // tp % dp, pp_rank "
+            "= rank // (tp*dp). Then vary one coordinate over its range and map each back to a "
+            "rank with (p*dp + d)*tp + t."
+        ),
+        N_(
+            "`'tp': [(pp_rank*dp + dp_rank)*tp + t for t in range(tp)]`, "
+            "`'dp': [(pp_rank*dp + d)*tp + tp_rank for d in range(dp)]`, "
+            "`'pp': [(p*dp + dp_rank)*tp + tp_rank for p in range(pp)]`"
+        ),
     ),
     reference=mesh_groups,
     prepare=prepare,

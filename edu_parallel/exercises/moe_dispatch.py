@@ -25,6 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..core.i18n import N_, _
 from ..core.trace import Event, Trace
 from ..core.units import DTYPES, format_bytes
 from ..engine.context import ALL_TO_ALL, RankContext
@@ -78,7 +79,7 @@ def routed(case: Case) -> tuple[torch.Tensor, list[torch.Tensor], int]:
     n, e, k, cf = case.world_size, case.option("E"), case.option("k"), case.option("cf")
     t, h = case.option("T"), case.option("h")
     params = init_moe(e, h, seed=SEED, skew=case.option("skew"))
-    x, _ = make_tokens(n, t, h, SEED)
+    x, _x = make_tokens(n, t, h, SEED)
     with torch.no_grad():
         ids = [route(x[r * t : (r + 1) * t], params.router, k, cf).experts for r in range(n)]
     return x.view(n, t, h), ids, expert_capacity(t, e, k, cf)
@@ -96,9 +97,9 @@ Pair = tuple[int, int]  # (source rank, token)
 def one_process_dispatch(case: Case) -> list[list[list[Pair]]]:
     """``[d][j]``: the (source rank, token) pairs local expert j of rank d receives, in order,
     with the package's capacity rule (:func:`capacity_positions`)."""
-    _, ids, cap = routed(case)
+    _x, ids, cap = routed(case)
     e = case.option("E")
-    out: list[list[Pair]] = [[] for _ in range(e)]  # per global expert
+    out: list[list[Pair]] = [[] for _x in range(e)]  # per global expert
     for s, choices in enumerate(ids):
         kept = (capacity_positions(choices, e) < cap).tolist()
         for tok, row in enumerate(choices.tolist()):
@@ -123,26 +124,34 @@ def traced_back(case: Case, rows: torch.Tensor) -> list[Pair | None]:
 
 
 def name(pair: Pair | None) -> str:
-    return "a row that is no rank's token" if pair is None else f"token {pair[1]} of rank {pair[0]}"
+    if pair is None:
+        return _("a row that is no rank's token")
+    return _("token {token} of rank {rank}").format(token=pair[1], rank=pair[0])
 
 
 def why_not(case: Case, pair: Pair | None, ex: int) -> str:
     """Why ``pair`` must not reach expert ``ex``."""
     if pair is None:
-        return "(zeros, a padded slot?): send only the kept rows"
-    _, ids, cap = routed(case)
+        return _("(zeros, a padded slot?): send only the kept rows")
+    _x, ids, cap = routed(case)
     (s, tok), per = pair, case.option("E") // case.world_size
     choices = ids[s][tok].tolist()
     if ex not in choices:
-        homes = " and ".join(f"{c} (on rank {c // per})" for c in choices)
-        experts = "experts" if len(choices) > 1 else "expert"
-        return f"routed to {experts} {homes}, not {ex}: expert e lives on rank e // (E/N)"
+        homes = [_("{expert} (on rank {rank})").format(expert=c, rank=c // per) for c in choices]
+        while len(homes) > 1:
+            homes[:2] = [_("{first} and {second}").format(first=homes[0], second=homes[1])]
+        msg = (
+            _("routed to experts {homes}, not {ex}: expert e lives on rank e // (E/N)")
+            if len(choices) > 1
+            else _("routed to expert {homes}, not {ex}: expert e lives on rank e // (E/N)")
+        )
+        return msg.format(homes=homes[0], ex=ex)
     place = int(capacity_positions(ids[s], case.option("E"))[tok, choices.index(ex)])
-    return (
-        f"which is past expert {ex}'s capacity: it is number {place + 1} in rank {s}'s queue for "
-        f"it and C = {cap} (GShard keeps the first C: first choices in token order, then second "
+    return _(
+        "which is past expert {ex}'s capacity: it is number {place} in rank {s}'s queue for it "
+        "and C = {cap} (GShard keeps the first C: first choices in token order, then second "
         "choices)"
-    )
+    ).format(ex=ex, place=place + 1, s=s, cap=cap)
 
 
 def difference(case: Case, mine: list[Pair | None], want: list[Pair], ex: int) -> str:
@@ -151,15 +160,17 @@ def difference(case: Case, mine: list[Pair | None], want: list[Pair], ex: int) -
     twice = next((p for p in mine if mine.count(p) > 1), None)
     missing = next((p for p in want if p not in mine), None)
     if wrong is not False:
-        return f"received {name(wrong)}, {why_not(case, wrong, ex)}"
+        return _("received {token}, {why}").format(token=name(wrong), why=why_not(case, wrong, ex))
     if twice is not None:
-        return f"received {name(twice)} {mine.count(twice)} times"
+        return _("received {token} {n} times").format(token=name(twice), n=mine.count(twice))
     if missing is not None:
-        return f"never received {name(missing)}, which is routed to it and within its capacity"
-    return (
-        f"received the right tokens in another order: got {mine}, expected {want} (source rank, "
+        return _("never received {token}, which is routed to it and within its capacity").format(
+            token=name(missing)
+        )
+    return _(
+        "received the right tokens in another order: got {got}, expected {want} (source rank, "
         "token): rank 0's first, then rank 1's, ...; from each rank in token order"
-    )
+    ).format(got=mine, want=want)
 
 
 def check_rows(case: Case, outputs: list[RankOutcome]) -> Finding:
@@ -167,22 +178,38 @@ def check_rows(case: Case, outputs: list[RankOutcome]) -> Finding:
     for d, out in enumerate(outputs):
         got = out.result
         if not isinstance(got, (list, tuple)) or len(got) != per:
-            what = type(got).__name__ + (f" of {len(got)}" if hasattr(got, "__len__") else "")
-            msg = f"rank {d} returned a {what}; expected a list of E/N = {per} tensors (m_j, h)"
+            msg = (
+                _(
+                    "rank {d} returned a {type} of {n}; expected a list of E/N = {per} tensors "
+                    "(m_j, h)"
+                )
+                if hasattr(got, "__len__")
+                else _(
+                    "rank {d} returned a {type}; expected a list of E/N = {per} tensors (m_j, h)"
+                )
+            ).format(
+                d=d, type=type(got).__name__, n=len(got) if hasattr(got, "__len__") else 0, per=per
+            )
             return Finding("result", False, msg, case, rank=d)
         for j, rows in enumerate(got):
-            where = f"rank {d}'s local expert {j} (expert {d * per + j})"
+            where = _("rank {d}'s local expert {j} (expert {e})").format(d=d, j=j, e=d * per + j)
             if not isinstance(rows, torch.Tensor) or rows.dim() != 2 or rows.shape[1] != h:
                 shape = tuple(rows.shape) if isinstance(rows, torch.Tensor) else type(rows).__name__
-                msg = f"{where}: got {shape}, expected a float32 tensor (m, h = {h})"
+                msg = _("{where}: got {shape}, expected a float32 tensor (m, h = {h})").format(
+                    where=where, shape=shape, h=h
+                )
                 return Finding("result", False, msg, case, rank=d)
             mine, want = traced_back(case, rows), one_process_dispatch(case)[d][j]
             if mine != want:
-                msg = f"{where} {difference(case, mine, want, d * per + j)}"
+                msg = _("{where} {what}").format(
+                    where=where, what=difference(case, mine, want, d * per + j)
+                )
                 return Finding("result", False, msg, case, rank=d)
     kept = sum(len(w) for rank in one_process_dispatch(case) for w in rank)
     total = n * case.option("T") * case.option("k")
-    msg = f"every expert received its tokens in order; {total - kept} of {total} dropped"
+    msg = _("every expert received its tokens in order; {dropped} of {total} dropped").format(
+        dropped=total - kept, total=total
+    )
     return Finding("result", True, msg, case)
 
 
@@ -204,13 +231,17 @@ def check_bytes(case: Case, trace: Trace) -> Finding:
         got = sum(ev.nbytes for ev in received(trace, d))
         if got > want:
             rows = (want - e * COUNT_BYTES) // (h * ITEMSIZE)
-            msg = (
-                f"{format_bytes(got)} arrived on rank {d}; the target is its experts' kept rows "
-                f"and the counts, kept(\u2192 rank {d})\u00b7h\u00b74 + E\u00b78 = "
-                f"{rows}\u00b7{h}\u00b7{ITEMSIZE} + {e}\u00b7{COUNT_BYTES} = {format_bytes(want)}"
+            msg = _(
+                "{got} arrived on rank {d}; the target is its experts' kept rows and the counts, "
+                "kept(\u2192 rank {d})\u00b7h\u00b74 + E\u00b78 = {sum} = {want}"
+            ).format(
+                got=format_bytes(got),
+                d=d,
+                sum=f"{rows}\u00b7{h}\u00b7{ITEMSIZE} + {e}\u00b7{COUNT_BYTES}",
+                want=format_bytes(want),
             )
             return Finding("bytes", False, msg, case, rank=d)
-    msg = "no rank received more than kept(\u2192 rank)\u00b7h\u00b74 + E\u00b78"
+    msg = _("no rank received more than kept(\u2192 rank)\u00b7h\u00b74 + E\u00b78")
     return Finding("bytes", True, msg, case)
 
 
@@ -219,12 +250,13 @@ def check_calls(case: Case, trace: Trace) -> Finding:
         calls = [e for e in trace.events if e.rank == r and e.kind in ("collective", "send")]
         if len(calls) > 2:
             ops = ", ".join(e.op for e in calls[:6]) + (", ..." if len(calls) > 6 else "")
-            msg = (
-                f"rank {r} made {len(calls)} collective calls or sends ({ops}); two "
-                "all-to-alls are enough: the counts, then the tokens (each costs a latency)"
-            )
+            msg = _(
+                "rank {r} made {n} collective calls or sends ({ops}); two all-to-alls are enough: "
+                "the counts, then the tokens (each costs a latency)"
+            ).format(r=r, n=len(calls), ops=ops)
             return Finding("messages", False, msg, case, rank=r)
-    return Finding("messages", True, "two all-to-alls per rank: the counts, then the tokens", case)
+    ok = _("two all-to-alls per rank: the counts, then the tokens")
+    return Finding("messages", True, ok, case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -235,7 +267,7 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]
 def by_source(case: Case, arrived: list[list[Pair | None]]) -> list[list[int]]:
     """``[s][d]``: bytes of rank s's tokens among the rows ``arrived[d]`` (none: no token)."""
     n, row = case.world_size, case.option("h") * ITEMSIZE
-    m = [[0] * n for _ in range(n)]
+    m = [[0] * n for _x in range(n)]
     for d, pairs in enumerate(arrived):
         for p in pairs:
             if p is not None:
@@ -255,7 +287,7 @@ def into_ranks(trace: Trace) -> Trace:
     events = []
     for r in range(trace.world_size):
         for k, e in enumerate(received(trace, r)):
-            label = f"call {k + 1}: {e.phase or e.op}"
+            label = _("call {k}: {name}").format(k=k + 1, name=e.phase or e.op)
             events.append(Event(kind="send", rank=r, op="isend", phase=label, nbytes=e.nbytes))
     return Trace({**trace.meta, "world_size": trace.world_size}, events)
 
@@ -268,16 +300,24 @@ def picture(grade: Any) -> list[Any]:
         return figures
     want = [[p for w in rank for p in w] for rank in one_process_dispatch(case)]
     mine = [returned_rows(case, o.result) for o in grade.outputs]
-    runs = {"your ranks returned": by_source(case, mine), "one process": by_source(case, want)}
-    figures.append(traffic_heatmap(runs, title=f"token rows by source rank ({case.label()})"))
+    runs = {
+        _("your ranks returned"): by_source(case, mine),
+        _("one process"): by_source(case, want),
+    }
+    title = _("token rows by source rank ({case})").format(case=case.label())
+    figures.append(traffic_heatmap(runs, title=title))
     if grade.trace is not None:
         ref = None if grade.reference_trace is None else into_ranks(grade.reference_trace)
         fig = bytes_figure(
-            dataclasses.replace(grade, trace=into_ranks(grade.trace), reference_trace=ref)
+            dataclasses.replace(grade, trace=into_ranks(grade.trace), reference_trace=ref),
+            arrived=True,
         )
+        head, _x, tail = _("bytes sent ({unit})").partition("{unit}")  # bytes_bars' label
         for ax in fig.axes:
-            ax.set_title(ax.get_title().replace("bytes sent", "bytes that arrived"), fontsize=10)
-            ax.set_ylabel(ax.get_ylabel().replace("sent", "received"))
+            label = ax.get_ylabel()
+            if label.startswith(head) and label.endswith(tail) and len(label) >= len(head + tail):
+                unit = label[len(head) : len(label) - len(tail)]
+                ax.set_ylabel(_("bytes received ({unit})").format(unit=unit))
         figures.append(fig)
     return figures
 
@@ -297,10 +337,10 @@ def my_moe_dispatch(ctx, tokens, expert_ids, capacity, num_experts):
 EXERCISE = Exercise(
     id="08",
     lesson="08_expert_parallel",
-    title="MoE dispatch with all-to-all and capacity",
+    title=N_("MoE dispatch with all-to-all and capacity"),
     function="my_moe_dispatch",
     params=("ctx", "tokens", "expert_ids", "capacity", "num_experts"),
-    task=(
+    task=N_(
         "Write `my_moe_dispatch(ctx, tokens, expert_ids, capacity, num_experts)`: `tokens` (T, h) "
         "are this rank's rows, `expert_ids` (T, k) their experts, best first; rank d holds "
         "experts [d·E/N, (d+1)·E/N). Drop what is past an expert's `capacity` in GShard's queue "
@@ -312,18 +352,24 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "Do the drops on the sender, before anything travels: each rank caps its own tokens "
-        "(one GShard group per rank). Then sort the kept (token, expert) pairs by expert: the "
-        "rows for rank 0 come first, then those for rank 1, which is the layout "
-        "`all_to_all_single` wants.",
-        "Queue position: flatten `expert_ids.t()` (choice-major), one-hot it over E experts, and "
-        "a cumulative sum counts the assignments ahead in the same expert; keep position < "
-        "capacity. `torch.bincount` of the kept experts gives the E counts; an all-to-all of "
-        "them tells each rank how many rows arrive from each rank for each local expert, hence "
-        "its receive splits.",
-        "`ctx.collective(ALL_TO_ALL, rows, tokens[token], recv_splits, send_splits)` with "
-        "`send_splits = send_counts.view(n, per_rank).sum(1).tolist()` and "
-        "`recv_splits = recv_counts.view(n, per_rank).sum(1).tolist()`",
+        N_(
+            "Do the drops on the sender, before anything travels: each rank caps its own tokens "
+            "(one GShard group per rank). Then sort the kept (token, expert) pairs by expert: the "
+            "rows for rank 0 come first, then those for rank 1, which is the layout "
+            "`all_to_all_single` wants."
+        ),
+        N_(
+            "Queue position: flatten `expert_ids.t()` (choice-major), one-hot it over E experts, "
+            "and a cumulative sum counts the assignments ahead in the same expert; keep position < "
+            "capacity. `torch.bincount` of the kept experts gives the E counts; an all-to-all of "
+            "them tells each rank how many rows arrive from each rank for each local expert, hence "
+            "its receive splits."
+        ),
+        N_(
+            "`ctx.collective(ALL_TO_ALL, rows, tokens[token], recv_splits, send_splits)` with "
+            "`send_splits = send_counts.view(n, per_rank).sum(1).tolist()` and "
+            "`recv_splits = recv_counts.view(n, per_rank).sum(1).tolist()`"
+        ),
     ),
     reference=moe_dispatch,
     prepare=prepare,

@@ -19,10 +19,11 @@ min(P−s, M) (GPipe's order holds M on every stage).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch.distributed as dist
 
+from ..core.i18n import N_, _
 from ..engine.context import RankContext
 from ..pipeline_parallel.builders import build_schedule
 from ..pipeline_parallel.execute import pipeline_job
@@ -65,12 +66,17 @@ def _action(item: Any) -> Action | None:
     try:
         return Action.from_text(str(item))
     except ValueError:
-        msg = f"{item!r} is not an action: write '1F0' (stage 1, forward, microbatch 0) or '1B0'"
-        raise ValueError(msg) from None
+        msg = _("{item} is not an action: write '1F0' (stage 1, forward, microbatch 0) or '1B0'")
+        raise ValueError(msg.format(item=repr(item))) from None
 
 
-def as_schedule(plan: Any, stages: int, microbatches: int) -> tuple[Schedule, list[str]]:
-    """The learner's plan as a slot grid, and how its orders deadlock (empty when they do not).
+Wait = tuple[int, str, list[tuple[str, bool]]]  # (rank, its action, [(needed action, listed)])
+
+
+def as_schedule(plan: Any, stages: int, microbatches: int) -> tuple[Schedule, list[Wait]]:
+    """The learner's plan as a slot grid, and how its orders deadlock (empty when they do not):
+    per stuck rank, the action it waits at and the actions it needs, each with whether any list
+    holds it (:func:`wait_text` says it; built in the parent, in the learner's language).
 
     ``plan``: a ``Schedule`` (taken as is), or one order per rank (a list, or a dict rank ->
     list as in torch's ``pipeline_order``) of action strings or Actions. Each action is placed
@@ -80,21 +86,24 @@ def as_schedule(plan: Any, stages: int, microbatches: int) -> tuple[Schedule, li
     if isinstance(plan, Schedule):
         got, want = (plan.num_ranks, plan.num_microbatches, plan.chunks), (stages, microbatches, 1)
         if got != want:
-            raise ValueError(f"a Schedule of (ranks, microbatches, chunks) {got}, not {want}")
+            msg = _("a Schedule of (ranks, microbatches, chunks) {got}, not {want}")
+            raise ValueError(msg.format(got=got, want=want))
         return plan, []
     if isinstance(plan, dict):
         plan = [plan[r] for r in sorted(plan)]
     if not isinstance(plan, (list, tuple)):
-        raise TypeError(
-            f"my_1f1b returned {type(plan).__name__}: expected a list with one list per rank of "
-            "action strings like '1F0', e.g. [['0F0', '0B0'], ['1F0', '1B0']] for P=2, M=1"
+        msg = _(
+            "my_1f1b returned {type}: expected a list with one list per rank of action strings "
+            "like '1F0', e.g. [['0F0', '0B0'], ['1F0', '1B0']] for P=2, M=1"
         )
+        raise TypeError(msg.format(type=type(plan).__name__))
     rows = [_row(r, row) for r, row in enumerate(plan)]
     if sum(map(len, rows)) > 4 * stages * microbatches:
-        raise ValueError(f"{sum(map(len, rows))} actions; 2·P·M = {2 * stages * microbatches} do")
-    slots: list[list[Action | None]] = [[] for _ in rows]
+        msg = _("{n} actions; 2·P·M = {most} do")
+        raise ValueError(msg.format(n=sum(map(len, rows)), most=2 * stages * microbatches))
+    slots: list[list[Action | None]] = [[] for _x in rows]
     where: dict[Action, int] = {}  # the slot of each action placed
-    nxt, t, waits = [0] * len(rows), 0, []
+    nxt, t, waits = [0] * len(rows), 0, cast(list[Wait], [])
     while any(i < len(row) for i, row in zip(nxt, rows, strict=True)):
         todo = [(r, row[nxt[r]]) for r, row in enumerate(rows) if nxt[r] < len(row)]
         ready = [
@@ -104,8 +113,7 @@ def as_schedule(plan: Any, stages: int, microbatches: int) -> tuple[Schedule, li
             everything = {a for row in rows for a in row}
             for r, a in todo if not waits else ():  # the first deadlock says it
                 need = [d for d in dependencies(a, stages) if d not in where]
-                said = [d.text() + ("" if d in everything else " (in no list)") for d in need]
-                waits.append(f"rank {r} waits at {a.text()} for {' and '.join(said)}")
+                waits.append((r, a.text(), [(d.text(), d in everything) for d in need]))
             ready = todo  # place the rest in order, one per slot, for the validator
         for r, a in ready:
             slots[r] += [None] * (t - len(slots[r])) + [a]
@@ -115,9 +123,21 @@ def as_schedule(plan: Any, stages: int, microbatches: int) -> tuple[Schedule, li
     return Schedule("yours", stages, microbatches, 1, tuple(map(tuple, slots))), waits
 
 
+def wait_text(wait: Wait) -> str:
+    """'rank 1 waits at 1B0 for 1F0 and 2B0 (in no list)'."""
+    r, action, need = wait
+    said = [_("{action} (in no list)").format(action=d) if not listed else d for d, listed in need]
+    while len(said) > 1:
+        said[:2] = [_("{first} and {second}").format(first=said[0], second=said[1])]
+    return _("rank {r} waits at {action} for {needs}").format(
+        r=r, action=action, needs=said[0] if said else ""
+    )
+
+
 def _row(r: int, row: Any) -> list[Action]:
     if not isinstance(row, (list, tuple, str)):
-        raise TypeError(f"plan[{r}] is {type(row).__name__}: expected rank {r}'s list of actions")
+        msg = _("plan[{r}] is {type}: expected rank {r}'s list of actions")
+        raise TypeError(msg.format(r=r, type=type(row).__name__))
     actions = map(_action, row.split() if isinstance(row, str) else row)
     return [a for a in actions if a is not None]
 
@@ -175,23 +195,32 @@ def _plan_findings(case: Case, facts: dict[str, Any], sched: Schedule) -> list[F
     """Every problem of an invalid plan, named (the deadlock first); [] for a valid one."""
     found = []
     if facts["stuck"]:
-        msg = "your orders deadlock: " + "; ".join(facts["stuck"])
-        found.append(Finding("result", False, msg + " (the rest was placed in order)", case))
+        msg = _("your orders deadlock: {waits} (the rest was placed in order)").format(
+            waits="; ".join(map(wait_text, facts["stuck"]))
+        )
+        found.append(Finding("result", False, msg, case))
     problems = validate_schedule(sched)
     missing = [q for q in problems if q.message.endswith(" never runs")]
     named = [q for q in problems if q not in missing]
     for q in named[:SHOWN_PROBLEMS]:
-        msg = f"{'overall' if q.step is None else f'slot {q.step}'}, rank {q.rank}: {q.message}"
+        msg = (
+            _("overall, rank {r}: {problem}")
+            if q.step is None
+            else _("slot {t}, rank {r}: {problem}")
+        ).format(t=q.step, r=q.rank, problem=q.message)
         found.append(Finding("result", False, msg, case, q.rank, q.step))
     if len(named) > SHOWN_PROBLEMS:
         rest = "; ".join(q.message for q in named[SHOWN_PROBLEMS:])
-        found.append(Finding("result", False, f"{len(named) - SHOWN_PROBLEMS} more: {rest}", case))
+        msg = _("{n} more: {rest}").format(n=len(named) - SHOWN_PROBLEMS, rest=rest)
+        found.append(Finding("result", False, msg, case))
     if missing:
         names = " ".join(q.message.split()[0] for q in missing)
-        msg = f"{len(missing)} of {2 * sched.num_stages * sched.num_microbatches} actions never run"
-        found.append(Finding("result", False, f"{msg}: {names}", case, missing[0].rank))
+        msg = _("{n} of {total} actions never run: {names}").format(
+            n=len(missing), total=2 * sched.num_stages * sched.num_microbatches, names=names
+        )
+        found.append(Finding("result", False, msg, case, missing[0].rank))
     if found:
-        msg = "not executed: an invalid plan could deadlock the ranks"
+        msg = _("not executed: an invalid plan could deadlock the ranks")
         found.append(Finding("result", False, msg, case, note=True))
     return found
 
@@ -202,9 +231,13 @@ def _bubble(case: Case, sched: Schedule) -> Finding:
     share, target = tl.bubble_fraction(), bubble_formula("1f1b", p, m)["share_of_total"]
     formula = f"(P\u22121)/(M+P\u22121) = {p - 1}/{m + p - 1} = {target:.3f}"
     if share <= target + 1e-9:
-        return Finding("steps", True, f"the bubble is 1F1B's {formula}", case)
+        return Finding(
+            "steps", True, _("the bubble is 1F1B's {formula}").format(formula=formula), case
+        )
     idle = tl.bubble_fraction_per_rank()
-    msg = f"the bubble is {share:.3f} of rank-time (t_f = t_b); 1F1B's is {formula}"
+    msg = _("the bubble is {share} of rank-time (t_f = t_b); 1F1B's is {formula}").format(
+        share=f"{share:.3f}", formula=formula
+    )
     return Finding("steps", False, msg, case, rank=max(range(p), key=idle.__getitem__))
 
 
@@ -216,14 +249,14 @@ def _memory(case: Case, sched: Schedule, facts: list[dict[str, Any]]) -> Finding
     want = target_peaks(sched.num_ranks, sched.num_microbatches)
     over = [s for s in range(sched.num_stages) if peaks[s] > want[s]]
     if not over:
-        return Finding("memory", True, f"peak stash per stage {peaks} = min(P\u2212s, M)", case)
+        ok = _("peak stash per stage {peaks} = min(P\u2212s, M)").format(peaks=peaks)
+        return Finding("memory", True, ok, case)
     s = over[0]
     slot = next(int(t) for t, n in timeline_of(sched).live_activations()[s] if n > want[s])
-    msg = (
-        f"stage {s} stashed {peaks[s]} microbatches at once (counted on rank {s}, from slot "
-        f"{slot}); 1F1B holds at most min(P\u2212s, M) = {want[s]} (all stages: {peaks}, "
-        f"1F1B: {want})"
-    )
+    msg = _(
+        "stage {s} stashed {n} microbatches at once (counted on rank {s}, from slot {slot}); 1F1B "
+        "holds at most min(P\u2212s, M) = {most} (all stages: {peaks}, 1F1B: {want})"
+    ).format(s=s, n=peaks[s], slot=slot, most=want[s], peaks=peaks, want=want)
     return Finding("memory", False, msg, case, rank=s, step=slot)
 
 
@@ -232,18 +265,20 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Any) -> list[Finding]:
     if facts[0]["error"] is not None:
         return [Finding("result", False, facts[0]["error"], case)]
     if not facts[0]["agree"]:
-        msg = "the ranks' calls returned different plans: my_1f1b must not depend on randomness"
+        msg = _("the ranks' calls returned different plans: my_1f1b must not depend on randomness")
         return [Finding("result", False, msg, case)]
     sched = Schedule.from_text(facts[0]["text"])
     bad = _plan_findings(case, facts[0], sched)
     if bad:
         return bad
-    found = [Finding("result", True, "the plan is valid and ran on the ranks", case)]
+    found = [Finding("result", True, _("the plan is valid and ran on the ranks"), case)]
     worst = max(range(len(facts)), key=lambda r: facts[r]["max_err"])
     if all(f["grads_ok"] for f in facts):
-        found.append(Finding("result", True, "gradients equal one process's", case))
+        found.append(Finding("result", True, _("gradients equal one process's"), case))
     else:
-        msg = f"rank {worst}'s gradients differ from one process's by {facts[worst]['max_err']:.2e}"
+        msg = _("rank {r}'s gradients differ from one process's by {err}").format(
+            r=worst, err=f"{facts[worst]['max_err']:.2e}"
+        )
         found.append(Finding("result", False, msg, case, worst))
     return found + [_bubble(case, sched), _memory(case, sched, facts)]
 
@@ -261,10 +296,12 @@ def picture(grade: Any) -> list[Any]:
     first = grade.first_failure
     why = f": {first.message.split(';')[0][:90]}" if first and first.case == case else ""
     return [
-        pipeline_gantt(mine, title=f"your plan, P={p}, M={m}{why}"),
-        pipeline_gantt(ref, title=f"1F1B, P={p}, M={m}: bubble (P\u22121)/(M+P\u22121)"),
-        activation_memory_figure(mine, title="your plan: stashed activations per stage"),
-        activation_memory_figure(ref, title="1F1B: at most min(P\u2212s, M) on stage s"),
+        pipeline_gantt(mine, title=_("your plan, P={p}, M={m}").format(p=p, m=m) + why),
+        pipeline_gantt(
+            ref, title=_("1F1B, P={p}, M={m}: bubble (P\u22121)/(M+P\u22121)").format(p=p, m=m)
+        ),
+        activation_memory_figure(mine, title=_("your plan: stashed activations per stage")),
+        activation_memory_figure(ref, title=_("1F1B: at most min(P\u2212s, M) on stage s")),
     ]
 
 
@@ -283,10 +320,10 @@ def my_1f1b(stages, microbatches):
 EXERCISE = Exercise(
     id="09",
     lesson="09_pipeline",
-    title="The 1F1B schedule as a plan",
+    title=N_("The 1F1B schedule as a plan"),
     function="my_1f1b",
     params=("stages", "microbatches"),
-    task=(
+    task=N_(
         "Write `my_1f1b(stages, microbatches)`: a list with one list per rank (stage s runs on "
         "rank s) of the actions that rank runs, in order: `'1F0'` is stage 1's forward of "
         "microbatch 0, `'1B0'` its backward. Each action runs as soon as its inputs arrive, so "
@@ -295,14 +332,20 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "GPipe runs every forward, then every backward: stage s stashes all M microbatches. A "
-        "backward frees its microbatch's stash, so run it as early as you can.",
-        "Stage s runs min(P\u22121\u2212s, M) warm-up forwards (the last stage none), then for "
-        "each microbatch k one forward (of the next microbatch, while any is left) and the "
-        "backward of microbatch k; the backwards left at the end are the cool-down.",
-        "`warmup = min(stages - 1 - s, microbatches)`; then `for k in range(microbatches): if "
-        "warmup + k < microbatches: actions.append(f'{s}F{warmup + k}')` and "
-        "`actions.append(f'{s}B{k}')`",
+        N_(
+            "GPipe runs every forward, then every backward: stage s stashes all M microbatches. A "
+            "backward frees its microbatch's stash, so run it as early as you can."
+        ),
+        N_(
+            "Stage s runs min(P\u22121\u2212s, M) warm-up forwards (the last stage none), then for "
+            "each microbatch k one forward (of the next microbatch, while any is left) and the "
+            "backward of microbatch k; the backwards left at the end are the cool-down."
+        ),
+        N_(
+            "`warmup = min(stages - 1 - s, microbatches)`; then `for k in range(microbatches): if "
+            "warmup + k < microbatches: actions.append(f'{s}F{warmup + k}')` and "
+            "`actions.append(f'{s}B{k}')`"
+        ),
     ),
     reference=one_f_one_b,
     prepare=prepare,

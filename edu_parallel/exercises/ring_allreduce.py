@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from ..core.i18n import N_, _
 from ..core.units import DTYPES, torch_dtype
 from ..engine.context import RankContext
 from .checks import bytes_sent, messages_sent, tensor_result, values_equal
@@ -69,7 +70,7 @@ def judge(case: Case, outputs: list[RankOutcome], trace) -> list[Finding]:
         return found
     exact = case.dtype in ("int32", "int64") or case.option("pattern", "powers_of_two") != "random"
     want = [o.facts for o in outputs]
-    found = values_equal(outputs, want, case, "the sum of every rank's input", exact=exact)
+    found = values_equal(outputs, want, case, _("the sum of every rank's input"), exact=exact)
     target, formula = target_bytes(case)
     found += bytes_sent(trace, case, [target] * n, formula)
     found += messages_sent(trace, case, 2 * (n - 1), "2(N\u22121)")
@@ -97,10 +98,10 @@ def my_ring_allreduce(ctx, tensor):
 EXERCISE = Exercise(
     id="03",
     lesson="03_ring_allreduce",
-    title="Ring all-reduce",
+    title=N_("Ring all-reduce"),
     function="my_ring_allreduce",
     params=("ctx", "tensor"),
-    task=(
+    task=N_(
         "Write `my_ring_allreduce(ctx, tensor)`: when it returns, every rank's `tensor` holds the "
         "sum of all ranks' inputs, as after `dist.all_reduce`. Talk only to your neighbours "
         "(`ctx.isend(t, dst, chunk=k)`, `ctx.irecv(t, src, chunk=k)`, `ctx.wait_all([...])`) and "
@@ -109,14 +110,20 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "Cut the buffer into N chunks with `torch.tensor_split(tensor, n)`. In every step each "
-        "rank sends exactly one chunk to its right neighbour and receives one from its left.",
-        "Reduce-scatter: at step s, rank r sends chunk (r \u2212 s) mod N and adds what arrives "
-        "into chunk (r \u2212 s \u2212 1) mod N. After N\u22121 steps rank r holds chunk "
-        "(r + 1) mod N complete. All-gather: at step s, send chunk (r + 1 \u2212 s) mod N and "
-        "receive chunk (r \u2212 s) mod N in place (a copy, no addition).",
-        "`ctx.wait_all([ctx.isend(chunks[send], right, chunk=send), "
-        "ctx.irecv(incoming, left, op='reduce', chunk=recv)]); chunks[recv].add_(incoming)`",
+        N_(
+            "Cut the buffer into N chunks with `torch.tensor_split(tensor, n)`. In every step each "
+            "rank sends exactly one chunk to its right neighbour and receives one from its left."
+        ),
+        N_(
+            "Reduce-scatter: at step s, rank r sends chunk (r \u2212 s) mod N and adds what "
+            "arrives into chunk (r \u2212 s \u2212 1) mod N. After N\u22121 steps rank r holds "
+            "chunk (r + 1) mod N complete. All-gather: at step s, send chunk (r + 1 \u2212 s) mod "
+            "N and receive chunk (r \u2212 s) mod N in place (a copy, no addition)."
+        ),
+        N_(
+            "`ctx.wait_all([ctx.isend(chunks[send], right, chunk=send), "
+            "ctx.irecv(incoming, left, op='reduce', chunk=recv)]); chunks[recv].add_(incoming)`"
+        ),
     ),
     reference=ring_allreduce,
     prepare=watched_input,

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.trace import Event, Trace
 from ..core.units import DTYPES, format_bytes, torch_dtype
@@ -140,31 +141,33 @@ def check_output(case: Case, outputs: list[RankOutcome]) -> list[Finding]:
     if found:
         got = outputs[found[0].rank].result
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (b, s, t * h):
-            why = (
-                ": the partial sums side by side along the hidden dimension (an all-gather, "
-                "the outline's collective: errata E4). Y is their SUM: all-reduce them"
-            )
-            found[0] = dataclasses.replace(found[0], message=found[0].message + why)
+            msg = _(
+                "{message}: the partial sums side by side along the hidden dimension (an "
+                "all-gather, the outline's collective: errata E4). Y is their SUM: all-reduce them"
+            ).format(message=found[0].message)
+            found[0] = dataclasses.replace(found[0], message=msg)
         return found[:1]
     got = [o.result for o in outputs]
     for r, y in enumerate(got):
         if not close(y, want, case):
             kind = classify_local(got, want, *TOLERANCES[case.dtype])[r]
-            why = (
-                ": it is X_r A_r, one of the partial sums, which add up to Y; g's forward "
-                "all-reduces them"
+            diff = f"{(y.to(want.dtype) - want).abs().max().item():.3g}"
+            msg = (
+                _(
+                    "rank {r}'s output is not the dense layer's Y = X A (max |diff| {diff}): it is "
+                    "X_r A_r, one of the partial sums, which add up to Y; g's forward all-reduces "
+                    "them"
+                )
                 if kind == "partial_sum"
-                else ""
-            )
-            diff = (y.to(want.dtype) - want).abs().max().item()
-            msg = f"rank {r}'s output is not the dense layer's Y = X A (max |diff| {diff:.3g}){why}"
+                else _("rank {r}'s output is not the dense layer's Y = X A (max |diff| {diff})")
+            ).format(r=r, diff=diff)
             return [Finding("result", False, msg, case, rank=r)]
-    return [Finding("result", True, "every rank's output equals the dense layer's Y", case)]
+    return [Finding("result", True, _("every rank's output equals the dense layer's Y"), case)]
 
 
 GRADIENTS = (  # (key in the facts, the argument, the dense gradient, which part of it)
-    ("dx", "x_shard", "dx", "block r of the dense dX along its last dim"),
-    ("dw", "w_shard", "dw2", "columns r of the dense dW"),
+    ("dx", "x_shard", "dx", N_("block r of the dense dX along its last dim")),
+    ("dw", "w_shard", "dw2", N_("columns r of the dense dW")),
 )
 
 
@@ -173,59 +176,63 @@ def check_gradients(case: Case, outputs: list[RankOutcome]) -> Finding:
     for r, out in enumerate(outputs):
         facts = out.facts or {}
         if not facts.get("graph"):
-            msg = (
-                f"rank {r}'s output has no autograd graph, so backward cannot run: return "
+            msg = _(
+                "rank {r}'s output has no autograd graph, so backward cannot run: return "
                 "YourFunction.apply(x_shard, w_shard, ctx)"
-            )
+            ).format(r=r)
             return Finding("result", False, msg, case, rank=r)
         for key, arg, dense_name, what in GRADIENTS:
             got, want = facts.get(key), expected_piece("row", dense_name, full, r, t)
             if got is None:
-                msg = f"rank {r}'s {arg} got no gradient: backward returned None for it"
+                msg = _("rank {r}'s {arg} got no gradient: backward returned None for it").format(
+                    r=r, arg=arg
+                )
                 return Finding("result", False, msg, case, rank=r, step=1)
             if close(got, want, case):
                 continue
             if close(got, t * want, case):
-                why = (
-                    f": it is t = {t} times the dense one. dY was summed over the ranks in "
-                    "backward, but it is already the same on every rank: g's backward is the "
-                    "identity"
-                )
+                msg = _(
+                    "rank {r}'s gradient of {arg} is not {what}: it is t = {t} times the dense "
+                    "one. dY was summed over the ranks in backward, but it is already the same on "
+                    "every rank: g's backward is the identity"
+                ).format(r=r, arg=arg, what=_(what), t=t)
             elif got.shape != want.shape:
-                why = f": shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+                msg = _(
+                    "rank {r}'s gradient of {arg} is not {what}: shape {shape}, expected {want}"
+                ).format(r=r, arg=arg, what=_(what), shape=tuple(got.shape), want=tuple(want.shape))
             else:
-                why = f" (max |diff| {(got.to(want.dtype) - want).abs().max().item():.3g})"
-            msg = f"rank {r}'s gradient of {arg} is not {what}{why}"
+                diff = f"{(got.to(want.dtype) - want).abs().max().item():.3g}"
+                msg = _("rank {r}'s gradient of {arg} is not {what} (max |diff| {diff})").format(
+                    r=r, arg=arg, what=_(what), diff=diff
+                )
             return Finding("result", False, msg, case, rank=r, step=1)
     return Finding(
-        "result", True, "the gradients of x_shard and w_shard are the dense slices", case
+        "result", True, _("the gradients of x_shard and w_shard are the dense slices"), case
     )
 
 
 def check_collectives(case: Case, trace: Trace) -> Finding:
-    b, s, h, _ = dims(case)
+    b, s, h, _x = dims(case)
     message = allreduce_message_bytes(b, s, h, DTYPES[case.dtype])
     fwd, bwd = expected_collectives("row")
     for r in range(case.world_size):
         ran = passes(trace, r)
         ops = {k: [short_op(e.op) for e in v] for k, v in ran.items()}
         if ops["backward"] != bwd:
-            msg = (
-                f"rank {r} ran {', '.join(ops['backward'])} in backward; g's backward is the "
-                "identity: dY is the same on every rank, so dX_r = dY A_r\u1d40 and "
-                "dA_r = X_r\u1d40 dY need no communication"
-            )
+            msg = _(
+                "rank {r} ran {ops} in backward; g's backward is the identity: dY is the same on "
+                "every rank, so dX_r = dY A_r\u1d40 and dA_r = X_r\u1d40 dY need no communication"
+            ).format(r=r, ops=", ".join(ops["backward"]))
             return Finding("messages", False, msg, case, rank=r, step=1)
         if ops["forward"] != fwd:
-            names = ", ".join(ops["forward"]) or "no collective"
-            msg = (
-                f"rank {r} ran {names} in forward; g's forward is one all_reduce of Y's "
-                f"b\u00b7s\u00b7h\u00b7itemsize = {format_bytes(message)} (through "
-                "ctx.collective, so it is traced)"
-            )
+            names = ", ".join(ops["forward"]) or _("no collective")
+            msg = _(
+                "rank {r} ran {names} in forward; g's forward is one all_reduce of Y's "
+                "b\u00b7s\u00b7h\u00b7itemsize = {size} (through ctx.collective, so it is traced)"
+            ).format(r=r, names=names, size=format_bytes(message))
             return Finding("messages", False, msg, case, rank=r, step=0)
     return Finding(
-        "messages", True, "one all_reduce of b\u00b7s\u00b7h forward, none backward", case
+        "messages", True, _("one all_reduce of b\u00b7s\u00b7h forward, none backward"), case
     )
 
 
@@ -241,16 +248,19 @@ def ring_bytes(e: Event, n: int) -> float:
 
 
 def check_bytes(case: Case, trace: Trace) -> Finding:
-    b, s, h, _ = dims(case)
+    b, s, h, _x = dims(case)
     n = case.world_size
     target = tp_sent_bytes("row", n, b, s, h, DTYPES[case.dtype])
     formula = f"2(t\u22121)/t\u00b7b\u00b7s\u00b7h\u00b7itemsize = {format_bytes(target)}"
     for r in range(n):
         sent = sum(ring_bytes(e, n) for e in trace.events if e.rank == r)
         if sent > target * (1 + 1e-9):
-            msg = f"rank {r} sent {format_bytes(sent)} (ring volume); the target is {formula}"
+            msg = _("rank {r} sent {sent} (ring volume); the target is {formula}").format(
+                r=r, sent=format_bytes(sent), formula=formula
+            )
             return Finding("bytes", False, msg, case, rank=r)
-    return Finding("bytes", True, f"every rank sent at most {formula}, one all-reduce", case)
+    ok = _("every rank sent at most {formula}, one all-reduce").format(formula=formula)
+    return Finding("bytes", True, ok, case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -283,7 +293,7 @@ def picture(grade: Any) -> list[Any]:
     ref = None if grade.reference_trace is None else by_pass(grade.reference_trace)
     bars = bytes_figure(dataclasses.replace(grade, trace=mine, reference_trace=ref))
     only = Trace(mine.meta, [e for e in mine.events if e.kind == "collective"])
-    return [bars, timeline(only, title="your collectives, by pass")]
+    return [bars, timeline(only, title=_("your collectives, by pass"))]
 
 
 STARTER = """\
@@ -309,10 +319,10 @@ def my_row_parallel_linear(ctx, x_shard, w_shard):
 EXERCISE = Exercise(
     id="07",
     lesson="07_tensor_parallel",
-    title="A row-parallel linear, forward and backward",
+    title=N_("A row-parallel linear, forward and backward"),
     function="my_row_parallel_linear",
     params=("ctx", "x_shard", "w_shard"),
-    task=(
+    task=N_(
         "Write Megatron's row-parallel `nn.Linear(ffn, h)` (no bias) as a "
         "`torch.autograd.Function` and return its `.apply(x_shard, w_shard, ctx)` from "
         "`my_row_parallel_linear(ctx, x_shard, w_shard)`: `x_shard` (b, s, ffn/t) is X split "
@@ -323,14 +333,20 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "Each rank's `x_shard @ w_shard.t()` has Y's full shape but holds only its share of the "
-        "sum over ffn: Y = Σ_r X_r A_r. What makes every rank hold the sum? And once it does, "
-        "which rank's dY differs from the others'?",
-        "Megatron's `g`: all-reduce in forward, identity in backward. The upstream dY is the same "
-        "on every rank, so dX_r = dY · w_shard and dW_r = dYᵀ X_r (tokens flattened) are local: "
-        "backward needs no collective at all.",
-        "forward: `ctx.collective('all_reduce', partial)`; backward: `return dy @ w_shard, "
-        "dy.flatten(0, -2).t() @ x_shard.flatten(0, -2), None`",
+        N_(
+            "Each rank's `x_shard @ w_shard.t()` has Y's full shape but holds only its share of "
+            "the sum over ffn: Y = Σ_r X_r A_r. What makes every rank hold the sum? And once it "
+            "does, which rank's dY differs from the others'?"
+        ),
+        N_(
+            "Megatron's `g`: all-reduce in forward, identity in backward. The upstream dY is the "
+            "same on every rank, so dX_r = dY · w_shard and dW_r = dYᵀ X_r (tokens flattened) are "
+            "local: backward needs no collective at all."
+        ),
+        N_(
+            "forward: `ctx.collective('all_reduce', partial)`; backward: `return dy @ w_shard, "
+            "dy.flatten(0, -2).t() @ x_shard.flatten(0, -2), None`"
+        ),
     ),
     reference=row_parallel_linear,
     prepare=prepare,

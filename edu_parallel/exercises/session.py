@@ -13,12 +13,23 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import check_int
+from ..core.i18n import N_, _
 from ..engine.executor import Executor
 from .feedback import Feedback
 from .grader import grade
 from .progress import load_progress, record_try, tried
 from .registry import EXERCISES, get_exercise
 from .spec import Exercise
+
+COLUMNS = {  # progress_table's headers as the learner reads them
+    "id": N_("id"),
+    "lesson": N_("lesson"),
+    "function": N_("function"),
+    "title": N_("title"),
+    "status": N_("status"),
+    "tries": N_("tries"),
+}
+STATUS = {"passed": N_("passed"), "tried": N_("tried")}
 
 
 def check(exercise: str | int | Exercise, fn: Any, cluster: Executor | None = None) -> Feedback:
@@ -31,26 +42,28 @@ def check(exercise: str | int | Exercise, fn: Any, cluster: Executor | None = No
 
 
 def hint(exercise: str | int | Exercise, tier: int = 1) -> str:
-    """Hint ``tier`` (1: a nudge, 2: the idea, 3: the key line)."""
+    """Hint ``tier`` (1: a nudge, 2: the idea, 3: the key line), in the learner's language."""
     ex = get_exercise(exercise)
     tier = check_int("tier", tier, 1, len(ex.hints))
-    return ex.hints[tier - 1]
+    return ex.shown_hints()[tier - 1]
 
 
 def solution(exercise: str | int | Exercise, *, instructor: bool = False) -> str:
     """The reference solution's source, once the learner has tried (``instructor`` skips that)."""
     ex = get_exercise(exercise)
     if not instructor and not tried(ex.id):
-        raise PermissionError(
-            f"exercise {ex.id}: the solution opens after a try; run "
-            f"check({ex.id!r}, {ex.function}, cluster) first"
-        )
+        msg = _("exercise {id}: the solution opens after a try; run {call} first")
+        call = f"check({ex.id!r}, {ex.function}, cluster)"
+        raise PermissionError(msg.format(id=ex.id, call=call))
     return inspect.getsource(ex.reference)
 
 
-def progress_table() -> pd.DataFrame:
+def progress_table(translate: bool = True) -> pd.DataFrame:
     """One row per exercise: id, lesson, function, title, and this workspace's progress
-    ("passed", "tried" or ""; the number of tries), for the course index and the command line."""
+    ("passed", "tried" or ""; the number of tries), for the course index and the command line.
+
+    ``translate``: headers, titles and statuses in the learner's language (for display); False
+    keeps the English keys and values (data, JSON)."""
     progress = load_progress()
     rows = []
     for ex in EXERCISES.values():
@@ -61,9 +74,12 @@ def progress_table() -> pd.DataFrame:
                 "id": ex.id,
                 "lesson": ex.lesson,
                 "function": f"{ex.function}({', '.join(ex.params)})",
-                "title": ex.title,
-                "status": status,
+                "title": ex.shown_title() if translate else ex.title,
+                "status": _(STATUS[status]) if translate and status else status,
                 "tries": int(entry.get("tries", 0)),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if translate:
+        table = table.rename(columns={k: _(v) for k, v in COLUMNS.items()})
+    return table

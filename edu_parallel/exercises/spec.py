@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.i18n import N_, _
+
 RETURNED = "returned from "  # a rank's published step once the learner's function has returned
 CHECKS = (
     "result",
@@ -40,6 +42,29 @@ CHECKS = (
     "signature",
     "output",
 )
+CHECK_LABELS = {  # a check's name as a Chinese learner reads it (English shows the name itself)
+    "result": N_("result (the check)"),
+    "bytes": N_("bytes (the check)"),
+    "messages": N_("messages (the check)"),
+    "steps": N_("steps (the check)"),
+    "overlap": N_("overlap (the check)"),
+    "memory": N_("memory (the check)"),
+    "deadlock": N_("deadlock (the check)"),
+    "error": N_("error (the check)"),
+    "signature": N_("signature (the check)"),
+    "output": N_("output (the check)"),
+}
+NO_CASE = N_("before running")  # the label of findings made before any case ran
+
+
+def check_label(check: str) -> str:
+    """``check`` in the learner's language ("result" -> "结果" in Chinese). The names are short
+    words other modules translate otherwise, so their messages carry "(the check)"; English shows
+    the name itself."""
+    if check not in CHECK_LABELS:
+        return check
+    shown = _(CHECK_LABELS[check])
+    return check if shown == CHECK_LABELS[check] else shown
 
 
 @dataclass(frozen=True)
@@ -102,7 +127,7 @@ class Exercise:
 
     id: str  # the lesson number, "03"
     lesson: str  # the notebook, "03_ring_allreduce"
-    title: str
+    title: str  # English, marked N_(); shown_title() translates
     function: str  # the name the learner's function should have
     params: tuple[str, ...]  # its parameters, ctx first
     task: str  # what to write, in a few lines of markdown
@@ -119,6 +144,18 @@ class Exercise:
     memory_limit: int = 1 << 30  # bytes a rank may allocate on top of what it holds
     picture: Callable[..., list[Any]] | None = None  # figures from a Grade; None: grid + bytes
     powers_of_two: bool = False  # inputs are 2^rank: a chunk's value names its ranks
+
+    def shown_title(self) -> str:
+        """The title in the learner's language (``title`` is the English, marked ``N_``)."""
+        return _(self.title)
+
+    def shown_task(self) -> str:
+        """What to write, in the learner's language."""
+        return _(self.task)
+
+    def shown_hints(self) -> tuple[str, ...]:
+        """The hint tiers in the learner's language."""
+        return tuple(_(h) for h in self.hints)
 
     def world_sizes(self) -> list[int]:
         return sorted({c.world_size for c in self.cases})

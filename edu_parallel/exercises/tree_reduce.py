@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..core.units import DTYPES, format_bytes, torch_dtype
 from ..engine.context import RankContext
@@ -60,11 +61,12 @@ def root_received(trace: Trace, case: Case) -> Finding:
     most, got = log2_rounds(case.world_size) * d, trace.recv_bytes()[0]
     formula = "\u2308log2 N\u2309\u00b7D"
     if got <= most:
-        return Finding("bytes", True, f"the root received at most {formula}", case)
-    msg = (
-        f"rank 0 (the root) received {format_bytes(got)}; the target is {formula} = "
-        f"{format_bytes(most)}: the root adds one partial sum per round, not every rank's buffer"
-    )
+        msg = _("the root received at most {formula}").format(formula=formula)
+        return Finding("bytes", True, msg, case)
+    msg = _(
+        "rank 0 (the root) received {got}; the target is {formula} = {most}: the root adds one "
+        "partial sum per round, not every rank's buffer"
+    ).format(got=format_bytes(got), formula=formula, most=format_bytes(most))
     return Finding("bytes", False, msg, case, rank=0)
 
 
@@ -73,11 +75,11 @@ def one_message(trace: Trace, case: Case) -> Finding:
     counts = trace.message_counts()
     worst = max(range(len(counts)), key=counts.__getitem__)
     if counts[worst] <= 1:
-        return Finding("messages", True, "every rank sent at most one message", case)
-    msg = (
-        f"rank {worst} sent {counts[worst]} messages; one is enough: a rank sends its partial "
-        "sum once, then it is done (each message costs one latency α)"
-    )
+        return Finding("messages", True, _("every rank sent at most one message"), case)
+    msg = _(
+        "rank {r} sent {count} messages; one is enough: a rank sends its partial sum once, then "
+        "it is done (each message costs one latency α)"
+    ).format(r=worst, count=counts[worst])
     return Finding("messages", False, msg, case, rank=worst)
 
 
@@ -87,20 +89,20 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]
     if found:
         return found
     exact = case.dtype in ("int32", "int64") or case.option("pattern", "powers_of_two") != "random"
-    what = "the sum of every rank's input"
+    what = _("the sum of every rank's input")
     found = values_equal(outputs[:1], [outputs[0].facts], case, what, exact=exact)
     if found[0].ok:  # a reduce leaves the other ranks' buffers undefined
-        note = f"rank 0 holds {what} (the other ranks' buffers are not checked)"
+        note = _("rank 0 holds {what} (the other ranks' buffers are not checked)").format(what=what)
         found = [Finding("result", True, note, case)]
     d = case.numel * DTYPES[case.dtype]
-    found += bytes_sent(trace, case, [0.0] + [float(d)] * (n - 1), "D (0 at the root)")
+    found += bytes_sent(trace, case, [0.0] + [float(d)] * (n - 1), _("D (0 at the root)"))
     found.append(root_received(trace, case))
     found.append(one_message(trace, case))
     chain = len(chain_reduce_plan(n, 0, 1).steps)
-    fix = (
-        f"a chain takes N\u22121 = {chain}; pair ranks 2^k apart in round k, so the number of "
+    fix = _(
+        "a chain takes N\u22121 = {chain}; pair ranks 2^k apart in round k, so the number of "
         "partial sums halves every round"
-    )
+    ).format(chain=chain)
     found.append(rounds_finding(trace, case, log2_rounds(n), "\u2308log2 N\u2309", fix))
     return found
 
@@ -123,10 +125,10 @@ def my_tree_reduce(ctx, tensor):
 EXERCISE = Exercise(
     id="04",
     lesson="04_ring_tree_ps",
-    title="A binary-tree reduce",
+    title=N_("A binary-tree reduce"),
     function="my_tree_reduce",
     params=("ctx", "tensor"),
-    task=(
+    task=N_(
         "Write `my_tree_reduce(ctx, tensor)`: when it returns, rank 0's `tensor` holds the sum "
         "of all ranks' inputs, as after `dist.reduce(tensor, dst=0)` (the other ranks' buffers "
         "are not checked). Use a binomial tree: in round k, rank r with r mod 2^(k+1) = 2^k "
@@ -136,14 +138,20 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "Round 0 pairs neighbours: every odd rank sends its buffer to the even rank below it. "
-        "In the next round only the even ranks are left, so the gap doubles. A rank that has "
-        "sent is done.",
-        "In round k (gap = 2^k): rank r with r % (2\u00b7gap) == gap sends to r \u2212 gap; rank "
-        "r with r % (2\u00b7gap) == 0 receives from r + gap, if that rank exists (N need not be "
-        "a power of two), into `incoming`, and adds it to its own.",
-        "`if r % (2 * gap) == gap: ctx.send(tensor, r - gap)` / `elif r % (2 * gap) == 0 and "
-        "r + gap < n: ctx.recv(incoming, r + gap, op='reduce'); tensor.add_(incoming)`",
+        N_(
+            "Round 0 pairs neighbours: every odd rank sends its buffer to the even rank below it. "
+            "In the next round only the even ranks are left, so the gap doubles. A rank that has "
+            "sent is done."
+        ),
+        N_(
+            "In round k (gap = 2^k): rank r with r % (2\u00b7gap) == gap sends to r \u2212 gap; "
+            "rank r with r % (2\u00b7gap) == 0 receives from r + gap, if that rank exists (N need "
+            "not be a power of two), into `incoming`, and adds it to its own."
+        ),
+        N_(
+            "`if r % (2 * gap) == gap: ctx.send(tensor, r - gap)` / `elif r % (2 * gap) == 0 and "
+            "r + gap < n: ctx.recv(incoming, r + gap, op='reduce'); tensor.add_(incoming)`"
+        ),
     ),
     reference=tree_reduce,
     prepare=watched_input,

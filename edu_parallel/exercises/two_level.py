@@ -31,6 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.trace import Trace
 from ..core.units import format_bytes
@@ -138,47 +139,56 @@ def check_result(case: Case, outputs: list[RankOutcome]) -> Finding:
             continue
         i = int((got != want).nonzero()[0])
         if torch.equal(got, out.facts["node_only"]):
-            msg = (
-                f"rank {r} holds the sum over its node only ({got[i].item():g} at element {i}, "
-                f"the whole sum is {want[i].item():g}): all-reduce your shard across nodes, over "
-                "`rail`, between the reduce-scatter and the all-gather"
+            msg = _(
+                "rank {r} holds the sum over its node only ({got} at element {i}, the whole sum "
+                "is {want}): all-reduce your shard across nodes, over `rail`, between the "
+                "reduce-scatter and the all-gather"
             )
         else:
-            msg = (
-                f"rank {r}'s result differs from dist.all_reduce at element {i}: got "
-                f"{got[i].item():g}, expected {want[i].item():g}"
+            msg = _(
+                "rank {r}'s result differs from dist.all_reduce at element {i}: got {got}, "
+                "expected {want}"
             )
+        msg = msg.format(r=r, i=i, got=f"{got[i].item():g}", want=f"{want[i].item():g}")
         return Finding("result", False, msg, case, rank=r)
-    return Finding("result", True, "every rank holds dist.all_reduce's sum", case)
+    return Finding("result", True, _("every rank holds dist.all_reduce's sum"), case)
 
 
 def check_bytes(case: Case, trace: Trace) -> Finding:
     nodes, g = shape(case)
     target = target_bytes(case)
     formula = f"2(K\u22121)/K\u00b7S/g = {format_bytes(target)} (K = {nodes}, g = {g})"
-    across, _ = crossing_bytes(trace, case)
+    across, _x = crossing_bytes(trace, case)
     if not any(across):
-        msg = (
+        msg = _(
             "no rank sent anything across nodes in the trace: call the collectives through "
-            f"ctx.collective(..., group=...) so that they are counted; the target is {formula}"
-        )
+            "ctx.collective(..., group=...) so that they are counted; the target is {formula}"
+        ).format(formula=formula)
         return Finding("bytes", False, msg, case, rank=0)
     worst = max(range(case.world_size), key=lambda r: across[r])
     if across[worst] > target * (1 + 1e-9):
         idle = [r for r in range(case.world_size) if across[r] == 0]
-        why = (
-            ": a flat ring over every rank sends whole-buffer chunks over the node boundary;"
-            " reduce inside the node first, so only 1/g of the buffer leaves it per rank"
+        msg = (
+            _(
+                "rank {r} sent {sent} across nodes: a flat ring over every rank sends whole-buffer "
+                "chunks over the node boundary; reduce inside the node first, so only 1/g of the "
+                "buffer leaves it per rank; target {formula}"
+            )
             if spans_every_rank(trace, worst, case.world_size)
-            else f" while ranks {idle} sent nothing across: one NIC of {g} carries the whole"
-            " buffer (a leader per node). Give every local rank its 1/g shard to all-reduce over"
-            " its own NIC"
+            else _(
+                "rank {r} sent {sent} across nodes while ranks {idle} sent nothing across: one NIC "
+                "of {g} carries the whole buffer (a leader per node). Give every local rank its "
+                "1/g shard to all-reduce over its own NIC; target {formula}"
+            )
             if idle
-            else ": send only your 1/g shard across nodes"
-        )
-        msg = f"rank {worst} sent {format_bytes(across[worst])} across nodes{why}; target {formula}"
+            else _(
+                "rank {r} sent {sent} across nodes: send only your 1/g shard across nodes; target "
+                "{formula}"
+            )
+        ).format(r=worst, sent=format_bytes(across[worst]), idle=idle, g=g, formula=formula)
         return Finding("bytes", False, msg, case, rank=worst)
-    return Finding("bytes", True, f"every rank sent at most {formula} across nodes", case)
+    ok = _("every rank sent at most {formula} across nodes").format(formula=formula)
+    return Finding("bytes", True, ok, case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -195,19 +205,19 @@ def picture(grade: Any) -> list[Any]:
     case = grade.shown
     if case is None or grade.trace is None:
         return []
-    runs = [("yours", grade.trace)]
+    runs = [(_("yours"), grade.trace)]
     if grade.reference_trace is not None:
-        runs.append(("the reference", grade.reference_trace))
+        runs.append((_("the reference"), grade.reference_trace))
     n = case.world_size
     fig = new_figure(figsize=(max(8.0, 1.1 * n + 6.0), 3.6), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, (title, trace) in zip(axes, runs, strict=False):
         across, inside = crossing_bytes(trace, case)
-        ax.bar(range(n), across, color="#F58518", label="across nodes")
-        ax.bar(range(n), inside, bottom=across, color="#4C78A8", label="inside the node")
+        ax.bar(range(n), across, color="#F58518", label=_("across nodes"))
+        ax.bar(range(n), inside, bottom=across, color="#4C78A8", label=_("inside the node"))
         ax.axhline(target_bytes(case), color="black", ls="--", lw=1, label="2(K-1)/K·S/g")
         ax.set_xticks(range(n), [f"r{r}" for r in range(n)])
-        ax.set_ylabel("bytes sent")
+        ax.set_ylabel(_("bytes sent"))
         ax.set_title(f"{title} ({case.label()})", fontsize=10)
         ax.legend(fontsize=8)
     for ax in axes[len(runs) :]:
@@ -233,10 +243,10 @@ def _case(n: int, nodes: int) -> Case:
 EXERCISE = Exercise(
     id="13",
     lesson="13_landscape",
-    title="A two-level all-reduce across pretend nodes",
+    title=N_("A two-level all-reduce across pretend nodes"),
     function="my_two_level_allreduce",
     params=("ctx", "x", "node", "rail"),
-    task=(
+    task=N_(
         "Write `my_two_level_allreduce(ctx, x, node, rail)`: leave in `x` the sum of every "
         "rank's `x`, as `dist.all_reduce` does. `node` is the process group of this rank's node "
         "(g ranks), `rail` the group of the ranks with the same local rank on every node (K "
@@ -246,15 +256,21 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "An all-reduce is a reduce-scatter followed by an all-gather. Do the reduce-scatter and "
-        "the all-gather inside the node (fast links), and put the cross-node step between them, "
-        "on a shard only 1/g of the buffer.",
-        "After the reduce-scatter over `node`, local rank i holds shard i of its node's sum. The "
-        "ranks holding shard i on the other nodes are exactly your `rail` group: all-reduce the "
-        "shard there, and it becomes shard i of the whole sum.",
-        "`ctx.collective(REDUCE_SCATTER, shard, x, group=node)`; "
-        "`ctx.collective('all_reduce', shard, group=rail)`; "
-        "`ctx.collective(ALL_GATHER, x, shard, group=node)`",
+        N_(
+            "An all-reduce is a reduce-scatter followed by an all-gather. Do the reduce-scatter "
+            "and the all-gather inside the node (fast links), and put the cross-node step between "
+            "them, on a shard only 1/g of the buffer."
+        ),
+        N_(
+            "After the reduce-scatter over `node`, local rank i holds shard i of its node's sum. "
+            "The ranks holding shard i on the other nodes are exactly your `rail` group: "
+            "all-reduce the shard there, and it becomes shard i of the whole sum."
+        ),
+        N_(
+            "`ctx.collective(REDUCE_SCATTER, shard, x, group=node)`; "
+            "`ctx.collective('all_reduce', shard, group=rail)`; "
+            "`ctx.collective(ALL_GATHER, x, shard, group=node)`"
+        ),
     ),
     reference=two_level_allreduce,
     prepare=prepare,

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
@@ -76,7 +77,7 @@ def inputs(rank: int, case: Case) -> tuple[torch.Tensor, torch.Tensor]:
     params[:psi] = init_master(dims, SEED)
     x, y = microbatch_of(rank, dims, n, DEFAULT_MICROBATCH, SEED)  # (B, d_in), (B, d_out)
     out, saved = mlp_forward(params, x, dims)
-    _, dout = mse_grad(out, y)
+    _x, dout = mse_grad(out, y)
     grad = torch.zeros_like(params)
     mlp_backward(params, saved, dout, dims, grad[:psi])
     return params, grad
@@ -121,13 +122,28 @@ def check_result(case: Case, outputs: list[RankOutcome]) -> Finding:
         shards = sorted({int(i) // size for i in wrong.nonzero().flatten()})
         i = int(wrong.nonzero()[0])
         msg = (
-            f"rank {r}'s parameters after the step differ from plain DP's (all-reduce, then Adam "
-            f"on every element) in shard{'s' * (len(shards) > 1)} {shards} of S = {size} elements "
-            f"(shard k is rank k's), first at element {i}: got {got[i].item():.6g}, expected "
-            f"{want[i].item():.6g}"
+            _(
+                "rank {r}'s parameters after the step differ from plain DP's (all-reduce, then "
+                "Adam on every element) in shards {shards} of S = {size} elements (shard k is "
+                "rank k's), first at element {i}: got {got}, expected {want}"
+            )
+            if len(shards) > 1
+            else _(
+                "rank {r}'s parameters after the step differ from plain DP's (all-reduce, then "
+                "Adam on every element) in shard {shards} of S = {size} elements (shard k is "
+                "rank k's), first at element {i}: got {got}, expected {want}"
+            )
+        ).format(
+            r=r,
+            shards=shards,
+            size=size,
+            i=i,
+            got=f"{got[i].item():.6g}",
+            want=f"{want[i].item():.6g}",
         )
         return Finding("result", False, msg, case, rank=r)
-    return Finding("result", True, "every rank's parameters equal plain DP's after the step", case)
+    ok = _("every rank's parameters equal plain DP's after the step")
+    return Finding("result", True, ok, case)
 
 
 def sent_bytes(trace: Trace, rank: int) -> float:
@@ -148,24 +164,32 @@ def check_traffic(case: Case, trace: Trace) -> list[Finding]:
     n, numel = case.world_size, case.numel
     target = comm_bytes_per_step(numel, n, zero=1, precision="fp32")
     psi = num_params(case.option("dims"))
-    padded = f" (\u03a8 = {psi} padded to {numel})" if psi != numel else ""
-    formula = f"2(N\u22121)/N\u00b7\u03a8\u00b74 = {format_bytes(target)}{padded}"
+    formula = f"2(N\u22121)/N\u00b7\u03a8\u00b74 = {format_bytes(target)}"
+    if psi != numel:
+        formula += " " + _("(\u03a8 = {psi} padded to {numel})").format(psi=psi, numel=numel)
     for r in range(n):
         sent = sent_bytes(trace, r)
         if sent > target * (1 + 1e-9) or sent == 0:
-            seen = " (call the collectives through ctx.collective)" if sent == 0 else ""
-            msg = f"rank {r} sent {format_bytes(sent)}{seen}; the target is {formula}"
+            msg = (
+                _(
+                    "rank {r} sent {sent} (call the collectives through ctx.collective); the "
+                    "target is {formula}"
+                )
+                if sent == 0
+                else _("rank {r} sent {sent}; the target is {formula}")
+            ).format(r=r, sent=format_bytes(sent), formula=formula)
             return [Finding("bytes", False, msg, case, rank=r)]
-    found = [Finding("bytes", True, f"every rank sent {formula}, an all-reduce's volume", case)]
+    ok = _("every rank sent {formula}, an all-reduce's volume").format(formula=formula)
+    found = [Finding("bytes", True, ok, case)]
     for r in range(n):
         ops = [e.op for e in trace.events if e.rank == r and e.kind == "collective"]
         if len(ops) > 2:
-            msg = (
-                f"rank {r} ran {len(ops)} collectives ({', '.join(ops)}); one reduce-scatter "
-                "and one all-gather are enough (each costs (N\u22121) latencies \u03b1)"
-            )
+            msg = _(
+                "rank {r} ran {n} collectives ({ops}); one reduce-scatter and one all-gather are "
+                "enough (each costs (N\u22121) latencies \u03b1)"
+            ).format(r=r, n=len(ops), ops=", ".join(ops))
             return [*found, Finding("messages", False, msg, case, rank=r)]
-    return [*found, Finding("messages", True, "one reduce-scatter, one all-gather", case)]
+    return [*found, Finding("messages", True, _("one reduce-scatter, one all-gather"), case)]
 
 
 def state_target(case: Case) -> tuple[float, float]:
@@ -180,14 +204,27 @@ def check_memory(case: Case, outputs: list[RankOutcome]) -> Finding:
         held = sum(out.facts["state"].values())
         if held == 0 or held > target:
             what = ", ".join(f"{k}: {format_bytes(b)}" for k, b in out.facts["state"].items())
-            why = f" ({what})" if what else ": keep Adam's m and v for your shard there"
             msg = (
-                f"rank {r} keeps {format_bytes(held)} of optimizer state in `state`{why}; "
-                f"ZeRO-1 keeps 1/N of DP's: 8\u03a8/N = {format_bytes(target)} (DP: 8\u03a8 = "
-                f"{format_bytes(dp)})"
+                _(
+                    "rank {r} keeps {held} of optimizer state in `state` ({what}); ZeRO-1 keeps "
+                    "1/N of DP's: 8\u03a8/N = {target} (DP: 8\u03a8 = {dp})"
+                )
+                if what
+                else _(
+                    "rank {r} keeps {held} of optimizer state in `state`: keep Adam's m and v for "
+                    "your shard there; ZeRO-1 keeps 1/N of DP's: 8\u03a8/N = {target} (DP: "
+                    "8\u03a8 = {dp})"
+                )
+            ).format(
+                r=r,
+                held=format_bytes(held),
+                what=what,
+                target=format_bytes(target),
+                dp=format_bytes(dp),
             )
             return Finding("memory", False, msg, case, rank=r)
-    return Finding("memory", True, f"optimizer state 8\u03a8/N = {format_bytes(target)}", case)
+    ok = _("optimizer state 8\u03a8/N = {target}").format(target=format_bytes(target))
+    return Finding("memory", True, ok, case)
 
 
 def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]:
@@ -237,17 +274,28 @@ def picture(grade: Any) -> list[Any]:
         name: model_state_bytes(case.numel, case.world_size, z, "fp32")
         for z, name in ((0, "DP"), (1, "ZeRO-1"))
     }
-    yours = f"yours (rank {r})"
+    yours = _("yours (rank {r})").format(r=r)
     p = case.numel * 4
     bars[yours] = {"param32": p, "grad32": p, **grade.outputs[r].facts["state"]}
-    title = f"model states per rank, fp32 Adam, \u03a8 = {case.numel}, N = {case.world_size}"
+    title = _("model states per rank, fp32 Adam, \u03a8 = {psi}, N = {n}").format(
+        psi=case.numel, n=case.world_size
+    )
     figures.append(memory_bars(bars, title=title, highlight=yours))
     return figures + ([volume_figure(grade, collective_name)] if grade.trace is not None else [])
 
 
 def collective_name(e: Event, _k: int) -> str:
-    """ "reduce-scatter" from "reduce_scatter_tensor" (or "_single"), "all-gather", "all-reduce"."""
-    return "-".join(e.op.split("_")[:2])
+    """ "reduce-scatter" from "reduce_scatter_tensor" (or "_single"), "all-gather", "all-reduce"
+    (in the learner's language)."""
+    name = "-".join(e.op.split("_")[:2])
+    return _(COLLECTIVE_NAMES[name]) if name in COLLECTIVE_NAMES else name
+
+
+COLLECTIVE_NAMES = {
+    "reduce-scatter": N_("reduce-scatter"),
+    "all-gather": N_("all-gather"),
+    "all-reduce": N_("all-reduce"),
+}
 
 
 def _case(n: int, dims: tuple[int, ...]) -> Case:
@@ -269,10 +317,10 @@ def my_zero1_step(ctx, params, grad, state, step, lr):
 EXERCISE = Exercise(
     id="06",
     lesson="06_zero_fsdp",
-    title="A ZeRO-1 optimizer step",
+    title=N_("A ZeRO-1 optimizer step"),
     function="my_zero1_step",
     params=("ctx", "params", "grad", "state", "step", "lr"),
-    task=(
+    task=N_(
         "Write `my_zero1_step(ctx, params, grad, state, step, lr)`: `params` is the whole model "
         "as one flat fp32 vector (every rank holds all of it), `grad` this rank's gradient of the "
         "same length, not yet averaged. Reduce-scatter the gradient, update only your shard "
@@ -283,16 +331,22 @@ EXERCISE = Exercise(
     ),
     starter=STARTER,
     hints=(
-        "An all-reduce is a reduce-scatter followed by an all-gather. ZeRO-1 puts the optimizer "
-        "step between the two: after the reduce-scatter a rank holds the reduced gradient of its "
-        "shard only, and that is all it needs to update its shard.",
-        "`torch.distributed`'s reduce-scatter gives rank r shard r of the sum (the ring of lesson "
-        "03 numbered its chunks differently). Divide by N, create zeros m and v of S elements in "
-        "`state` on the first step, run Adam on the view `params[r*S:(r+1)*S]`, then all-gather "
-        "a copy of that view into `params`.",
-        "`ctx.collective(REDUCE_SCATTER, g, grad)`; `g /= n`; `adam_update(params[mine], g, "
-        "state['adam_m'], state['adam_v'], step, lr)`; "
-        "`ctx.collective(ALL_GATHER, params, params[mine].clone())`",
+        N_(
+            "An all-reduce is a reduce-scatter followed by an all-gather. ZeRO-1 puts the "
+            "optimizer step between the two: after the reduce-scatter a rank holds the reduced "
+            "gradient of its shard only, and that is all it needs to update its shard."
+        ),
+        N_(
+            "`torch.distributed`'s reduce-scatter gives rank r shard r of the sum (the ring of "
+            "lesson 03 numbered its chunks differently). Divide by N, create zeros m and v of S "
+            "elements in `state` on the first step, run Adam on the view `params[r*S:(r+1)*S]`, "
+            "then all-gather a copy of that view into `params`."
+        ),
+        N_(
+            "`ctx.collective(REDUCE_SCATTER, g, grad)`; `g /= n`; `adam_update(params[mine], g, "
+            "state['adam_m'], state['adam_v'], step, lr)`; "
+            "`ctx.collective(ALL_GATHER, params, params[mine].clone())`"
+        ),
     ),
     reference=zero1_step,
     prepare=prepare,

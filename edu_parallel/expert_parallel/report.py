@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..core.i18n import _
 from ..core.marks import off_diagonal_sent, traffic_matrix
 from ..core.schema import EXCHANGES
 from ..core.trace import Trace
@@ -243,51 +244,91 @@ def format_moe(report: MoEReport) -> str:
     """Readable output: the check, the traffic matrix, expert load, capacity and drops."""
     r, n = report, report.world_size
     g = r.max_abs_diff_grads
+    yes, no = _("yes"), _("NO")
+    check = _("matches single-process reference: {ok} (max |diff| {diff});  gradients: {grads}")
+    check = check.format(
+        ok=yes if r.matches_reference else no,
+        diff=f"{r.max_abs_diff_output:.1e}",
+        grads=yes if r.gradients_match else no,
+    )
+    if g:
+        check = _("{check} (dx {dx}, router {router}, experts {experts})").format(
+            check=check,
+            dx=f"{g['dx']:.1e}",
+            router=f"{g['router']:.1e}",
+            experts=f"{g['experts']:.1e}",
+        )
     lines = [
-        (
-            f"MoE layer on {n} ranks: E = {r.experts} experts ({r.experts_per_rank} per rank),"
-            f" top-{r.top_k}, T = {r.tokens_per_rank} tokens per rank, h = {r.hidden}, skew"
-            f" {r.skew:g}"
+        _(
+            "MoE layer on {n} ranks: E = {experts} experts ({per} per rank), top-{top_k}, T ="
+            " {tokens} tokens per rank, h = {hidden}, skew {skew}"
+        ).format(
+            n=n,
+            experts=r.experts,
+            per=r.experts_per_rank,
+            top_k=r.top_k,
+            tokens=r.tokens_per_rank,
+            hidden=r.hidden,
+            skew=f"{r.skew:g}",
         ),
-        f"matches single-process reference: {'yes' if r.matches_reference else 'NO'} (max |diff|"
-        f" {r.max_abs_diff_output:.1e});  gradients: {'yes' if r.gradients_match else 'NO'}"
-        + (
-            f" (dx {g['dx']:.1e}, router {g['router']:.1e}, experts {g['experts']:.1e})"
-            if g
-            else ""
-        ),
-        (
-            f"capacity = ceil(C T k / E) = ceil({r.capacity_factor:g} * {r.tokens_per_rank} *"
-            f" {r.top_k} / {r.experts}) = {r.capacity} per expert per source rank"
+        check,
+        _(
+            "capacity = ceil(C T k / E) = ceil({c} * {t} * {k} / {e}) = {capacity} per expert per"
+            " source rank"
+        ).format(
+            c=f"{r.capacity_factor:g}",
+            t=r.tokens_per_rank,
+            k=r.top_k,
+            e=r.experts,
+            capacity=r.capacity,
         ),
         "",
-        "dispatch traffic matrix (bytes, row = from rank, column = to rank; diagonal stays local):",
+        _(
+            "dispatch traffic matrix (bytes, row = from rank, column = to rank; diagonal stays"
+            " local):"
+        ),
         "      " + "".join(f"{'r' + str(d):>8}" for d in range(n)),
     ]
     for s, row in enumerate(r.traffic_matrix_bytes):
         lines.append(f"  r{s:<3}" + "".join(f"{b:>8,}" for b in row))
     lines.append(
-        f"sent on the wire per rank (dispatch): {r.per_rank_sent_bytes}; combine sends the "
-        "transpose; backward repeats both in reverse"
+        _(
+            "sent on the wire per rank (dispatch): {sent}; combine sends the transpose; backward"
+            " repeats both in reverse"
+        ).format(sent=r.per_rank_sent_bytes)
     )
     want = (
-        f"(E/N) x capacity x h x {ITEMSIZE} B"
+        _("(E/N) x capacity x h x {itemsize} B")
         if r.dispatch == "padded"
-        else f"kept assignments x h x {ITEMSIZE} B"
-    )
-    lines.append(f"matrix == {want}: {'yes' if r.traffic_matches_routing else 'NO'}")
+        else _("kept assignments x h x {itemsize} B")
+    ).format(itemsize=ITEMSIZE)
     lines.append(
-        f"dispatch {r.dispatch}: {r.sent_bytes_per_exchange:,.0f} bytes on the wire per rank per "
-        f"exchange; padding {r.padding_fraction:.0%} of {r.slots_dispatched} slots sent; experts "
-        f"computed {r.expert_rows_computed} rows, {r.expert_rows_with_tokens} holding tokens"
+        _("matrix == {want}: {ok}").format(want=want, ok=yes if r.traffic_matches_routing else no)
+    )
+    lines.append(
+        _(
+            "dispatch {dispatch}: {sent} bytes on the wire per rank per exchange; padding"
+            " {padding} of {slots} slots sent; experts computed {rows} rows, {holding} holding"
+            " tokens"
+        ).format(
+            dispatch=r.dispatch,
+            sent=f"{r.sent_bytes_per_exchange:,.0f}",
+            padding=f"{r.padding_fraction:.0%}",
+            slots=r.slots_dispatched,
+            rows=r.expert_rows_computed,
+            holding=r.expert_rows_with_tokens,
+        )
     )
     lines.append("")
     lines.append(
-        f"expert load (routed): {r.expert_load}   imbalance max/mean = {r.load_imbalance:.2f}"
+        _("expert load (routed): {load}   imbalance max/mean = {imbalance}").format(
+            load=r.expert_load, imbalance=f"{r.load_imbalance:.2f}"
+        )
     )
     lines.append(
-        f"dropped per expert:   {r.dropped_per_expert}   total dropped {r.dropped_tokens} "
-        f"of {r.assignments} assignments"
+        _(
+            "dropped per expert:   {dropped}   total dropped {total} of {assignments} assignments"
+        ).format(dropped=r.dropped_per_expert, total=r.dropped_tokens, assignments=r.assignments)
     )
     return "\n".join(lines)
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .conventions import CONVENTIONS, DEEPSPEED_STAGES, MEGATRON_STAGES, largest_module_params
 from .model_states import GB, MemoryEstimate, model_state_bytes
 from .presets import ModelShape
@@ -25,18 +27,21 @@ COVERED = {
 }
 
 
+CONVENTION_HEADERS = (N_("zero-paper GB/GPU"), N_("megatron GB/GPU"), N_("deepspeed GB/GPU"))
+
+
 def estimates_table(estimates: Mapping[str, MemoryEstimate]) -> pd.DataFrame:
     """One row per named estimate: GB per GPU (10^9 bytes), the bytes, and the formula."""
     rows = [
         {
-            "setup": name,
-            "GB per GPU": e.bytes_per_gpu / GB,
-            "bytes per GPU": e.bytes_per_gpu,
-            "formula": e.formula,
+            N_("setup"): name,
+            N_("GB per GPU"): e.bytes_per_gpu / GB,
+            N_("bytes per GPU"): e.bytes_per_gpu,
+            N_("formula"): e.formula,
         }
         for name, e in estimates.items()
     ]
-    return pd.DataFrame(rows).set_index("setup")
+    return shown(pd.DataFrame(rows).set_index("setup"))
 
 
 def conventions_table(
@@ -47,7 +52,10 @@ def conventions_table(
     source has no number for that setup. DeepSpeed's host GB per node are a last column."""
     rows = []
     for zero, offload in CONVENTION_SETUPS:
-        row: dict[str, object] = {"stage": f"ZeRO-{zero}" if zero else "DP", "offload": offload}
+        row: dict[str, object] = {
+            N_("stage"): f"ZeRO-{zero}" if zero else "DP",
+            N_("offload"): offload,
+        }
         host = float("nan")
         for convention in CONVENTIONS:
             value = float("nan")
@@ -64,7 +72,7 @@ def conventions_table(
                 value = est.bytes_per_gpu / GB
                 if est.cpu_bytes_per_node is not None:
                     host = est.cpu_bytes_per_node / GB
-            row[f"{convention} GB/GPU"] = value
-        row["deepspeed host GB/node"] = host
+            row[f"{convention} GB/GPU"] = value  # shown translated: CONVENTION_HEADERS
+        row[N_("deepspeed host GB/node")] = host
         rows.append(row)
-    return pd.DataFrame(rows).set_index(["stage", "offload"])
+    return shown(pd.DataFrame(rows).set_index(["stage", "offload"]), values=CONVENTION_HEADERS)

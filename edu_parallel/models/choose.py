@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from ..core.units import format_bytes
 from .cost import ALLREDUCE_ALGOS, NAME_ALIASES, Prediction, predict
 from .nccl_select import nccl_choose
@@ -82,39 +83,58 @@ def choose_allreduce(
     preds = {c: predict(c, n, nbytes, topology_or_link) for c in names}
     ranked = sorted(names, key=lambda c: (preds[c].time_s, names.index(c)))
     best = preds[ranked[0]]
-    reason = f"{best.name}: {format_bytes(best.nbytes)} on {n} rank{'s' if n != 1 else ''}"
+    head = (_("{name}: {size} on {n} ranks") if n != 1 else _("{name}: {size} on {n} rank")).format(
+        name=best.name, size=format_bytes(best.nbytes), n=n
+    )
     if n == 1 or len(ranked) == 1:
         return Choice(
             best.name,
-            reason + ": nothing to compare",
+            _("{head}: nothing to compare").format(head=head),
             {c: p.time_s for c, p in preds.items()},
             preds,
         )
     # compare with the ring when something else wins (the NCCL question), else with the runner-up
     other = preds["ring"] if best.name != "ring" and "ring" in preds else preds[ranked[1]]
-    bound = "latency" if best.latency_s >= best.bandwidth_s + best.compute_s else "bandwidth"
-    reason += (
-        f" is {bound}-bound ({_micro(best.latency_s)} of α terms, {_micro(best.bandwidth_s)} of S/B"
-        f" terms); predicted {_micro(best.time_s)} against {other.name}'s {_micro(other.time_s)}. "
+    latency_bound = best.latency_s >= best.bandwidth_s + best.compute_s
+    reason = (
+        _(
+            "{head} is latency-bound ({alpha} of α terms, {sb} of S/B terms); predicted {time}"
+            " against {other}'s {other_time}."
+        )
+        if latency_bound
+        else _(
+            "{head} is bandwidth-bound ({alpha} of α terms, {sb} of S/B terms); predicted {time}"
+            " against {other}'s {other_time}."
+        )
+    ).format(
+        head=head,
+        alpha=_micro(best.latency_s),
+        sb=_micro(best.bandwidth_s),
+        time=_micro(best.time_s),
+        other=other.name,
+        other_time=_micro(other.time_s),
     )
     if best.latency_s < other.latency_s:
-        reason += (
-            f"Its α terms are {_micro(best.latency_s)} against {_micro(other.latency_s)}: "
-            "ring latency grows with n (2(n-1)·α), a tree's with log2 n (2⌈log2 n⌉·α; across"
-            " nodes with log2 of the nodes, a chain inside each)"
-        )
+        reason = _(
+            "{reason} Its α terms are {best} against {other}: ring latency grows with n"
+            " (2(n-1)·α), a tree's with log2 n (2⌈log2 n⌉·α; across nodes with log2 of the nodes,"
+            " a chain inside each)"
+        ).format(reason=reason, best=_micro(best.latency_s), other=_micro(other.latency_s))
     else:
-        reason += (
-            f"Its S/B terms are {_micro(best.bandwidth_s)} against {_micro(other.bandwidth_s)}: "
-            "bandwidth-bound messages favour the algorithm that moves the least per rank, "
-            "the ring's 2(n-1)/n·S"
-        )
+        reason = _(
+            "{reason} Its S/B terms are {best} against {other}: bandwidth-bound messages favour"
+            " the algorithm that moves the least per rank, the ring's 2(n-1)/n·S"
+        ).format(reason=reason, best=_micro(best.bandwidth_s), other=_micro(other.bandwidth_s))
     try:
         cross = crossover_size(n, topology_or_link, best.name, other.name)
-        reason += f"; the two cross at {format_bytes(cross)}"
+        reason = _("{reason}; the two cross at {size}").format(
+            reason=reason, size=format_bytes(cross)
+        )
     except ValueError:
         pass
-    reason += " (NCCL src/graph/tuning.cc picks per size from such a model; errata E9)"
+    reason = _(
+        "{reason} (NCCL src/graph/tuning.cc picks per size from such a model; errata E9)"
+    ).format(reason=reason)
     return Choice(best.name, reason, {c: p.time_s for c, p in preds.items()}, preds)
 
 
@@ -157,7 +177,7 @@ def crossover_size(world_size: int, link: Any, a: str = "ring", b: str = "tree")
             f"one where {a!r} and {b!r} cross between 1 B and 1 PiB (here {faster!r} is faster at"
             " every size)",
         )
-    for _ in range(200):  # geometric bisection: sizes span 15 decades
+    for _step in range(200):  # geometric bisection: sizes span 15 decades
         mid = (lo * hi) ** 0.5 if hi / lo > 4 else (lo + hi) / 2
         g_mid = gap(mid)
         if g_mid == 0.0:

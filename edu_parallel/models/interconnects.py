@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import N_, _
 from ..core.metrics import bus_factor
+from ..core.shown import shown
 from ..core.trace import Trace
 from .links import LINKS
 from .retiming import cost_model, retime
@@ -123,13 +125,13 @@ def rail_of(topology: Topology, rank: int) -> int:
 
 def _row(name: str, scope: str, bw: float, alpha: float, t: float, busbw: float, src: str):
     return {
-        "interconnect": name,
-        "scope": scope,
-        "GB/s each way": bw,
-        "α (µs, assumed)": alpha,
-        "time (µs)": t * 1e6,
-        "busbw (GB/s)": busbw,
-        "source": src,
+        N_("interconnect"): name,
+        N_("scope"): scope,
+        N_("GB/s each way"): bw,
+        N_("α (µs, assumed)"): alpha,
+        N_("time (µs)"): t * 1e6,
+        N_("busbw (GB/s)"): busbw,
+        N_("source"): src,
     }
 
 
@@ -155,13 +157,15 @@ def interconnect_table(
     measured = trace.duration
     rows = [
         _row(
-            "this machine",
+            N_("this machine"),
             MEASURED,
             float("nan"),
             float("nan"),
             measured,
             busbw(measured),
-            f"the trace as it ran: {n} processes, {trace.meta.get('backend', 'gloo')}",
+            _("the trace as it ran: {n} processes, {backend}").format(
+                n=n, backend=trace.meta.get("backend", "gloo")
+            ),
         )
     ]
     for link in LINKS.values():
@@ -189,7 +193,9 @@ def interconnect_table(
                 topo.inter.alpha_s * 1e6,
                 t,
                 busbw(t),
-                f"{topo.describe()}, one NIC per GPU; {f.source}",
+                _("{topology}, one NIC per GPU; {source}").format(
+                    topology=topo.describe(), source=f.source
+                ),
             )
         )
-    return pd.DataFrame(rows).set_index("interconnect")
+    return shown(pd.DataFrame(rows).set_index("interconnect"), values=(N_("this machine"),))

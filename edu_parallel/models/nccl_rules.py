@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_choice
+from ..core.i18n import _
 from . import nccl_constants as K
 from .topology import Topology
 
@@ -75,47 +76,51 @@ class NcclSystem:
 def why_not(coll: str, algo: str, proto: str, s: NcclSystem) -> str:
     """Why NCCL would not run ``algo``/``proto`` for ``coll`` on ``s`` ('' when it would)."""
     if coll in ("broadcast", "reduce") and algo != "Ring":
-        return "broadcast and reduce run only on rings"
+        return _("broadcast and reduce run only on rings")
     if coll in ("all_gather", "reduce_scatter") and algo not in (
         "Ring",
         "PAT",
         "NVLS",
         "CollNetDirect",
     ):
-        return "all-gather/reduce-scatter run on Ring, PAT, NVLS or CollNetDirect"
+        return _("all-gather/reduce-scatter run on Ring, PAT, NVLS or CollNetDirect")
     if coll == "all_reduce" and algo == "PAT":
-        return "PAT serves all-gather and reduce-scatter only"
+        return _("PAT serves all-gather and reduce-scatter only")
     if algo in ("NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain") and proto != "Simple":
-        return f"{algo} runs only with the Simple protocol"
+        return _("{algo} runs only with the Simple protocol").format(algo=algo)
     if proto == "LL128" and not (s.nvlink or s.ppn == 1):
-        return "LL128 needs NVLink inside the node (off by default over PCIe)"
+        return _("LL128 needs NVLink inside the node (off by default over PCIe)")
     if proto == "LL128" and s.nodes > 1 and not s.nic_near_gpu:
-        return "LL128 needs the NIC on the GPU's PCIe switch (PXB/PXN) across nodes"
+        return _("LL128 needs the NIC on the GPU's PCIe switch (PXB/PXN) across nodes")
     if algo in ("NVLS", "NVLSTree"):
         if not s.nvls:
-            return "NVLS needs NVSwitch with NVLink SHARP (Hopper or later)"
+            return _("NVLS needs NVSwitch with NVLink SHARP (Hopper or later)")
         if s.ppn < 2:
-            return "NVLS needs at least 2 GPUs on the NVSwitch"
+            return _("NVLS needs at least 2 GPUs on the NVSwitch")
         if algo == "NVLSTree" and s.nodes == 1:
-            return "NVLSTree is for several nodes (NVLS inside, a tree across)"
+            return _("NVLSTree is for several nodes (NVLS inside, a tree across)")
         if algo == "NVLS" and s.nodes > 1 and not s.collnet:
-            return "NVLS across nodes needs IB SHARP (CollNet); else NVLSTree"
+            return _("NVLS across nodes needs IB SHARP (CollNet); else NVLSTree")
         if coll != "all_reduce" and s.ppn > K.MAX_NVLS_ARITY:
-            return f"NVLS all-gather/reduce-scatter: at most {K.MAX_NVLS_ARITY} GPUs per node"
+            return _("NVLS all-gather/reduce-scatter: at most {n} GPUs per node").format(
+                n=K.MAX_NVLS_ARITY
+            )
     if algo in ("CollNetDirect", "CollNetChain"):
         if not s.collnet or s.nodes == 1:
-            return "CollNet needs IB SHARP switches (and the CollNet plugin) across nodes"
+            return _("CollNet needs IB SHARP switches (and the CollNet plugin) across nodes")
         if s.ppn > K.MAX_DIRECT_ARITY + 1:
-            return f"CollNet: at most {K.MAX_DIRECT_ARITY + 1} GPUs per node"
+            return _("CollNet: at most {n} GPUs per node").format(n=K.MAX_DIRECT_ARITY + 1)
         if algo == "CollNetDirect" and not s.nvswitch:
-            return "CollNetDirect needs an NVSwitch node"
+            return _("CollNetDirect needs an NVSwitch node")
     if (
         algo in ("NVLS", "CollNetDirect")
         and coll in ("all_gather", "reduce_scatter")
         and s.nodes > 1
         and s.ppn > s.topology.nics_per_node
     ):
-        return f"{algo} all-gather/reduce-scatter across nodes needs one NIC per GPU"
+        return _("{algo} all-gather/reduce-scatter across nodes needs one NIC per GPU").format(
+            algo=algo
+        )
     if algo == "PAT" and s.nodes != s.ranks:
-        return "PAT needs one GPU per node"
+        return _("PAT needs one GPU per node")
     return ""

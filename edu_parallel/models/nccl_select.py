@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.errors import bad_value, check_choice
+from ..core.i18n import _
 from ..core.units import format_bytes
 from . import nccl_constants as K
 from .nccl_systems import nccl_system
@@ -115,24 +116,46 @@ def nccl_choose(
     ranked = sorted(times.values(), key=lambda t: t.time_us)  # ties: NCCL's order (stable)
     best = ranked[0]
     reason = (
-        f"{best.algo}/{best.proto}: {format_bytes(nbytes)} {coll} on {system.ranks} ranks"
-        f" ({system.nodes} node{'s' if system.nodes != 1 else ''}) = latency {_us(best.latency_us)}"
-        f" + bytes/bandwidth {_us(best.bandwidth_us)} ({best.bandwidth_gbps:.4g} GB/s)"
+        _(
+            "{pair}: {size} {collective} on {ranks} ranks ({nodes} nodes) = latency {latency} +"
+            " bytes/bandwidth {bandwidth} ({gbps} GB/s)"
+        )
+        if system.nodes != 1
+        else _(
+            "{pair}: {size} {collective} on {ranks} ranks ({nodes} node) = latency {latency} +"
+            " bytes/bandwidth {bandwidth} ({gbps} GB/s)"
+        )
+    ).format(
+        pair=f"{best.algo}/{best.proto}",
+        size=format_bytes(nbytes),
+        collective=coll,
+        ranks=system.ranks,
+        nodes=system.nodes,
+        latency=_us(best.latency_us),
+        bandwidth=_us(best.bandwidth_us),
+        gbps=f"{best.bandwidth_gbps:.4g}",
     )
     if len(ranked) > 1:
         other = ranked[1]
         lat_wins = best.latency_us < other.latency_us
         bw_wins = best.bandwidth_us < other.bandwidth_us
         decides = (
-            "its lower latency decides"
+            _("its lower latency decides")
             if lat_wins and not bw_wins
-            else "its higher bandwidth decides"
+            else _("its higher bandwidth decides")
             if bw_wins and not lat_wins
-            else "both terms are lower"
+            else _("both terms are lower")
         )
-        reason += (
-            f"; runner-up {other.algo}/{other.proto} {_us(other.time_us)} (latency"
-            f" {_us(other.latency_us)}, bandwidth {_us(other.bandwidth_us)}): {decides}"
+        reason = _(
+            "{reason}; runner-up {pair} {time} (latency {latency}, bandwidth {bandwidth}):"
+            " {decides}"
+        ).format(
+            reason=reason,
+            pair=f"{other.algo}/{other.proto}",
+            time=_us(other.time_us),
+            latency=_us(other.latency_us),
+            bandwidth=_us(other.bandwidth_us),
+            decides=decides,
         )
-    reason += f" ({K.NCCL_SOURCE})"
+    reason = _("{reason} ({source})").format(reason=reason, source=K.NCCL_SOURCE)
     return NcclChoice(best.algo, best.proto, best.time_us, reason, times, excluded)

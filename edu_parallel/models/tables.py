@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import N_, _
+from ..core.shown import shown
 from .choose import choose_allreduce
 from .cost import predict
 from .nccl_constants import ALGOS, ARRIVED, PROTOS
@@ -36,15 +38,15 @@ def prediction_table(
             p = predict(algo, world_size, size, link)
             rows.append(
                 {
-                    "bytes per rank": size,
-                    "algorithm": algo,
-                    "time (µs)": p.time_s * 1e6,
-                    "latency (µs)": p.latency_s * 1e6,
-                    "bandwidth (µs)": p.bandwidth_s * 1e6,
-                    "busbw (GB/s)": p.busbw_gbps,
+                    N_("bytes per rank"): size,
+                    N_("algorithm"): algo,
+                    N_("time (µs)"): p.time_s * 1e6,
+                    N_("latency (µs)"): p.latency_s * 1e6,
+                    N_("bandwidth (µs)"): p.bandwidth_s * 1e6,
+                    N_("busbw (GB/s)"): p.busbw_gbps,
                 }
             )
-    return pd.DataFrame(rows).set_index(["bytes per rank", "algorithm"])
+    return shown(pd.DataFrame(rows).set_index(["bytes per rank", "algorithm"]))
 
 
 def choice_table(sizes: Sequence[float], world_size: int, topology_or_link: Any) -> pd.DataFrame:
@@ -54,12 +56,12 @@ def choice_table(sizes: Sequence[float], world_size: int, topology_or_link: Any)
         c = choose_allreduce(size, world_size, topology_or_link)
         rows.append(
             {
-                "bytes per rank": size,
-                "chosen": c.algo,
+                N_("bytes per rank"): size,
+                N_("chosen"): c.algo,
                 **{f"{algo} (µs)": t * 1e6 for algo, t in c.times.items()},
             }
         )
-    return pd.DataFrame(rows).set_index("bytes per rank")
+    return shown(pd.DataFrame(rows).set_index("bytes per rank"))
 
 
 def nccl_choice_table(coll: str, sizes: Sequence[float], system: NcclSystem) -> pd.DataFrame:
@@ -70,16 +72,16 @@ def nccl_choice_table(coll: str, sizes: Sequence[float], system: NcclSystem) -> 
         best = c.times[(c.algo, c.proto)]
         rows.append(
             {
-                "bytes": size,
-                "algorithm": c.algo,
-                "protocol": c.proto,
-                "time (µs)": best.time_us,
-                "latency (µs)": best.latency_us,
-                "bandwidth (µs)": best.bandwidth_us,
+                N_("bytes"): size,
+                N_("algorithm"): c.algo,
+                N_("protocol"): c.proto,
+                N_("time (µs)"): best.time_us,
+                N_("latency (µs)"): best.latency_us,
+                N_("bandwidth (µs)"): best.bandwidth_us,
                 **{f"{a}/{p} (µs)": t.time_us for (a, p), t in c.times.items()},
             }
         )
-    return pd.DataFrame(rows).set_index("bytes")
+    return shown(pd.DataFrame(rows).set_index("bytes"))
 
 
 def nccl_winner_table(
@@ -90,7 +92,7 @@ def nccl_winner_table(
     for s in systems:
         picks = [nccl_choose(coll, x, s) for x in sizes]
         columns[s.name or s.describe()] = [f"{c.algo}/{c.proto}" for c in picks]
-    return pd.DataFrame(columns, index=pd.Index(list(sizes), name="bytes"))
+    return shown(pd.DataFrame(columns, index=pd.Index(list(sizes), name=N_("bytes"))))
 
 
 def nccl_applicability_table(coll: str, systems: Sequence[NcclSystem]) -> pd.DataFrame:
@@ -100,8 +102,8 @@ def nccl_applicability_table(coll: str, systems: Sequence[NcclSystem]) -> pd.Dat
     picks = {s.name or s.describe(): nccl_choose(coll, 1 << 20, s) for s in systems}
     for algo in ALGOS:
         for proto in PROTOS:
-            row = {"algorithm/protocol": f"{algo}/{proto}", "since NCCL": ARRIVED[algo]}
+            row = {N_("algorithm/protocol"): f"{algo}/{proto}", N_("since NCCL"): ARRIVED[algo]}
             for name, c in picks.items():
-                row[name] = "runs" if (algo, proto) in c.times else c.excluded[(algo, proto)]
+                row[name] = _("runs") if (algo, proto) in c.times else c.excluded[(algo, proto)]
             rows.append(row)
-    return pd.DataFrame(rows).set_index("algorithm/protocol")
+    return shown(pd.DataFrame(rows).set_index("algorithm/protocol"))

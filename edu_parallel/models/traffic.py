@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..plans.algorithms import ALGOS, build_plan, formula_bytes
 from ..plans.plan import MAX_PLAN_RANKS, Plan
@@ -140,8 +141,11 @@ def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
         )
     sources = sorted({row["source"] for row in rows if row["supported"]})
     lines.append(
-        f"D = {rows[0]['nbytes'] if rows else 0:,} bytes per rank; counted from the trace "
-        f"({', '.join(sources) or 'no runs'}); load = max(sent, recv); msgs = most "
-        "messages one rank sent"
+        _(
+            "D = {d} bytes per rank; counted from the trace ({sources}); load = max(sent, recv);"
+            " msgs = most messages one rank sent"
+        ).format(
+            d=f"{rows[0]['nbytes'] if rows else 0:,}", sources=", ".join(sources) or _("no runs")
+        )
     )
     return "\n".join(lines)

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from ..core.dims import ParallelDims
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
@@ -118,7 +119,7 @@ def _compare(results: list[dict[str, Any]], ref: dict[str, Any], dims: ParallelD
             summed[key] = summed[key] + g
         for name, (index, t) in res["updated"].items():
             pairs.append((t, ref["updated"][name][tuple(slice(a, b) for a, b in index)]))
-    for (_, _, name, index), g in summed.items():
+    for (_tp, _pp, name, index), g in summed.items():
         pairs.append((g, ref["grads"][name][tuple(slice(a, b) for a, b in index)]))
     ok, worst = bool(pairs), 0.0
     for got, want in pairs:
@@ -163,10 +164,24 @@ def format_3d(report: Report3D) -> str:
     """The check, then one line per rank: coordinates, model state, activations, bytes per
     group (EP only with experts), idle."""
     kinds = ("tp", "pp", "dp", "ep") if report.config.experts else ("tp", "pp", "dp")
+    check = (
+        _(
+            "3D step {layout} on {n} ranks: matches one process (loss {loss}, max |difference|"
+            " {diff})"
+        )
+        if report.matches_reference
+        else _(
+            "3D step {layout} on {n} ranks: DOES NOT match one process (loss {loss}, max"
+            " |difference| {diff})"
+        )
+    )
     lines = [
-        f"3D step {report.layout} on {report.dims.world_size} ranks:"
-        f" {'matches' if report.matches_reference else 'DOES NOT match'} one process"
-        f" (loss {report.loss:.6f}, max |difference| {report.max_abs_error:.1e})",
+        check.format(
+            layout=report.layout,
+            n=report.dims.world_size,
+            loss=f"{report.loss:.6f}",
+            diff=f"{report.max_abs_error:.1e}",
+        ),
         f"{'rank':>4} {'pp':>2} {'dp':>2} {'tp':>2} {'model state':>12} {'activations':>12}"
         + "".join(f" {k.upper() + ' sent':>10}" for k in kinds)
         + f" {'idle':>8}",
@@ -180,12 +195,19 @@ def format_3d(report: Report3D) -> str:
             + f" {r['idle_s'] * 1e3:>6.1f}ms"
         )
     lines.append(
-        f"bubble: measured {report.bubble_fraction_measured:.0%} of the compute span,"
-        f" 1F1B model (p-1)/(M+p-1) = {report.bubble_fraction_model:.0%}"
+        _(
+            "bubble: measured {measured} of the compute span, 1F1B model (p-1)/(M+p-1) = {model}"
+        ).format(
+            measured=f"{report.bubble_fraction_measured:.0%}",
+            model=f"{report.bubble_fraction_model:.0%}",
+        )
     )
     if report.predicted_bytes_by_group is not None:
-        verdict = "equal" if report.matches_planner else "DIFFERENT from"
-        lines.append(f"bytes per rank and group: {verdict} the planner's prediction")
+        lines.append(
+            _("bytes per rank and group: equal the planner's prediction")
+            if report.matches_planner
+            else _("bytes per rank and group: DIFFERENT from the planner's prediction")
+        )
     return "\n".join(lines)
 
 

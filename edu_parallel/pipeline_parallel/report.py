@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int, check_non_negative, check_positive
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from .builders import SCHEDULES, build_schedule
@@ -309,46 +310,72 @@ def _grid(timeline: Timeline, unit: float) -> list[str]:
 def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
     """The CLI's text: retimed grid, bubble against the formula, peak activations, the check."""
     tl, f = report.timeline, report.formula
+    yes, no = _("yes"), _("NO")
     lines = [
-        (
-            f"{report.schedule} pipeline: P={report.stages} ranks, M={report.microbatches} "
-            f"microbatches, v={report.chunks} chunk(s), {report.layers} Linear+GeLU blocks"
+        _(
+            "{schedule} pipeline: P={stages} ranks, M={microbatches} microbatches, v={chunks}"
+            " chunk(s), {layers} Linear+GeLU blocks"
+        ).format(
+            schedule=report.schedule,
+            stages=report.stages,
+            microbatches=report.microbatches,
+            chunks=report.chunks,
+            layers=report.layers,
         ),
         "",
     ]
     t = report.times
     unit = min(x for x in (t["t_f"], t["t_b"], t["t_w"]) if x > 0)
     lines.append(
-        f"executed order, retimed with t_f={t['t_f']:g} t_b={t['t_b']:g} "
-        f"t_w={t['t_w']:g} (one column = {unit:g}; '.' = idle):"
+        _(
+            "executed order, retimed with t_f={t_f} t_b={t_b} t_w={t_w} (one column = {unit};"
+            " '.' = idle):"
+        ).format(t_f=f"{t['t_f']:g}", t_b=f"{t['t_b']:g}", t_w=f"{t['t_w']:g}", unit=f"{unit:g}")
     )
     if tl.makespan / unit <= max_columns:
         lines += _grid(tl, unit)
     else:
-        lines.append(f"   ({len(tl.spans)} actions; too wide to draw, see report.timeline)")
-    lines.append(f"follows the schedule's order: {'yes' if report.follows_schedule else 'NO'}")
+        lines.append(
+            "   "
+            + _("({n} actions; too wide to draw, see report.timeline)").format(n=len(tl.spans))
+        )
+    lines.append(
+        _("follows the schedule's order: {ok}").format(ok=yes if report.follows_schedule else no)
+    )
     lines.append("")
     lines.append(
-        f"bubble (share of total, GPipe):       measured {report.bubble_fraction_measured:.4f}"
-        f"   formula {report.bubble_fraction_formula:.4f}"
+        _("bubble (share of total, GPipe):       measured {measured}   formula {formula}").format(
+            measured=f"{report.bubble_fraction_measured:.4f}",
+            formula=f"{report.bubble_fraction_formula:.4f}",
+        )
     )
     lines.append(
-        "bubble (relative to ideal, Megatron): measured "
-        f"{report.bubble_relative_to_ideal_measured:.4f}   formula "
-        f"{report.bubble_relative_to_ideal_formula:.4f}"
+        _("bubble (relative to ideal, Megatron): measured {measured}   formula {formula}").format(
+            measured=f"{report.bubble_relative_to_ideal_measured:.4f}",
+            formula=f"{report.bubble_relative_to_ideal_formula:.4f}",
+        )
     )
-    lines.append(f"formula: {f['formula']}  [{f['source']}; exact when {f['exact_when']}]")
+    lines.append(
+        _("formula: {formula}  [{source}; exact when {exact_when}]").format(
+            formula=f["formula"], source=f["source"], exact_when=f["exact_when"]
+        )
+    )
     lines.append("")
-    lines.append("peak live microbatch activations per stage (counted during the run):")
+    lines.append(_("peak live microbatch activations per stage (counted during the run):"))
     lines.append(
         "  " + "  ".join(f"s{s}:{n}" for s, n in enumerate(report.peak_activations_per_stage))
     )
     lines.append(
-        "matches the single-process reference: "
-        f"{'yes' if report.matches_reference else 'NO'} (max |diff| {report.max_abs_err:.2e})"
+        _("matches the single-process reference: {ok} (max |diff| {diff})").format(
+            ok=yes if report.matches_reference else no, diff=f"{report.max_abs_err:.2e}"
+        )
     )
     wall = " ".join(f"r{r}:{w * 1e3:.1f}ms" for r, w in enumerate(report.wall_s_per_rank))
-    lines.append(f"wall clock per rank (measured, ranks share this machine's cores): {wall}")
+    lines.append(
+        _("wall clock per rank (measured, ranks share this machine's cores): {wall}").format(
+            wall=wall
+        )
+    )
     return "\n".join(lines)
 
 

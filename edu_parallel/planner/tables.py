@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .estimate import CONFIG_KEYS, TERMS
 from .planning import PlannerResult
 
@@ -46,18 +48,18 @@ def _compact(chosen: list[Any], reasons: bool) -> pd.DataFrame:
         row = {
             "rank": rank,
             "dp x tp x pp": f"{c.dp} x {c.tp} x {c.pp}" + (f" (ep {c.ep})" if c.ep > 1 else ""),
-            "chunks": c.chunks,
+            N_("chunks"): c.chunks,
             "ZeRO": c.zero,
             "mb x M": f"{c.micro_batch} x {c.microbatches}",
-            "recompute": c.recompute,
+            N_("recompute"): c.recompute,
             "GB/GPU": None if mem is None else round(mem / 1e9, 1),
-            "step s": None if c.step_time_s is None else round(c.step_time_s, 2),
+            N_("step s"): None if c.step_time_s is None else round(c.step_time_s, 2),
             "MFU": None if c.mfu is None else f"{c.mfu:.1%}",
         }
         if reasons:
             row["reason"] = c.reason
         rows.append(row)
-    return pd.DataFrame(rows).set_index("rank")
+    return shown(pd.DataFrame(rows).set_index("rank"))
 
 
 def published_table(comparisons: list[dict[str, Any]]) -> pd.DataFrame:
@@ -67,19 +69,19 @@ def published_table(comparisons: list[dict[str, Any]]) -> pd.DataFrame:
         choice = c["planner_choice"] or {}
         rows.append(
             {
-                "run": c["name"],
+                N_("run"): c["name"],
                 "dp x tp x pp": f"{c['dp']} x {c['tp']} x {c['pp']}",
                 "rank": f"{c['rank']} of {c['feasible_count']}" if c["feasible"] else "no fit",
-                "planner's choice": (
+                N_("planner's choice"): (
                     f"v{choice.get('chunks')} ZeRO-{choice.get('zero')} {choice.get('recompute')}"
                     if choice
                     else "-"
                 ),
                 "TFLOP/s/GPU": c["published_tflops_per_gpu"],
-                "predicted": round(c["predicted_tflops_per_gpu"]),
+                N_("predicted"): round(c["predicted_tflops_per_gpu"]),
                 "MFU": f"{c['published_fraction_of_peak']:.0%}",
-                "predicted MFU": f"{c['predicted_fraction_of_peak']:.0%}",
-                "planner's best": "{dp} x {tp} x {pp}".format(**c["best"]),
+                N_("predicted MFU"): f"{c['predicted_fraction_of_peak']:.0%}",
+                N_("planner's best"): "{dp} x {tp} x {pp}".format(**c["best"]),
             }
         )
-    return pd.DataFrame(rows)
+    return shown(pd.DataFrame(rows))

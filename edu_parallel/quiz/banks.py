@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..core.metrics import bus_factor
 from ..core.trace import Trace
 from ..core.units import DTYPES, format_bytes
@@ -87,66 +88,81 @@ def tour_quiz(
     def reveal(trace: Trace) -> str:
         sends = trace.select("send", rank=0)
         shown = "\n".join(e.line() for e in sends[:6])
-        more = f"\n... ({len(sends) - 6} more)" if len(sends) > 6 else ""
-        return f"Rank 0 recorded {len(sends)} send events:\n{shown}{more}"
+        more = ""
+        if len(sends) > 6:
+            more = "\n" + _("... ({count} more)").format(count=len(sends) - 6)
+        head = _("Rank 0 recorded {count} send events:").format(count=len(sends))
+        return f"{head}\n{shown}{more}"
 
     return Quiz(
-        "Tour: what the engine records",
+        _("Tour: what the engine records"),
         [
             MultipleChoice(
-                "What is one event in a trace?",
+                _("What is one event in a trace?"),
                 [
-                    "One action of one rank (a send, a recv, a compute) with its bytes and times",
-                    "One whole collective call, with its bytes summed over all the ranks",
-                    "A snapshot of every rank's buffer, taken at the end of each step",
-                    "One line of Python that a worker process ran, with its start and end times",
+                    _(
+                        "One action of one rank (a send, a recv, a compute) with its bytes and"
+                        " times"
+                    ),
+                    _("One whole collective call, with its bytes summed over all the ranks"),
+                    _("A snapshot of every rank's buffer, taken at the end of each step"),
+                    _("One line of Python that a worker process ran, with its start and end times"),
                 ],
                 0,
-                "A trace is a list of per-rank events: each says what one rank did, to which peer, "
-                "how many bytes and when. Buffer snapshots are kept separately for the animation.",
+                _(
+                    "A trace is a list of per-rank events: each says what one rank did, to which"
+                    " peer, how many bytes and when. Buffer snapshots are kept separately for the"
+                    " animation."
+                ),
                 key="trace_event",
             ),
             MultipleChoice(
-                f"After an all-reduce on {n} ranks, which ranks hold the sum?",
+                _("After an all-reduce on {n} ranks, which ranks hold the sum?").format(n=n),
                 [
-                    "Only rank 0",
-                    f"Every rank, ranks 0 to {n - 1}",
-                    f"Each rank holds 1/{n} of the sum",
-                    f"Only rank {n - 1}",
+                    _("Only rank 0"),
+                    _("Every rank, ranks 0 to {last}").format(last=n - 1),
+                    _("Each rank holds 1/{n} of the sum").format(n=n),
+                    _("Only rank {last}").format(last=n - 1),
                 ],
                 1,
-                "All-reduce leaves the full sum on every rank. Only rank 0 would be a reduce, and "
-                "1/N of the sum per rank is a reduce-scatter, the first half of the ring.",
+                _(
+                    "All-reduce leaves the full sum on every rank. Only rank 0 would be a reduce,"
+                    " and 1/N of the sum per rank is a reduce-scatter, the first half of the ring."
+                ),
                 params={"N": n},
                 key="who_holds_sum",
             ),
             Numeric(
-                f"Each rank's buffer is {format_bytes(d)} of float32. How many numbers is that?",
+                _("Each rank's buffer is {size} of float32. How many numbers is that?").format(
+                    size=format_bytes(d)
+                ),
                 d / item,
                 tolerance=0.0,
                 units="elements",
-                explanation=(
-                    f"A float32 takes {item} bytes, so D bytes hold D/{item} numbers; "
-                    "the engine sizes buffers in bytes, as nccl-tests does."
-                ),
+                explanation=_(
+                    "A float32 takes {item} bytes, so D bytes hold D/{item} numbers; the engine"
+                    " sizes buffers in bytes, as nccl-tests does."
+                ).format(item=item),
                 params={"D": d, "itemsize": item},
                 key="elements",
             ),
             PredictThenRun(
-                f"Predict how many send events rank 0 records in a ring all-reduce on {n_run}"
-                " ranks, then run it.",
+                _(
+                    "Predict how many send events rank 0 records in a ring all-reduce on {n}"
+                    " ranks, then run it."
+                ).format(n=n_run),
                 Numeric(
-                    "Send events recorded by rank 0",
+                    _("Send events recorded by rank 0"),
                     sends_rank0,
                     tolerance=0.0,
                     units="events",
-                    explanation="Rank 0 sends one chunk per step.",
+                    explanation=_("Rank 0 sends one chunk per step."),
                 ),
                 run=lambda: run_ring(n_run, d_run),
                 reveal=reveal,
-                explanation=(
-                    "In the ring every rank sends one chunk to its right neighbour at "
-                    "every step, and there are N-1 steps per phase, so 2(N-1) sends in all."
+                explanation=_(
+                    "In the ring every rank sends one chunk to its right neighbour at every step,"
+                    " and there are N-1 steps per phase, so 2(N-1) sends in all."
                 ),
                 truth=lambda trace: len(trace.select("send", rank=0)),
                 params={"N": n_run, "D": d_run},
@@ -180,133 +196,161 @@ def ring_quiz(
     def reveal(trace: Trace) -> str:
         per_phase = trace.sent_bytes(per_phase=True)
         lines = [
-            f"bytes sent by ranks 0..{trace.world_size - 1} in {phase}: {row}"
+            _("bytes sent by ranks 0..{last} in {phase}: {row}").format(
+                last=trace.world_size - 1, phase=phase, row=row
+            )
             for phase, row in per_phase.items()
         ]
         steps = trace.steps_per_phase()
-        lines.append("steps per phase: " + ", ".join(f"{p}={k}" for p, k in steps.items()))
+        counts = ", ".join(f"{p}={k}" for p, k in steps.items())
+        lines.append(_("steps per phase: {counts}").format(counts=counts))
         return "\n".join(lines)
 
     questions = [
         Numeric(
-            f"Ring all-reduce of D = {size} on N = {n} ranks: how many bytes does each rank "
-            "SEND in the reduce-scatter phase?",
+            _(
+                "Ring all-reduce of D = {size} on N = {n} ranks: how many bytes does each rank"
+                " SEND in the reduce-scatter phase?"
+            ).format(size=size, n=n),
             ring["reduce-scatter"],
             units="bytes",
-            explanation=(
-                "The buffer is cut into N chunks and each of the N-1 steps sends one "
-                "chunk of D/N bytes, so (N-1)/N * D per phase (Patarasuk & Yuan 2009)."
+            explanation=_(
+                "The buffer is cut into N chunks and each of the N-1 steps sends one chunk of D/N"
+                " bytes, so (N-1)/N * D per phase (Patarasuk & Yuan 2009)."
             ),
             params=dict(nd),
             key="rs_sent",
         ),
         Numeric(
-            f"Same all-reduce (D = {size}, N = {n}): how many bytes does each rank send in all, "
-            "both phases together?",
+            _(
+                "Same all-reduce (D = {size}, N = {n}): how many bytes does each rank send in all,"
+                " both phases together?"
+            ).format(size=size, n=n),
             ring["total"],
             units="bytes",
-            explanation=(
-                "Reduce-scatter and all-gather each send (N-1)/N * D, so 2(N-1)/N * D "
-                "in all: less than 2D however many ranks there are."
+            explanation=_(
+                "Reduce-scatter and all-gather each send (N-1)/N * D, so 2(N-1)/N * D in all: less"
+                " than 2D however many ranks there are."
             ),
             params=dict(nd),
             key="total_sent",
         ),
         MultipleChoice(
-            "The course outline says 'each phase moves 2(N-1)/N * D per node'. What is right?",
+            _("The course outline says 'each phase moves 2(N-1)/N * D per node'. What is right?"),
             [
-                "Per phase a rank SENDS (N-1)/N * D and receives as much; 2(N-1)/N * D is both"
-                " phases' sends",
-                "Every rank sends 2(N-1)/N * D in each phase, so 4(N-1)/N * D over the whole"
-                " all-reduce",
-                "Every rank sends D/N per phase: one chunk, forwarded once, whatever N is",
-                "Every rank sends (N-1) * D in each phase, as the naive root does to the other"
-                " ranks",
+                _(
+                    "Per phase a rank SENDS (N-1)/N * D and receives as much; 2(N-1)/N * D is"
+                    " both phases' sends"
+                ),
+                _(
+                    "Every rank sends 2(N-1)/N * D in each phase, so 4(N-1)/N * D over the whole"
+                    " all-reduce"
+                ),
+                _("Every rank sends D/N per phase: one chunk, forwarded once, whatever N is"),
+                _(
+                    "Every rank sends (N-1) * D in each phase, as the naive root does to the other"
+                    " ranks"
+                ),
             ],
             0,
-            "Errata E1: the outline double-counts, adding what a rank sends to what it receives. "
-            "Each phase each rank sends (N-1)/N * D and receives as much; 2(N-1)/N * D is the "
-            "send total of the whole all-reduce (the trace's sent bytes per phase show it).",
+            _(
+                "Errata E1: the outline double-counts, adding what a rank sends to what it"
+                " receives. Each phase each rank sends (N-1)/N * D and receives as much;"
+                " 2(N-1)/N * D is the send total of the whole all-reduce (the trace's sent bytes"
+                " per phase show it)."
+            ),
             key="errata_e1",
         ),
         Numeric(
-            f"nccl-tests measures algbw = {algbw:g} GB/s for an all-reduce on N = {n} ranks. "
-            "What busbw does it report?",
+            _(
+                "nccl-tests measures algbw = {algbw} GB/s for an all-reduce on N = {n} ranks."
+                " What busbw does it report?"
+            ).format(algbw=f"{algbw:g}", n=n),
             algbw * factor,
             units="GB/s",
-            explanation=(
-                f"busbw = algbw * 2(N-1)/N for all-reduce ({BUSBW_REF}): the rate each "
-                "rank's link really sustains, comparable with the hardware's peak bandwidth."
-            ),
+            explanation=_(
+                "busbw = algbw * 2(N-1)/N for all-reduce ({ref}): the rate each rank's link really"
+                " sustains, comparable with the hardware's peak bandwidth."
+            ).format(ref=BUSBW_REF),
             params={"N": n, "algbw_gbps": algbw},
             key="busbw",
         ),
         Numeric(
-            f"How many steps does the ring all-reduce take on N = {n} ranks?",
+            _("How many steps does the ring all-reduce take on N = {n} ranks?").format(n=n),
             len(ring_allreduce_plan(n).steps),
             tolerance=0.0,
             units="steps",
-            explanation=(
-                "N-1 steps of reduce-scatter then N-1 of all-gather: 2(N-1) steps, "
-                "each paying one message latency, which is why rings are slow for tiny buffers."
+            explanation=_(
+                "N-1 steps of reduce-scatter then N-1 of all-gather: 2(N-1) steps, each paying one"
+                " message latency, which is why rings are slow for tiny buffers."
             ),
             params={"N": n},
             key="steps",
         ),
         Numeric(
-            f"Naive all-reduce (everyone sends to root 0, root sends the sum back), D = {size}, "
-            f"N = {n}: how many bytes does the root send?",
+            _(
+                "Naive all-reduce (everyone sends to root 0, root sends the sum back), D = {size},"
+                " N = {n}: how many bytes does the root send?"
+            ).format(size=size, n=n),
             naive[0],
             units="bytes",
-            explanation=(
-                "The root sends the sum to each of the N-1 others, (N-1) * D bytes, and "
-                "receives as much; every other rank sends and receives only D. The root's link is "
-                "the bottleneck and its load grows with N."
+            explanation=_(
+                "The root sends the sum to each of the N-1 others, (N-1) * D bytes, and receives as"
+                " much; every other rank sends and receives only D. The root's link is the"
+                " bottleneck and its load grows with N."
             ),
             params=dict(nd),
             key="naive_root_sent",
         ),
         Numeric(
-            f"With N = {n}: how many times more bytes does the naive root send than each rank "
-            "of the ring all-reduce sends?",
+            _(
+                "With N = {n}: how many times more bytes does the naive root send than each rank"
+                " of the ring all-reduce sends?"
+            ).format(n=n),
             naive[0] / ring["total"],
             units="times",
-            explanation=(
-                "(N-1) * D over 2(N-1)/N * D is N/2: the naive root's load grows with N "
-                "while every ring rank stays below 2D."
+            explanation=_(
+                "(N-1) * D over 2(N-1)/N * D is N/2: the naive root's load grows with N while every"
+                " ring rank stays below 2D."
             ),
             params=dict(nd),
             key="naive_vs_ring",
         ),
         MultipleChoice(
-            f"Which statements hold for the ring all-reduce on N = {n} ranks? Choose all.",
+            _("Which statements hold for the ring all-reduce on N = {n} ranks? Choose all.").format(
+                n=n
+            ),
             [
-                "Every rank sends the same number of bytes",
-                "Each rank only sends to its right neighbour and receives from its left one",
-                "The bytes each rank sends grow in proportion to N, the number of ranks",
-                "It takes 2(N-1) steps",
+                _("Every rank sends the same number of bytes"),
+                _("Each rank only sends to its right neighbour and receives from its left one"),
+                _("The bytes each rank sends grow in proportion to N, the number of ranks"),
+                _("It takes 2(N-1) steps"),
             ],
             {0, 1, 3},
-            "The ring is symmetric: every rank sends one chunk per step to the next rank, "
-            "2(N-1) steps in all, and its bytes stay below 2D whatever N is.",
+            _(
+                "The ring is symmetric: every rank sends one chunk per step to the next rank,"
+                " 2(N-1) steps in all, and its bytes stay below 2D whatever N is."
+            ),
             multiple=True,
             params={"N": n},
             key="ring_facts",
         ),
         PredictThenRun(
-            "Predict how many bytes rank 0 sends in the all-gather phase of a ring all-reduce "
-            f"of {format_bytes(d_run)} on {n_run} ranks, then run it.",
+            _(
+                "Predict how many bytes rank 0 sends in the all-gather phase of a ring all-reduce"
+                " of {size} on {n} ranks, then run it."
+            ).format(size=format_bytes(d_run), n=n_run),
             Numeric(
-                "Bytes rank 0 sends in the all-gather phase",
+                _("Bytes rank 0 sends in the all-gather phase"),
                 ring_sent_bytes_formula(n_run, d_run)["all-gather"],
                 units="bytes",
-                explanation="(N-1)/N * D per phase.",
+                explanation=_("(N-1)/N * D per phase."),
             ),
             run=lambda: run_ring(n_run, d_run),
             reveal=reveal,
-            explanation=(
-                "Rank 0 forwards N-1 chunks of D/N bytes around the ring in the "
-                "all-gather phase, exactly as many as in reduce-scatter: (N-1)/N * D."
+            explanation=_(
+                "Rank 0 forwards N-1 chunks of D/N bytes around the ring in the all-gather phase,"
+                " exactly as many as in reduce-scatter: (N-1)/N * D."
             ),
             truth=lambda trace: trace.sent_bytes(per_phase=True)["all-gather"][0],
             params={"N": n_run, "D": d_run},
@@ -314,7 +358,9 @@ def ring_quiz(
             config=_config(n_run, d_run),
         ),
     ]
-    return Quiz("Lesson 03: ring all-reduce", questions, name="03_ring_allreduce", learner=learner)
+    return Quiz(
+        _("Lesson 03: ring all-reduce"), questions, name="03_ring_allreduce", learner=learner
+    )
 
 
 # ------------------------------------------------------------------------------ registry

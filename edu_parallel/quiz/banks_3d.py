@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.units import format_bytes
 from ..models.cost import predict
 from ..parallel_3d.config import ITEMSIZE, Config3D
@@ -31,6 +32,8 @@ from .predict import PredictThenRun
 
 Runner3D = Callable[..., Any]
 LESSON = Config3D()  # the lesson's model and step
+# what a report's peak activations count, by its row key (shown in the reveal)
+MEASURES = {"activation_bytes": N_("activation bytes"), "in_flight": N_("in flight")}
 
 
 def formula_runner(dp: int = 2, tp: int = 2, pp: int = 2, ep: int = 1, **sizes: Any) -> Any:
@@ -112,14 +115,16 @@ def three_d_quiz(
 
     def reveal_tp(report: Any) -> str:
         sent = [round(row["sent_bytes_by_group"]["tp"]) for row in report.rows]
-        return f"TP bytes each rank sent, from the trace: {sent}"
+        return _("TP bytes each rank sent, from the trace: {sent}").format(sent=sent)
 
     def reveal_act(report: Any) -> str:
         key = "activation_bytes" if "activation_bytes" in report.rows[0] else "in_flight"
         by_stage = {}
         for row in report.rows:
             by_stage[row["pp"]] = max(by_stage.get(row["pp"], 0), row[key])
-        return f"peak activations by stage ({key.replace('_', ' ')}): {by_stage}"
+        return _("peak activations by stage ({measure}): {by_stage}").format(
+            measure=_(MEASURES[key]), by_stage=by_stage
+        )
 
     def heaviest_stage(report: Any) -> int:
         key = "activation_bytes" if "activation_bytes" in report.rows[0] else "in_flight"
@@ -131,109 +136,136 @@ def three_d_quiz(
 
     questions = [
         MultipleChoice(
-            f"DP2 x TP2 x PP2 on 8 ranks, laid out (pp, dp, tp) with TP fastest as Megatron-LM and"
-            f" torchtitan do. Which are rank {r}'s groups?",
+            _(
+                "DP2 x TP2 x PP2 on 8 ranks, laid out (pp, dp, tp) with TP fastest as Megatron-LM"
+                " and torchtitan do. Which are rank {rank}'s groups?"
+            ).format(rank=r),
             [_text(right), *(_text(w) for w in wrong)],
             0,
-            "rank = (pp * dp_degree + dp) * tp_degree + tp: TP groups are consecutive ranks (so"
-            " on a node they share NVLink), DP groups stride by tp, PP groups by dp * tp. The"
-            " lesson's"
-            " mesh picture and ParallelDims.groups() say the same.",
+            _(
+                "rank = (pp * dp_degree + dp) * tp_degree + tp: TP groups are consecutive ranks"
+                " (so on a node they share NVLink), DP groups stride by tp, PP groups by dp * tp."
+                " The lesson's mesh picture and ParallelDims.groups() say the same."
+            ),
             key="mesh_groups",
         ),
         Numeric(
-            f"A 32-layer model with h = 4096 (12h² parameters per layer, no embeddings), sequence"
-            f" 2048, bf16, on {big_dims.dp} x 8 x {big_dims.pp} (DP x TP x PP), {big_m}"
-            " microbatches of 1 sequence per replica. How many bytes does one GPU of the FIRST"
-            " stage send in its TP group per step?",
+            _(
+                "A 32-layer model with h = 4096 (12h² parameters per layer, no embeddings),"
+                " sequence 2048, bf16, on {dp} x 8 x {pp} (DP x TP x PP), {m} microbatches of 1"
+                " sequence per replica. How many bytes does one GPU of the FIRST stage send in its"
+                " TP group per step?"
+            ).format(dp=big_dims.dp, pp=big_dims.pp, m=big_m),
             big["tp"],
             units="bytes",
-            explanation=(
+            explanation=_(
                 "4 all-reduces of (b, s, h) per layer per microbatch, each 2(t-1)/t of its bytes,"
                 " on L/p layers; the first stage of a model without embeddings skips one: its"
                 " first layer's input needs no gradient, so that f never runs backward."
-                f" Here {format_bytes(big['tp'])}."
-            ),
+                " Here {size}."
+            ).format(size=format_bytes(big["tp"])),
             params={"L": 32, "h": 4096, "s": 2048, "t": 8, "p": big_dims.pp, "M": big_m},
             key="tp_bytes_big",
         ),
         Numeric(
-            "Same model and layout. How many bytes does one GPU send in its DP group per step"
-            " with ZeRO-1 (reduce-scatter of gradients, all-gather of parameters)?",
+            _(
+                "Same model and layout. How many bytes does one GPU send in its DP group per step"
+                " with ZeRO-1 (reduce-scatter of gradients, all-gather of parameters)?"
+            ),
             zero1["dp"],
             units="bytes",
-            explanation=(
+            explanation=_(
                 "The rank holds 12h² · L/(p t) parameters; ZeRO-1 sends (d-1)/d of them twice,"
-                " 2(d-1)/d in all: exactly what the plain all-reduce sends"
-                f" ({format_bytes(big['dp'])}). ZeRO-1 saves memory, not bytes (errata E7)."
-            ),
+                " 2(d-1)/d in all: exactly what the plain all-reduce sends ({size}). ZeRO-1 saves"
+                " memory, not bytes (errata E7)."
+            ).format(size=format_bytes(big["dp"])),
             params={"d": big_dims.dp, "p": big_dims.pp, "t": 8},
             key="zero1_dp_bytes",
         ),
         Numeric(
-            f"The planner's best layout for Llama 3 70B on 16 x 8 H100 (global batch 1024 x 8192"
-            f" tokens) is {layout}. What is its memory per GPU, in GB (1e9 bytes)?",
+            _(
+                "The planner's best layout for Llama 3 70B on 16 x 8 H100 (global batch 1024 x"
+                " 8192 tokens) is {layout}. What is its memory per GPU, in GB (1e9 bytes)?"
+            ).format(layout=layout),
             best.memory_bytes_per_gpu / 1e9,
             tolerance=0.02,
             units="GB",
-            explanation=(
-                f"Model states {best.model_state_bytes / 1e9:.1f} GB (ZeRO-{best.zero} over"
-                f" dp={best.dp}, split by tp x pp) plus activations"
-                f" {best.activation_bytes / 1e9:.1f} GB (Llama's per-layer bytes: SwiGLU, GQA,"
-                f" no dropout; L/p layers,"
-                f" min(M, p) microbatches in flight on the first stage, recompute"
-                f" {best.recompute})."
+            explanation=_(
+                "Model states {states} GB (ZeRO-{zero} over dp={dp}, split by tp x pp) plus"
+                " activations {acts} GB (Llama's per-layer bytes: SwiGLU, GQA, no dropout; L/p"
+                " layers, min(M, p) microbatches in flight on the first stage, recompute"
+                " {recompute})."
+            ).format(
+                states=f"{best.model_state_bytes / 1e9:.1f}",
+                zero=best.zero,
+                dp=best.dp,
+                acts=f"{best.activation_bytes / 1e9:.1f}",
+                recompute=best.recompute,
             ),
             params={"model": "llama3-70b", "nodes": 16},
             key="planner_memory",
         ),
         MultipleChoice(
-            "Llama 3 70B on 16 nodes of 8 H100, NVLink inside a node and one 400 Gb/s NIC per"
-            " GPU between nodes. Which dimension would you put across nodes, and why? (The planner"
-            f" ranks {len(result.configs):,} configurations; its best is {layout}.)",
+            _(
+                "Llama 3 70B on 16 nodes of 8 H100, NVLink inside a node and one 400 Gb/s NIC per"
+                " GPU between nodes. Which dimension would you put across nodes, and why? (The"
+                " planner ranks {count} configurations; its best is {layout}.)"
+            ).format(count=f"{len(result.configs):,}", layout=layout),
             [
-                (
+                _(
                     "PP and DP, never TP: TP's all-reduces sit on the critical path of every layer"
-                    f" and would take {tp_ib:.2f} s per step over InfiniBand instead of"
-                    f" {tp_nvl:.2f} s over NVLink, against a {best.step_time_s:.2f} s step"
-                ),
-                (
+                    " and would take {ib} s per step over InfiniBand instead of {nvl} s over"
+                    " NVLink, against a {step} s step"
+                ).format(ib=f"{tp_ib:.2f}", nvl=f"{tp_nvl:.2f}", step=f"{best.step_time_s:.2f}"),
+                _(
                     "TP: its all-reduces are small messages that latency hides, while PP's"
                     " point-to-point sends and DP's gradient sync need NVLink"
                 ),
-                (
+                _(
                     "Only DP: PP must stay inside a node because a stage boundary crossing nodes"
                     " adds a bubble, and TP is indifferent to the link"
                 ),
-                (
+                _(
                     "None in particular: with a rail-optimised network every dimension costs the"
                     " same whichever side of a node boundary it is on"
                 ),
             ],
             0 if tp_matters else 3,
-            "From the planner's own terms: the TP term of its best layout, re-priced with the"
-            " ring all-reduce on the inter-node link (models.cost.predict), grows by"
-            f" {tp_ib - tp_nvl:.2f} s. PP sends one activation per microbatch to a neighbour and"
-            " DP syncs once per step, overlapped with the backward, so they can cross nodes."
-            " Megatron-LM (2021) and Llama 3 keep TP = 8 inside the node for this reason.",
+            _(
+                "From the planner's own terms: the TP term of its best layout, re-priced with the"
+                " ring all-reduce on the inter-node link (models.cost.predict), grows by {extra}"
+                " s. PP sends one activation per microbatch to a neighbour and DP syncs once per"
+                " step, overlapped with the backward, so they can cross nodes. Megatron-LM (2021)"
+                " and Llama 3 keep TP = 8 inside the node for this reason."
+            ).format(extra=f"{tp_ib - tp_nvl:.2f}"),
             key="across_nodes",
         ),
         PredictThenRun(
-            f"Predict the bytes rank 0 sends in its TP group in one step of the lesson's model"
-            f" ({LESSON.layers} layers, h = {LESSON.hidden}, batch {LESSON.batch} x"
-            f" {LESSON.seq}, fp32) laid out DP{p_dp} x TP{p_tp} x PP{p_pp}, then run it.",
+            _(
+                "Predict the bytes rank 0 sends in its TP group in one step of the lesson's model"
+                " ({layers} layers, h = {hidden}, batch {batch} x {seq}, fp32) laid out DP{dp} x"
+                " TP{tp} x PP{pp}, then run it."
+            ).format(
+                layers=LESSON.layers,
+                hidden=LESSON.hidden,
+                batch=LESSON.batch,
+                seq=LESSON.seq,
+                dp=p_dp,
+                tp=p_tp,
+                pp=p_pp,
+            ),
             Numeric(
-                "Bytes rank 0 sent in its TP group",
+                _("Bytes rank 0 sent in its TP group"),
                 predicted,
                 tolerance=0.01,
                 units="bytes",
-                explanation=(
+                explanation=_(
                     "(4 L/p - 1) M all-reduces on the first stage, each 2(t-1)/t of b s h x 4 B."
                 ),
             ),
             run=lambda: run(**lesson_sizes),
             reveal=reveal_tp,
-            explanation=(
+            explanation=_(
                 "The trace's all_reduce events on rank 0's TP group, each counted as a ring's"
                 " 2(t-1)/t of its buffer; the planner's formula predicts them exactly."
             ),
@@ -243,17 +275,22 @@ def three_d_quiz(
             config=f"run_3d(cluster, dp={p_dp}, tp={p_tp}, pp={p_pp})",
         ),
         PredictThenRun(
-            "In the same DP1 x TP4 x PP2 step (1F1B, 4 microbatches), which stage's ranks hold the"
-            " most activations at their peak?",
+            _(
+                "In the same DP1 x TP4 x PP2 step (1F1B, 4 microbatches), which stage's ranks hold"
+                " the most activations at their peak?"
+            ),
             MultipleChoice(
-                "Which stage peaks highest?",
+                _("Which stage peaks highest?"),
                 [
-                    "The first stage: its 1F1B warm-up runs p forwards before its first backward",
-                    "The last stage: it also computes the loss of every microbatch",
-                    "Neither: 1F1B keeps one microbatch in flight on every stage",
+                    _(
+                        "The first stage: its 1F1B warm-up runs p forwards before its first"
+                        " backward"
+                    ),
+                    _("The last stage: it also computes the loss of every microbatch"),
+                    _("Neither: 1F1B keeps one microbatch in flight on every stage"),
                 ],
                 0,
-                "1F1B's warm-up runs p - i forwards on stage i before its first backward.",
+                _("1F1B's warm-up runs p - i forwards on stage i before its first backward."),
             ),
             run=lambda: run(**lesson_sizes),
             reveal=reveal_act,
@@ -264,7 +301,10 @@ def three_d_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 10: 3D parallelism and a planner", questions, name="10_3d_planner", learner=learner
+        _("Lesson 10: 3D parallelism and a planner"),
+        questions,
+        name="10_3d_planner",
+        learner=learner,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from ..core.i18n import _
 from ..data_parallel.async_config import PSI, AsyncConfig, ring_bytes_per_rank, world_size_for
 from .banks import check_bank_args, register_bank
 from .container import Quiz
@@ -55,10 +56,24 @@ def _place(rng: random.Random | None, right: str, wrong: list[str], default: int
 def _reveal(report: Any) -> str:
     c = report.config
     hist = ", ".join(f"{k}: {v}" for k, v in report.staleness_histogram.items())
-    dropped = "" if report.dropped is None else f"; late gradients dropped: {report.dropped}"
-    return (
-        f"{c.mode} on {c.world_size} ranks (W = {c.workers} workers), {c.steps} steps: the model"
-        f" received {report.applied} gradients{dropped}; staleness (value: count): {hist}"
+    if report.dropped is None:
+        text = _(
+            "{mode} on {n} ranks (W = {w} workers), {steps} steps: the model received {applied}"
+            " gradients; staleness (value: count): {hist}"
+        )
+    else:
+        text = _(
+            "{mode} on {n} ranks (W = {w} workers), {steps} steps: the model received {applied}"
+            " gradients; late gradients dropped: {dropped}; staleness (value: count): {hist}"
+        )
+    return text.format(
+        mode=c.mode,
+        n=c.world_size,
+        w=c.workers,
+        steps=c.steps,
+        applied=report.applied,
+        dropped=report.dropped,
+        hist=hist,
     )
 
 
@@ -81,7 +96,7 @@ def async_quiz(
     w_run = pick(PREDICT_WORKERS, 2, PREDICT_WORKERS)
     b_run = pick(1, 1, 2) if w_run > 2 else 1
     backup = AsyncConfig(w_run + 1, "backup", steps=RUN_STEPS, backup=b_run)
-    stale_choices = [str(k) for k in range(w_run)] + [f"{w_run} or more"]
+    stale_choices = [str(k) for k in range(w_run)] + [_("{n} or more").format(n=w_run)]
     runs: dict[str, Any] = {}
 
     def run_mode(mode: str, **extra: Any) -> Callable[[], Any]:
@@ -99,64 +114,81 @@ def async_quiz(
 
     waits, waits_at = _place(
         rng,
-        "The all-reduce cannot finish before the slowest rank sends its gradient, so every rank"
-        " waits for it at every step",
+        _(
+            "The all-reduce cannot finish before the slowest rank sends its gradient, so every"
+            " rank waits for it at every step"
+        ),
         [
-            "The straggler's gradient is computed on more samples, so the ring carries more bytes"
-            " at every step and each of its messages takes longer to arrive",
-            "Every rank recomputes the straggler's gradient so that the average stays exact",
-            "The fast ranks drop their own gradients and wait for the next step's batch",
+            _(
+                "The straggler's gradient is computed on more samples, so the ring carries more"
+                " bytes at every step and each of its messages takes longer to arrive"
+            ),
+            _("Every rank recomputes the straggler's gradient so that the average stays exact"),
+            _("The fast ranks drop their own gradients and wait for the next step's batch"),
         ],
         2,
     )
     pays, pays_at = _place(
         rng,
-        "Each step averages fewer samples (W - b gradients) and the late gradients' compute is"
-        " wasted; the step time is the (W-b)-th fastest, not the slowest",
+        _(
+            "Each step averages fewer samples (W - b gradients) and the late gradients' compute"
+            " is wasted; the step time is the (W-b)-th fastest, not the slowest"
+        ),
         [
-            "The late gradients are applied one step later, on parameters that have moved since,"
-            " so the model receives stale gradients as in asynchronous SGD and learns more slowly",
-            "The backup workers hold a second copy of the model, doubling the memory per worker",
-            "The server waits for every worker but sends the parameters b times more often",
+            _(
+                "The late gradients are applied one step later, on parameters that have moved"
+                " since, so the model receives stale gradients as in asynchronous SGD and learns"
+                " more slowly"
+            ),
+            _("The backup workers hold a second copy of the model, doubling the memory per worker"),
+            _("The server waits for every worker but sends the parameters b times more often"),
         ],
         0,
     )
-    replay_right = (
-        "The server records the order it applied updates and the version each gradient came from;"
-        " replaying that order in one process gives the same bits"
+    replay_right = _(
+        "The server records the order it applied updates and the version each gradient came"
+        " from; replaying that order in one process gives the same bits"
     )
     determinism, det_at = _place(
         rng,
         replay_right,
         [
-            "Seeding every worker's generator and the straggler delays with the same values makes"
-            " two asynchronous runs bit-identical, whatever the timing of the pushes",
-            "Asynchronous runs cannot be checked at all: only their loss can be compared",
-            "Running with one intra-op thread per rank removes the non-determinism",
+            _(
+                "Seeding every worker's generator and the straggler delays with the same values"
+                " makes two asynchronous runs bit-identical, whatever the timing of the pushes"
+            ),
+            _("Asynchronous runs cannot be checked at all: only their loss can be compared"),
+            _("Running with one intra-op thread per rank removes the non-determinism"),
         ],
         3,
     )
     tail, tail_at = _place(
         rng,
-        "Synchronous SGD: each step lasts as long as the largest of the W delays, and a heavy tail"
-        " makes that maximum large often",
+        _(
+            "Synchronous SGD: each step lasts as long as the largest of the W delays, and a heavy"
+            " tail makes that maximum large often"
+        ),
         [
-            "Asynchronous SGD: a heavy-tailed delay makes every applied gradient stale by the same"
-            " large amount, so all of the server's updates point the wrong way",
-            "Local SGD: its H local steps multiply each delay by H before the average",
-            "None: a heavy tail has the same mean, so every regime loses the same time",
+            _(
+                "Asynchronous SGD: a heavy-tailed delay makes every applied gradient stale by the"
+                " same large amount, so all of the server's updates point the wrong way"
+            ),
+            _("Local SGD: its H local steps multiply each delay by H before the average"),
+            _("None: a heavy tail has the same mean, so every regime loses the same time"),
         ],
         1,
     )
 
     questions = [
         Numeric(
-            f"Synchronous SGD on W = {w_bytes} workers averages the classifier's gradient (Psi ="
-            f" {PSI:,} fp32 parameters) with a ring all-reduce every step. How many bytes does"
-            " each rank send per step?",
+            _(
+                "Synchronous SGD on W = {w} workers averages the classifier's gradient (Psi ="
+                " {psi} fp32 parameters) with a ring all-reduce every step. How many bytes does"
+                " each rank send per step?"
+            ).format(w=w_bytes, psi=f"{PSI:,}"),
             ring_bytes_per_rank(sync_cfg, PSI),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "A ring all-reduce sends 2(W-1)/W of the buffer per rank (reduce-scatter, then"
                 " all-gather): 2(W-1)/W * Psi * 4 bytes, every step (lesson 03)."
             ),
@@ -164,12 +196,14 @@ def async_quiz(
             key="async_sync_bytes",
         ),
         Numeric(
-            f"Local SGD averages the parameters every H = {h_loc} steps (and after the last). Over"
-            f" S = {s_loc} steps, how many times fewer bytes does a rank send than synchronous SGD"
-            " on the same workers?",
+            _(
+                "Local SGD averages the parameters every H = {h} steps (and after the last). Over"
+                " S = {s} steps, how many times fewer bytes does a rank send than synchronous SGD"
+                " on the same workers?"
+            ).format(h=h_loc, s=s_loc),
             s_loc / local_cfg.averages,
             units="times",
-            explanation=(
+            explanation=_(
                 "Both all-reduce the same Psi floats with the same ring; synchronous SGD does it S"
                 " times, local SGD ceil(S/H) times, so the ratio is S / ceil(S/H) (about H). The"
                 " price: the replicas drift apart between averages (Lin et al. 2018; Stich 2019)."
@@ -178,13 +212,15 @@ def async_quiz(
             key="async_local_bytes_ratio",
         ),
         Numeric(
-            f"Asynchronous parameter-server SGD with W = {w_stale} equally fast workers taking"
-            " turns: a worker pulls version v, computes, and pushes. How many other updates has the"
-            " server applied by the time this gradient is applied (its staleness)?",
+            _(
+                "Asynchronous parameter-server SGD with W = {w} equally fast workers taking turns:"
+                " a worker pulls version v, computes, and pushes. How many other updates has the"
+                " server applied by the time this gradient is applied (its staleness)?"
+            ).format(w=w_stale),
             w_stale - 1,
             tolerance=0.0,
             units="updates",
-            explanation=(
+            explanation=_(
                 "While one worker computes, each of the other W - 1 pushes once, so its gradient"
                 " lands W - 1 versions after the one it was computed on. A slow worker's gradients"
                 " are staler still: the lesson's histogram has a long tail (Dean et al. 2012)."
@@ -193,12 +229,14 @@ def async_quiz(
             key="async_round_robin_staleness",
         ),
         Numeric(
-            f"Synchronous SGD runs S = {s_slow} steps; one rank sleeps a fixed {d_slow:g} ms in"
-            " every gradient, the others not at all. At least how many seconds does the straggler"
-            " add to the run?",
+            _(
+                "Synchronous SGD runs S = {s} steps; one rank sleeps a fixed {d} ms in every"
+                " gradient, the others not at all. At least how many seconds does the straggler"
+                " add to the run?"
+            ).format(s=s_slow, d=f"{d_slow:g}"),
             s_slow * d_slow / 1e3,
             units="s",
-            explanation=(
+            explanation=_(
                 "Every step ends with an all-reduce that needs the straggler's gradient, so every"
                 " step waits its delay: at least S * d. Asynchronous SGD and backup workers do not"
                 " wait for it; local SGD waits at each average for its H delays."
@@ -207,58 +245,75 @@ def async_quiz(
             key="async_straggler_seconds",
         ),
         MultipleChoice(
-            "Why does one slow rank slow down every rank of synchronous all-reduce SGD?",
+            _("Why does one slow rank slow down every rank of synchronous all-reduce SGD?"),
             waits,
             waits_at,
-            "The ring's steps pass chunks from rank to rank; none completes before the straggler"
-            " has contributed, so the others sit idle in the all-reduce (the timeline's long grey"
-            " bars). Chen et al. 2016 measured this tail on 100 workers.",
+            _(
+                "The ring's steps pass chunks from rank to rank; none completes before the"
+                " straggler has contributed, so the others sit idle in the all-reduce (the"
+                " timeline's long grey bars). Chen et al. 2016 measured this tail on 100 workers."
+            ),
             key="async_why_sync_waits",
         ),
         MultipleChoice(
-            "Synchronous SGD with b backup workers (Chen et al. 2016): the server steps with the"
-            " first W - b gradients that arrive. What does it pay for ignoring the slowest b?",
+            _(
+                "Synchronous SGD with b backup workers (Chen et al. 2016): the server steps with"
+                " the first W - b gradients that arrive. What does it pay for ignoring the"
+                " slowest b?"
+            ),
             pays,
             pays_at,
-            "No gradient is stale (staleness 0), but each step's batch has W - b gradients, and"
-            " the compute of the dropped ones is thrown away; in return a step waits for the"
-            " (W-b)-th fastest worker instead of the slowest.",
+            _(
+                "No gradient is stale (staleness 0), but each step's batch has W - b gradients,"
+                " and the compute of the dropped ones is thrown away; in return a step waits for"
+                " the (W-b)-th fastest worker instead of the slowest."
+            ),
             key="async_backup_tradeoff",
         ),
         MultipleChoice(
-            "Two asynchronous parameter-server runs with the same seeds end with different"
-            " parameters. What can still be checked bit for bit?",
+            _(
+                "Two asynchronous parameter-server runs with the same seeds end with different"
+                " parameters. What can still be checked bit for bit?"
+            ),
             determinism,
             det_at,
-            "The order in which pushes reach the server depends on timing, so the run is not"
-            " reproducible; but each run records the order and the version every gradient was"
-            " computed from, and the one-process replay of that order ends with the server's exact"
-            " parameters (the lesson's replay_matches).",
+            _(
+                "The order in which pushes reach the server depends on timing, so the run is not"
+                " reproducible; but each run records the order and the version every gradient was"
+                " computed from, and the one-process replay of that order ends with the server's"
+                " exact parameters (the lesson's replay_matches)."
+            ),
             key="async_determinism",
         ),
         MultipleChoice(
-            "A random worker is slowed at each step by a heavy-tailed (Pareto) delay. Which regime"
-            " loses the most time to it?",
+            _(
+                "A random worker is slowed at each step by a heavy-tailed (Pareto) delay. Which"
+                " regime loses the most time to it?"
+            ),
             tail,
             tail_at,
-            "A synchronous step waits for the slowest worker, so its time is the maximum of the"
-            " delays; with a heavy tail a rare huge delay stalls everyone. Async SGD lets the"
-            " others go on; local SGD spreads the delays over H steps before waiting.",
+            _(
+                "A synchronous step waits for the slowest worker, so its time is the maximum of"
+                " the delays; with a heavy tail a rare huge delay stalls everyone. Async SGD lets"
+                " the others go on; local SGD spreads the delays over H steps before waiting."
+            ),
             key="async_heavy_tail",
         ),
         PredictThenRun(
-            f"Backup workers: W = {w_run} workers, b = {b_run}, S = {RUN_STEPS} steps."
-            " Predict how many gradients the server applies in all, then run it.",
+            _(
+                "Backup workers: W = {w} workers, b = {b}, S = {s} steps. Predict how many"
+                " gradients the server applies in all, then run it."
+            ).format(w=w_run, b=b_run, s=RUN_STEPS),
             Numeric(
-                "Gradients applied",
+                _("Gradients applied"),
                 backup.steps * backup.kept_per_step,
                 tolerance=0.0,
                 units="gradients",
-                explanation="S steps of W - b gradients each.",
+                explanation=_("S steps of W - b gradients each."),
             ),
             run=run_mode("backup", backup=b_run),
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "Each step applies exactly W - b gradients, so S (W - b); the pushes that arrive"
                 " late are dropped and counted apart, and timing decides how many there are."
             ),
@@ -268,17 +323,19 @@ def async_quiz(
             config=config("backup", f", backup={b_run}"),
         ),
         PredictThenRun(
-            f"Asynchronous parameter server, W = {w_run} workers, no straggler: predict"
-            " the most common staleness of an applied gradient, then run it.",
+            _(
+                "Asynchronous parameter server, W = {w} workers, no straggler: predict the most"
+                " common staleness of an applied gradient, then run it."
+            ).format(w=w_run),
             MultipleChoice(
-                "Most common staleness",
+                _("Most common staleness"),
                 stale_choices,
                 w_run - 1,
-                "With W workers taking turns, W - 1 other updates land while one computes.",
+                _("With W workers taking turns, W - 1 other updates land while one computes."),
             ),
             run=run_mode("async-ps"),
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "Round robin gives W - 1; on shared cores the order jitters, so the histogram"
                 " spreads around it. You are graded against the run shown."
             ),
@@ -292,7 +349,7 @@ def async_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 12: synchronous against asynchronous training",
+        _("Lesson 12: synchronous against asynchronous training"),
         questions,
         name="12_sync_async",
         learner=learner,

@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..core.metrics import bus_factor
 from ..core.trace import Trace
 from ..core.units import format_bytes
@@ -67,62 +68,77 @@ def collectives_quiz(
 
     def reveal(trace: Trace) -> str:
         recv = trace.recv_bytes()
-        return f"bytes received by ranks 0..{trace.world_size - 1}: {recv} (the root is rank 0)"
+        return _("bytes received by ranks 0..{last}: {recv} (the root is rank 0)").format(
+            last=trace.world_size - 1, recv=recv
+        )
 
     questions = [
         MultipleChoice(
-            f"On {n} ranks, which collective leaves rank r holding chunk r of the sum, and nothing"
-            " else?",
-            ["all-reduce", "reduce-scatter", "all-gather", "reduce"],
+            _(
+                "On {n} ranks, which collective leaves rank r holding chunk r of the sum, and"
+                " nothing else?"
+            ).format(n=n),
+            [_("all-reduce"), _("reduce-scatter"), _("all-gather"), _("reduce")],
             1,
-            "Reduce-scatter sums the ranks' buffers and scatters the result: rank r keeps the r-th"
-            " 1/N of the sum. All-reduce leaves the whole sum everywhere, reduce leaves it on the"
-            " root.",
+            _(
+                "Reduce-scatter sums the ranks' buffers and scatters the result: rank r keeps the"
+                " r-th 1/N of the sum. All-reduce leaves the whole sum everywhere, reduce leaves it"
+                " on the root."
+            ),
             key="which_reduce_scatter",
         ),
         MultipleChoice(
-            "Which two collectives, one after the other, make an all-reduce?",
+            _("Which two collectives, one after the other, make an all-reduce?"),
             [
-                "reduce-scatter then all-gather",
-                "gather to one rank then scatter",
-                "all-to-all then all-gather",
-                "broadcast from rank 0 then reduce-scatter",
+                _("reduce-scatter then all-gather"),
+                _("gather to one rank then scatter"),
+                _("all-to-all then all-gather"),
+                _("broadcast from rank 0 then reduce-scatter"),
             ],
             0,
-            "The ring all-reduce is a reduce-scatter (each rank finishes 1/N of the sum) followed"
-            " by an all-gather (everyone collects the finished parts); lesson 03 counts its bytes.",
+            _(
+                "The ring all-reduce is a reduce-scatter (each rank finishes 1/N of the sum)"
+                " followed by an all-gather (everyone collects the finished parts); lesson 03"
+                " counts its bytes."
+            ),
             key="allreduce_parts",
         ),
         Numeric(
-            f"All-gather of S = {size} (the output size, as nccl-tests counts it) on {n} ranks in a"
-            " ring: how many bytes does each rank send?",
+            _(
+                "All-gather of S = {size} (the output size, as nccl-tests counts it) on {n} ranks"
+                " in a ring: how many bytes does each rank send?"
+            ).format(size=size, n=n),
             ag["sent"][0],
             units="bytes",
-            explanation=(
-                "Each rank holds S/N and must receive the other N-1 pieces; in the ring it "
-                "forwards N-1 pieces of S/N, so (N-1)/N * S (nccl-tests doc/PERFORMANCE.md)."
+            explanation=_(
+                "Each rank holds S/N and must receive the other N-1 pieces; in the ring it forwards"
+                " N-1 pieces of S/N, so (N-1)/N * S (nccl-tests doc/PERFORMANCE.md)."
             ),
             params={"N": n, "S": s},
             key="allgather_sent",
         ),
         Numeric(
-            f"All-to-all of S = {size} per rank on {n} ranks: how many bytes does each rank"
-            " receive?",
+            _(
+                "All-to-all of S = {size} per rank on {n} ranks: how many bytes does each rank"
+                " receive?"
+            ).format(size=size, n=n),
             a2a["recv"][0],
             units="bytes",
-            explanation=(
-                "Each rank keeps 1/N of its buffer (the part addressed to itself) and receives "
-                "one piece of S/N from each of the N-1 others: (N-1)/N * S."
+            explanation=_(
+                "Each rank keeps 1/N of its buffer (the part addressed to itself) and receives one"
+                " piece of S/N from each of the N-1 others: (N-1)/N * S."
             ),
             params={"N": n, "S": s},
             key="alltoall_recv",
         ),
         Numeric(
-            f"nccl-tests measures algbw = {algbw:g} GB/s for an all-gather on {n} ranks. What busbw"
-            " does it report?",
+            _(
+                "nccl-tests measures algbw = {algbw} GB/s for an all-gather on {n} ranks. What"
+                " busbw does it report?"
+            ).format(algbw=f"{algbw:g}", n=n),
             algbw * bus_factor("all_gather", n),
             units="GB/s",
-            explanation=(
+            explanation=_(
                 "busbw = algbw * (N-1)/N for all-gather, reduce-scatter and all-to-all; 2(N-1)/N"
                 " for all-reduce; 1 for broadcast and reduce (nccl-tests doc/PERFORMANCE.md)."
             ),
@@ -130,33 +146,39 @@ def collectives_quiz(
             key="allgather_busbw",
         ),
         MultipleChoice(
-            f"Gather of S bytes to a root on {n} ranks, each rank contributing S/{n}: which rank's "
-            "link carries the most?",
+            _(
+                "Gather of S bytes to a root on {n} ranks, each rank contributing S/{n}: which"
+                " rank's link carries the most?"
+            ).format(n=n),
             [
-                "the root: every other rank's piece crosses its link",
-                "every rank the same: each link carries one piece of S/N",
-                "the rank after the root, which forwards the pieces along the ring",
-                "the last rank, which sends its piece after all the others",
+                _("the root: every other rank's piece crosses its link"),
+                _("every rank the same: each link carries one piece of S/N"),
+                _("the rank after the root, which forwards the pieces along the ring"),
+                _("the last rank, which sends its piece after all the others"),
             ],
             0,
-            "Gather and scatter are direct: every piece crosses the root's link, so the root's load"
-            " grows with N while the others send or receive one piece.",
+            _(
+                "Gather and scatter are direct: every piece crosses the root's link, so the root's"
+                " load grows with N while the others send or receive one piece."
+            ),
             key="gather_root",
         ),
         PredictThenRun(
-            "Predict how many bytes the root (rank 0) receives in a gather of"
-            f" {format_bytes(s_run)} on {n_run} ranks, then run it.",
+            _(
+                "Predict how many bytes the root (rank 0) receives in a gather of {size} on {n}"
+                " ranks, then run it."
+            ).format(size=format_bytes(s_run), n=n_run),
             Numeric(
-                "Bytes the root receives",
+                _("Bytes the root receives"),
                 volume_formula("gather", n_run, s_run)["recv"][0],
                 units="bytes",
-                explanation="(N-1)/N * S: one piece of S/N from every other rank.",
+                explanation=_("(N-1)/N * S: one piece of S/N from every other rank."),
             ),
             run=lambda: run("gather", n_run, s_run),
             reveal=reveal,
-            explanation=(
-                "The root keeps its own piece and receives S/N from each of the N-1 others; "
-                "the trace counts every byte it received."
+            explanation=_(
+                "The root keeps its own piece and receives S/N from each of the N-1 others; the"
+                " trace counts every byte it received."
             ),
             truth=lambda trace: trace.recv_bytes()[0],
             params={"N": n_run, "S": s_run},
@@ -164,7 +186,7 @@ def collectives_quiz(
             config=f'run_collective({_ranks(n_run)}, "gather", {s_run})',
         ),
     ]
-    return Quiz("Lesson 02: collectives", questions, name="02_collectives", learner=learner)
+    return Quiz(_("Lesson 02: collectives"), questions, name="02_collectives", learner=learner)
 
 
 register_bank("02_collectives", collectives_quiz)
@@ -195,99 +217,130 @@ def algorithms_quiz(
 
     def reveal(trace: Trace) -> str:
         sent, recv = trace.sent_bytes(), trace.recv_bytes()
-        return f"sent per rank: {sent}\nreceived per rank: {recv}"
+        return "\n".join(
+            [
+                _("sent per rank: {sent}").format(sent=sent),
+                _("received per rank: {recv}").format(recv=recv),
+            ]
+        )
 
     questions = [
         MultipleChoice(
-            "The outline says a tree all-reduce is limited because its root carries most of the"
-            " traffic. What do the counted bytes show?",
+            _(
+                "The outline says a tree all-reduce is limited because its root carries most of"
+                " the traffic. What do the counted bytes show?"
+            ),
             [
-                "True only of a flat tree or a single parameter server; NCCL's double binary tree"
-                " keeps every rank near 2D",
-                "True of every tree, NCCL's included: the root of a reduce-then-broadcast tree"
-                " moves (N-1)·D",
-                "False for every tree: trees move fewer bytes per rank than the ring, which is why"
-                " NCCL uses them for big messages",
-                "Trees and rings move exactly the same bytes per rank; only their number of steps"
-                " differs",
+                _(
+                    "True only of a flat tree or a single parameter server; NCCL's double binary"
+                    " tree keeps every rank near 2D"
+                ),
+                _(
+                    "True of every tree, NCCL's included: the root of a reduce-then-broadcast tree"
+                    " moves (N-1)·D"
+                ),
+                _(
+                    "False for every tree: trees move fewer bytes per rank than the ring, which is"
+                    " why NCCL uses them for big messages"
+                ),
+                _(
+                    "Trees and rings move exactly the same bytes per rank; only their number of"
+                    " steps differs"
+                ),
             ],
             0,
-            "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two"
-            " complementary binary trees, each carrying half the data, so no rank moves much more"
-            " than 2D; the tree's real advantage is latency, O(log N) steps against the ring's"
-            " O(N).",
+            _(
+                "Errata E5: the bottleneck belongs to a single reduce-to-root tree. NCCL builds two"
+                " complementary binary trees, each carrying half the data, so no rank moves much"
+                " more than 2D; the tree's real advantage is latency, O(log N) steps against the"
+                " ring's O(N)."
+            ),
             key="errata_e5",
         ),
         Numeric(
-            f"How many steps (latency terms) does the binary-tree all-reduce take on {n} ranks "
-            "(reduce up, then broadcast down)?",
+            _(
+                "How many steps (latency terms) does the binary-tree all-reduce take on {n} ranks"
+                " (reduce up, then broadcast down)?"
+            ).format(n=n),
             len(build_plan("tree", n).steps),
             tolerance=0.0,
             units="steps",
-            explanation=(
-                "Up the tree level by level, then down again: 2·floor(log2 N) steps, against the "
-                "ring's 2(N-1). That is why trees win for small, latency-bound messages."
+            explanation=_(
+                "Up the tree level by level, then down again: 2·floor(log2 N) steps, against the"
+                " ring's 2(N-1). That is why trees win for small, latency-bound messages."
             ),
             params={"N": n},
             key="tree_steps",
         ),
         Numeric(
-            f"A single parameter server (co-located on rank 0) all-reduces D = {format_bytes(d)}"
-            f" from {n} ranks: how many bytes does the server receive?",
+            _(
+                "A single parameter server (co-located on rank 0) all-reduces D = {size} from {n}"
+                " ranks: how many bytes does the server receive?"
+            ).format(size=format_bytes(d), n=n),
             (n - 1) * d,
             units="bytes",
-            explanation=(
-                "Every one of the other N-1 ranks pushes its whole buffer to the server: (N-1)·D, "
-                "and it sends as much back. Sharding over k servers divides that by about k."
+            explanation=_(
+                "Every one of the other N-1 ranks pushes its whole buffer to the server: (N-1)·D,"
+                " and it sends as much back. Sharding over k servers divides that by about k."
             ),
             params={"N": n, "D": d},
             key="ps_server_recv",
         ),
         Numeric(
-            f"Alpha-beta model, link {link} (α = {alpha_us:g} µs per message): what is the latency"
-            f" part 2(n-1)·α of a ring all-reduce on {big_n} ranks, in microseconds?",
+            _(
+                "Alpha-beta model, link {link} (α = {alpha} µs per message): what is the latency"
+                " part 2(n-1)·α of a ring all-reduce on {n} ranks, in microseconds?"
+            ).format(link=link, alpha=f"{alpha_us:g}", n=big_n),
             predict("ring", big_n, d, link).latency_s * 1e6,
             units="µs",
-            explanation=(
-                "The ring takes 2(n-1) steps and every step pays α once (Thakur, Rabenseifner & "
-                "Gropp 2005); the bandwidth part 2(n-1)/n·S/B does not depend on n much."
+            explanation=_(
+                "The ring takes 2(n-1) steps and every step pays α once (Thakur, Rabenseifner &"
+                " Gropp 2005); the bandwidth part 2(n-1)/n·S/B does not depend on n much."
             ),
             params={"N": big_n, "alpha_us": alpha_us},
             key="ring_latency_us",
         ),
         MultipleChoice(
-            f"By the model, which algorithm should an all-reduce of 1 KiB on {big_n} ranks over"
-            f" {link} use?",
+            _(
+                "By the model, which algorithm should an all-reduce of 1 KiB on {n} ranks over"
+                " {link} use?"
+            ).format(n=big_n, link=link),
             options,
             options.index(small_pick),
-            "Tiny messages are latency-bound: the α terms dominate, and a tree pays 2·log2 n of"
-            " them against the ring's 2(n-1). NCCL's tuning model makes the same choice per size"
-            " (errata E9).",
+            _(
+                "Tiny messages are latency-bound: the α terms dominate, and a tree pays 2·log2 n of"
+                " them against the ring's 2(n-1). NCCL's tuning model makes the same choice per"
+                " size (errata E9)."
+            ),
             params={"N": big_n, "S": tiny, "link": link},
             key="pick_small",
         ),
         MultipleChoice(
-            f"And for 1 GiB on {big_n} ranks over {link}?",
+            _("And for 1 GiB on {n} ranks over {link}?").format(n=big_n, link=link),
             options,
             options.index(large_pick),
-            "Large messages are bandwidth-bound: the ring moves 2(n-1)/n·S per rank and keeps every"
-            " link busy, so it wins once the S/B terms dominate.",
+            _(
+                "Large messages are bandwidth-bound: the ring moves 2(n-1)/n·S per rank and keeps"
+                " every link busy, so it wins once the S/B terms dominate."
+            ),
             params={"N": big_n, "S": huge, "link": link},
             key="pick_large",
         ),
         *nccl_questions(rng),
         PredictThenRun(
-            "Predict how many bytes the busiest rank moves (max of sent and received) in a NAIVE "
-            f"all-reduce of {format_bytes(d_run)} on {n_run} ranks, then run it.",
+            _(
+                "Predict how many bytes the busiest rank moves (max of sent and received) in a"
+                " NAIVE all-reduce of {size} on {n} ranks, then run it."
+            ).format(size=format_bytes(d_run), n=n_run),
             Numeric(
-                "Busiest rank's bytes",
+                _("Busiest rank's bytes"),
                 (n_run - 1) * d_run,
                 units="bytes",
-                explanation="The root receives (N-1)·D and sends as much.",
+                explanation=_("The root receives (N-1)·D and sends as much."),
             ),
             run=lambda: run("naive", n_run, d_run),
             reveal=reveal,
-            explanation=(
+            explanation=_(
                 "Everyone sends D to the root and gets D back; the root handles (N-1)·D each way."
             ),
             truth=lambda trace: max(max(trace.sent_bytes()), max(trace.recv_bytes())),
@@ -297,7 +350,7 @@ def algorithms_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 04: ring, tree and parameter server",
+        _("Lesson 04: ring, tree and parameter server"),
         questions,
         name="04_ring_tree_ps",
         learner=learner,

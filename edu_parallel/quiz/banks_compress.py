@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from ..core.i18n import _
 from ..data_parallel.compress_config import (
     CompressConfig,
     dense_bytes_per_step,
@@ -63,10 +64,15 @@ def _choices(rng: random.Random | None, right: str, wrong: list[str], default: i
 
 def _reveal(report: Any) -> str:
     c = report.config
-    return (
-        f"{c.label} on {c.world_size} ranks: each rank sent {report.wire_bytes_per_step:,.0f} B"
-        f" per step (counted from the trace); the fp32 all-reduce would send"
-        f" {dense_bytes_per_step(c):,.0f} B: ratio {report.compression_ratio:.1f}x"
+    return _(
+        "{label} on {n} ranks: each rank sent {sent} B per step (counted from the trace); the"
+        " fp32 all-reduce would send {dense} B: ratio {ratio}x"
+    ).format(
+        label=c.label,
+        n=c.world_size,
+        sent=f"{report.wire_bytes_per_step:,.0f}",
+        dense=f"{dense_bytes_per_step(c):,.0f}",
+        ratio=f"{report.compression_ratio:.1f}",
     )
 
 
@@ -115,31 +121,31 @@ def compress_quiz(
 
     gather, gather_at = _choices(
         rng,
-        "Each rank keeps other indices, so equal positions do not line up to be added",
+        _("Each rank keeps other indices, so equal positions do not line up to be added"),
         [
-            "All-reduce cannot carry integers, and top-k must send its indices as integers",
-            "An all-reduce would add the indices themselves and send them to the wrong ranks",
-            "Top-k values are too small for the ring to add without losing their precision",
+            _("All-reduce cannot carry integers, and top-k must send its indices as integers"),
+            _("An all-reduce would add the indices themselves and send them to the wrong ranks"),
+            _("Top-k values are too small for the ring to add without losing their precision"),
         ],
         2,
     )
     feedback, feedback_at = _choices(
         rng,
-        "What was dropped is kept and added to the next gradient, so it is sent later",
+        _("What was dropped is kept and added to the next gradient, so it is sent later"),
         [
-            "It sends the dropped entries to one rank, which applies them to the model alone",
-            "It rescales the kept entries by d/k so that their expected value is the gradient",
-            "It repeats the step whenever the loss rose, undoing a bad compressed update",
+            _("It sends the dropped entries to one rank, which applies them to the model alone"),
+            _("It rescales the kept entries by d/k so that their expected value is the gradient"),
+            _("It repeats the step whenever the loss rose, undoing a bad compressed update"),
         ],
         1,
     )
     randk, randk_at = _choices(
         rng,
-        "Every rank draws the same k indices from one seed, so the values line up",
+        _("Every rank draws the same k indices from one seed, so the values line up"),
         [
-            "Random indices rarely collide, so the ring may add them without their positions",
-            "Random-k sends all d entries but only k of them are non-zero, so sums still work",
-            "Its values are rescaled by d/k, which makes the indices unnecessary on the wire",
+            _("Random indices rarely collide, so the ring may add them without their positions"),
+            _("Random-k sends all d entries but only k of them are non-zero, so sums still work"),
+            _("Its values are rescaled by d/k, which makes the indices unnecessary on the wire"),
         ],
         3,
     )
@@ -153,113 +159,137 @@ def compress_quiz(
     speedup = {row.link: row.speedup for row in speed.itertuples() if row.method != "none"}
     pays, pays_at = _choices(
         rng,
-        "On a slow link where communication outlasts backward and cannot hide under it",
+        _("On a slow link where communication outlasts backward and cannot hide under it"),
         [
-            "On NVLink, where the GPUs of a node exchange the most bytes per second",
-            "Whenever the model is small, since a small gradient compresses best",
-            "On any link: sending fewer bytes always makes a training step shorter",
+            _("On NVLink, where the GPUs of a node exchange the most bytes per second"),
+            _("Whenever the model is small, since a small gradient compresses best"),
+            _("On any link: sending fewer bytes always makes a training step shorter"),
         ],
         0,
     )
 
     questions = [
         Numeric(
-            f"Top-k with ratio {r_top:g} on N = {n_top} ranks, on the classifier (Psi = {psi:,}"
-            " fp32 gradients in one bucket). Each kept entry travels as an int32 index and an"
-            " fp32 value, by ring all-gather. How many bytes does each rank send per step?",
+            _(
+                "Top-k with ratio {ratio} on N = {n} ranks, on the classifier (Psi = {psi} fp32"
+                " gradients in one bucket). Each kept entry travels as an int32 index and an fp32"
+                " value, by ring all-gather. How many bytes does each rank send per step?"
+            ).format(ratio=f"{r_top:g}", n=n_top, psi=f"{psi:,}"),
             wire_bytes_per_step(topk),
             units="bytes",
-            explanation=(
-                f"k = round(ratio * Psi) = {kept(psi, r_top)}; every rank's 8k bytes must reach"
-                " the N-1 others, and in a ring all-gather each rank forwards N-1 pieces:"
-                " (N-1) * 8k bytes. It grows with N, unlike an all-reduce's 2(N-1)/N * 4 Psi."
-            ),
+            explanation=_(
+                "k = round(ratio * Psi) = {k}; every rank's 8k bytes must reach the N-1 others,"
+                " and in a ring all-gather each rank forwards N-1 pieces: (N-1) * 8k bytes. It"
+                " grows with N, unlike an all-reduce's 2(N-1)/N * 4 Psi."
+            ).format(k=kept(psi, r_top)),
             params={"N": n_top, "ratio": r_top, "psi": psi, "k": kept(psi, r_top)},
             key="compress_topk_bytes",
         ),
         MultipleChoice(
-            "Why does top-k sparsification need an all-gather instead of an all-reduce?",
+            _("Why does top-k sparsification need an all-gather instead of an all-reduce?"),
             gather,
             gather_at,
-            "An all-reduce adds element i of every rank into element i. Each rank's top-k picks"
-            " its own indices, so rank 0's i-th kept value and rank 1's are different"
-            " coordinates: every rank must see every (index, value) pair and add them itself.",
+            _(
+                "An all-reduce adds element i of every rank into element i. Each rank's top-k"
+                " picks its own indices, so rank 0's i-th kept value and rank 1's are different"
+                " coordinates: every rank must see every (index, value) pair and add them itself."
+            ),
             key="compress_topk_allgather",
         ),
         Numeric(
-            f"Sign compression on N = {n_sign} ranks: each rank sends one bit per gradient entry"
-            f" (Psi = {psi:,}, packed into bytes) plus a 4-byte fp32 scale, by ring all-gather."
-            " How many bytes does each rank send per step?",
+            _(
+                "Sign compression on N = {n} ranks: each rank sends one bit per gradient entry"
+                " (Psi = {psi}, packed into bytes) plus a 4-byte fp32 scale, by ring all-gather."
+                " How many bytes does each rank send per step?"
+            ).format(n=n_sign, psi=f"{psi:,}"),
             wire_bytes_per_step(sign),
             units="bytes",
-            explanation=(
-                f"ceil(Psi / 8) + 4 = {math.ceil(psi / 8) + 4} bytes per rank, forwarded to the"
-                " N-1 others: (N-1) * (ceil(Psi/8) + 4)."
-            ),
+            explanation=_(
+                "ceil(Psi / 8) + 4 = {nbytes} bytes per rank, forwarded to the N-1 others:"
+                " (N-1) * (ceil(Psi/8) + 4)."
+            ).format(nbytes=math.ceil(psi / 8) + 4),
             params={"N": n_sign, "psi": psi},
             key="compress_sign_bytes",
         ),
         MultipleChoice(
-            "Top-k 1% without error feedback stalls far below the target; with it, it tracks the"
-            " uncompressed curve. What does error feedback do?",
+            _(
+                "Top-k 1% without error feedback stalls far below the target; with it, it tracks"
+                " the uncompressed curve. What does error feedback do?"
+            ),
             feedback,
             feedback_at,
-            "e = p - C(p) is kept on each rank and added to the next step's gradient (p = g + e)."
-            " An entry too small to be sent now grows until it is: nothing is lost, only"
-            " delayed (Stich et al. 2018; Karimireddy et al. 2019).",
+            _(
+                "e = p - C(p) is kept on each rank and added to the next step's gradient (p = g +"
+                " e). An entry too small to be sent now grows until it is: nothing is lost, only"
+                " delayed (Stich et al. 2018; Karimireddy et al. 2019)."
+            ),
             key="compress_error_feedback",
         ),
         MultipleChoice(
-            "Random-k sends the values of k entries, like top-k, but it can use an all-reduce."
-            " Why?",
+            _(
+                "Random-k sends the values of k entries, like top-k, but it can use an all-reduce."
+                " Why?"
+            ),
             randk,
             randk_at,
-            "The indices come from a generator seeded alike on every rank (step, bucket), so"
-            " every rank sends the values of the same k coordinates and the ring adds them"
-            " position by position: 2(N-1)/N * 4k bytes, flat in N.",
+            _(
+                "The indices come from a generator seeded alike on every rank (step, bucket), so"
+                " every rank sends the values of the same k coordinates and the ring adds them"
+                " position by position: 2(N-1)/N * 4k bytes, flat in N."
+            ),
             key="compress_randk_allreduce",
         ),
         Numeric(
-            f"PowerSGD with rank r = {rank} compresses a 128 x 128 weight gradient M into P"
-            " (128 x r) and Q (128 x r), each all-reduced. How many fp32 values of this weight"
-            " does each step all-reduce, instead of 16,384?",
+            _(
+                "PowerSGD with rank r = {rank} compresses a 128 x 128 weight gradient M into P"
+                " (128 x r) and Q (128 x r), each all-reduced. How many fp32 values of this weight"
+                " does each step all-reduce, instead of 16,384?"
+            ).format(rank=rank),
             p + q,
             tolerance=0.0,
             units="values",
-            explanation=(
+            explanation=_(
                 "P = M Q has n r values and Q = M^T P has m r: (n + m) r = 256 r, a compression"
-                f" of n m / ((n + m) r) = {16384 / (p + q):g}x for this weight. Biases and"
-                " other small tensors go uncompressed."
-            ),
+                " of n m / ((n + m) r) = {ratio}x for this weight. Biases and other small tensors"
+                " go uncompressed."
+            ).format(ratio=f"{16384 / (p + q):g}"),
             params={"rank": rank, "P": p, "Q": q, "uncompressed": u},
             key="compress_powersgd_values",
         ),
         MultipleChoice(
-            f"Retimed for a {LARGE_MODEL['psi'] / 1e9:g}-billion-parameter model on 4 ranks, top-k"
-            " 1% with error feedback"
-            f" changes the step time by {speedup['nvlink4-h100']:.2f}x on NVLink and by"
-            f" {speedup['eth-25g']:.1f}x on 25 Gb/s Ethernet (speed-ups). When does compression"
-            " pay?",
+            _(
+                "Retimed for a {billions}-billion-parameter model on 4 ranks, top-k 1% with error"
+                " feedback changes the step time by {nvlink}x on NVLink and by {eth}x on 25 Gb/s"
+                " Ethernet (speed-ups). When does compression pay?"
+            ).format(
+                billions=f"{LARGE_MODEL['psi'] / 1e9:g}",
+                nvlink=f"{speedup['nvlink4-h100']:.2f}",
+                eth=f"{speedup['eth-25g']:.1f}",
+            ),
             pays,
             pays_at,
-            "DDP overlaps the all-reduce with backward. On NVLink the all-reduce already hides"
-            " under backward, so compression only adds its own compute; on a slow link the"
-            " communication is exposed, and cutting its bytes cuts the step.",
+            _(
+                "DDP overlaps the all-reduce with backward. On NVLink the all-reduce already hides"
+                " under backward, so compression only adds its own compute; on a slow link the"
+                " communication is exposed, and cutting its bytes cuts the step."
+            ),
             params={"speedup": speedup},
             key="compress_when_it_pays",
         ),
         PredictThenRun(
-            f"Predict how many bytes each rank sends per step with top-k ratio {r_run:g} and error"
-            f" feedback on {n_run} ranks, then run it.",
+            _(
+                "Predict how many bytes each rank sends per step with top-k ratio {ratio} and"
+                " error feedback on {n} ranks, then run it."
+            ).format(ratio=f"{r_run:g}", n=n_run),
             Numeric(
-                "Bytes per rank per step",
+                _("Bytes per rank per step"),
                 wire_bytes_per_step(predicted),
                 units="bytes",
-                explanation="(N-1) * 8k with k = round(ratio * Psi).",
+                explanation=_("(N-1) * 8k with k = round(ratio * Psi)."),
             ),
             run=run_topk,
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "Error feedback changes which entries are sent, not how many: k int32 indices and"
                 " k fp32 values per rank, all-gathered around the ring."
             ),
@@ -269,21 +299,23 @@ def compress_quiz(
             config=topk_config,
         ),
         PredictThenRun(
-            f"PowerSGD rank {rank_ps} on {n_ps} ranks, compressing from the first step: predict"
-            " the compression ratio against the fp32 all-reduce (dense bytes / sent bytes),"
-            " then run it.",
+            _(
+                "PowerSGD rank {rank} on {n} ranks, compressing from the first step: predict the"
+                " compression ratio against the fp32 all-reduce (dense bytes / sent bytes), then"
+                " run it."
+            ).format(rank=rank_ps, n=n_ps),
             Numeric(
-                "Compression ratio",
+                _("Compression ratio"),
                 dense_bytes_per_step(predicted_ps) / wire_bytes_per_step(predicted_ps),
                 tolerance=0.02,
-                explanation=(
+                explanation=_(
                     "Weights: (n + m) r values each; biases uncompressed; every all-reduce sends"
                     " 2(N-1)/N of its buffer, so N cancels out of the ratio."
                 ),
             ),
             run=run_powersgd,
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "The classifier's weights are 128x32, 128x128 and 10x128; each one with (n + m) r"
                 " * 2 < n m (torch's min_compression_rate) sends (n + m) r values for P and Q, the"
                 " others and the 266 bias values go whole, against 22,026 fp32 values in all."
@@ -295,7 +327,7 @@ def compress_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 11: gradient compression", questions, name="11_compression", learner=learner
+        _("Lesson 11: gradient compression"), questions, name="11_compression", learner=learner
     )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..data_parallel.buckets import ITEMSIZE, bucket_line
 from ..data_parallel.ddp_config import DTYPE, DdpConfig
@@ -62,16 +63,24 @@ def _choices(
 
 
 def _reveal(report: Any) -> str:
-    lines = [f"the run made {len(report.buckets)} buckets:"]
+    lines = [_("the run made {n} buckets:").format(n=len(report.buckets))]
     lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in report.buckets]
     sent = ", ".join(format_bytes(int(x)) for x in report.per_rank_sent_bytes)
     lines.append(
-        f"messages per rank per step: {report.messages_per_step:g}"
-        f" ({report.collectives_per_step:g} all-reduces); bytes sent per rank per step: {sent}"
+        _(
+            "messages per rank per step: {messages} ({collectives} all-reduces); bytes sent per"
+            " rank per step: {sent}"
+        ).format(
+            messages=f"{report.messages_per_step:g}",
+            collectives=f"{report.collectives_per_step:g}",
+            sent=sent,
+        )
     )
     sizes = getattr(report, "torch_ddp_bucket_sizes", None)
     if sizes:
-        lines.append(f"torch DDP's bucket sizes per iteration (bytes): {sizes}")
+        lines.append(
+            _("torch DDP's bucket sizes per iteration (bytes): {sizes}").format(sizes=sizes)
+        )
     return "\n".join(lines)
 
 
@@ -115,69 +124,103 @@ def ddp_quiz(
 
     reverse, reverse_at = _choices(
         rng,
-        "Backward makes the last layer's gradients first, so bucket 0 fills and is sent while"
-        " backward still runs",
+        _(
+            "Backward makes the last layer's gradients first, so bucket 0 fills and is sent while"
+            " backward still runs"
+        ),
         [
-            "The ring visits the ranks in reverse order, so the last rank's layer must come first"
-            " in every bucket",
-            "The optimizer updates the last layer first, so its averaged gradient is needed before"
-            " any of the others",
-            "Reverse order puts the biggest tensors together, which removes most of the padding"
-            " that each bucket would carry",
+            _(
+                "The ring visits the ranks in reverse order, so the last rank's layer must come"
+                " first in every bucket"
+            ),
+            _(
+                "The optimizer updates the last layer first, so its averaged gradient is needed"
+                " before any of the others"
+            ),
+            _(
+                "Reverse order puts the biggest tensors together, which removes most of the padding"
+                " that each bucket would carry"
+            ),
         ],
         1,
     )
     u_shape, u_at = _choices(
         rng,
-        "Tiny buckets each pay 2(N-1) message latencies; one huge bucket fills only when backward"
-        " ends, so none of it overlaps",
+        _(
+            "Tiny buckets each pay 2(N-1) message latencies; one huge bucket fills only when"
+            " backward ends, so none of it overlaps"
+        ),
         [
-            "Tiny buckets send more bytes in all, and one huge bucket sends fewer bytes but needs"
-            " a flat buffer as big as the whole model",
-            "Tiny buckets overflow the network's queues; one huge bucket is cut by the ring into"
-            " chunks too big to send",
-            "The optimizer waits for every bucket twice, once per ring phase, and both extremes"
-            " make the second wait grow with the model",
+            _(
+                "Tiny buckets send more bytes in all, and one huge bucket sends fewer bytes but"
+                " needs a flat buffer as big as the whole model"
+            ),
+            _(
+                "Tiny buckets overflow the network's queues; one huge bucket is cut by the ring"
+                " into chunks too big to send"
+            ),
+            _(
+                "The optimizer waits for every bucket twice, once per ring phase, and both extremes"
+                " make the second wait grow with the model"
+            ),
         ],
         3,
     )
     first, first_at = _choices(
         rng,
-        "It does not know yet in which order gradients become ready; the first backward records"
-        " that order, then it rebuilds",
+        _(
+            "It does not know yet in which order gradients become ready; the first backward records"
+            " that order, then it rebuilds"
+        ),
         [
-            "The first iteration broadcasts the parameters from rank 0 and reuses the flat bucket"
-            " buffer for that broadcast",
-            "One bucket is faster while autograd compiles the graph; later iterations split it"
-            " to save the memory of the flat buffer",
-            "Its first bucket is limited to 1 MiB, and in the first iteration no gradient is"
-            " bigger than that, so all of them fit in it",
+            _(
+                "The first iteration broadcasts the parameters from rank 0 and reuses the flat"
+                " bucket buffer for that broadcast"
+            ),
+            _(
+                "One bucket is faster while autograd compiles the graph; later iterations split it"
+                " to save the memory of the flat buffer"
+            ),
+            _(
+                "Its first bucket is limited to 1 MiB, and in the first iteration no gradient is"
+                " bigger than that, so all of them fit in it"
+            ),
         ],
         0,
     )
     no_sync, no_sync_at = _choices(
         rng,
-        "Each rank adds the gradients into its own .grad; nothing is all-reduced until the K-th"
-        " backward ends",
+        _(
+            "Each rank adds the gradients into its own .grad; nothing is all-reduced until the K-th"
+            " backward ends"
+        ),
         [
-            "Each backward all-reduces its gradients, and the optimizer applies only the result"
-            " of the K-th all-reduce",
-            "Only the 1 MiB first bucket is all-reduced; the other buckets wait for the K-th"
-            " backward to be sent",
-            "The optimizer steps after every micro-batch with the learning rate divided by K, and"
-            " no bucket is sent",
+            _(
+                "Each backward all-reduces its gradients, and the optimizer applies only the result"
+                " of the K-th all-reduce"
+            ),
+            _(
+                "Only the 1 MiB first bucket is all-reduced; the other buckets wait for the K-th"
+                " backward to be sent"
+            ),
+            _(
+                "The optimizer steps after every micro-batch with the learning rate divided by K,"
+                " and no bucket is sent"
+            ),
         ],
         2,
     )
 
     questions = [
         Numeric(
-            f"The deep model (8 Linear 512x512 layers with biases, fp32) trains on N = {n_bytes}"
-            f" ranks with bucket_cap_mb = {cap_bytes:g}. How many bytes does each rank send per"
-            " optimizer step? (And would one all-reduce per parameter change it?)",
+            _(
+                "The deep model (8 Linear 512x512 layers with biases, fp32) trains on N = {n_bytes}"
+                " ranks with bucket_cap_mb = {cap_bytes}. How many bytes does each rank send per"
+                " optimizer step? (And would one all-reduce per parameter change it?)"
+            ).format(n_bytes=n_bytes, cap_bytes=f"{cap_bytes:g}"),
             bucketed.bytes_per_step(),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Ring all-reduce: each rank sends 2(N-1)/N of every bucket, and the buckets hold"
                 " every gradient once, so 2(N-1)/N * Psi * 4 bytes whatever the cap (Psi = 8 *"
                 " (512*512 + 512)). The bucketing changes how many messages carry them, not the"
@@ -187,13 +230,15 @@ def ddp_quiz(
             key="ddp_bytes_per_step",
         ),
         Numeric(
-            f"The {model_msg} model on N = {n_msg} ranks with sync='per-param': one ring"
-            " all-reduce per parameter tensor (each weight and each bias). How many messages does"
-            " each rank send per optimizer step?",
+            _(
+                "The {model_msg} model on N = {n_msg} ranks with sync='per-param': one ring"
+                " all-reduce per parameter tensor (each weight and each bias). How many messages"
+                " does each rank send per optimizer step?"
+            ).format(model_msg=model_msg, n_msg=n_msg),
             per_param.messages_per_step(),
             tolerance=0.0,
             units="messages",
-            explanation=(
+            explanation=_(
                 "A ring all-reduce sends 2(N-1) messages per rank (N-1 in reduce-scatter, N-1 in"
                 " all-gather), once per bucket; here every tensor is a bucket (a tied weight is one"
                 " tensor). Each message pays the link latency, which is why DDP packs tensors into"
@@ -203,13 +248,15 @@ def ddp_quiz(
             key="ddp_messages_per_param",
         ),
         Numeric(
-            "DDP's default bucketing (bucket_cap_mb left at None: 25 MiB, with a 1 MiB first"
-            " bucket) on the deep model, whose weights are exactly 1 MiB each. How many buckets"
-            " does it make?",
+            _(
+                "DDP's default bucketing (bucket_cap_mb left at None: 25 MiB, with a 1 MiB first"
+                " bucket) on the deep model, whose weights are exactly 1 MiB each. How many buckets"
+                " does it make?"
+            ),
             len(default_plan),
             tolerance=0.0,
             units="buckets",
-            explanation=(
+            explanation=_(
                 "Gradients are packed in reverse registration order and a bucket closes when its"
                 " bytes reach the limit: 7.bias then 7.weight reach the 1 MiB first limit, so the"
                 " last layer is bucket 0; the other 7 layers (7 MiB + biases) stay under 25 MiB and"
@@ -219,68 +266,88 @@ def ddp_quiz(
             key="ddp_default_buckets",
         ),
         MultipleChoice(
-            "DDP fills its buckets with the parameters in reverse registration order (the last"
-            " layer first). Why?",
+            _(
+                "DDP fills its buckets with the parameters in reverse registration order (the last"
+                " layer first). Why?"
+            ),
             reverse,
             reverse_at,
-            "Autograd runs the layers backwards, so the last layer's gradients are ready first."
-            " Packing them first lets bucket 0 fill and its all-reduce overlap with the rest of"
-            " backward (Li et al. 2020, §3.2.3).",
+            _(
+                "Autograd runs the layers backwards, so the last layer's gradients are ready first."
+                " Packing them first lets bucket 0 fill and its all-reduce overlap with the rest of"
+                " backward (Li et al. 2020, §3.2.3)."
+            ),
             key="ddp_reverse_order",
         ),
         MultipleChoice(
-            "Sweeping bucket_cap_mb on the deep model gives a U-shaped step time: slow with tiny"
-            " buckets and slow with one bucket for everything. Why?",
+            _(
+                "Sweeping bucket_cap_mb on the deep model gives a U-shaped step time: slow with"
+                " tiny buckets and slow with one bucket for everything. Why?"
+            ),
             u_shape,
             u_at,
-            "The bytes are the same at every cap. Tiny buckets multiply the messages, and each one"
-            " pays the latency alpha; a single bucket waits for the whole backward, so its"
-            " all-reduce is fully exposed. In between, buckets are sent as they fill and hide"
-            " under backward (Li et al. 2020, Figure 2 and §5).",
+            _(
+                "The bytes are the same at every cap. Tiny buckets multiply the messages, and each"
+                " one pays the latency alpha; a single bucket waits for the whole backward, so its"
+                " all-reduce is fully exposed. In between, buckets are sent as they fill and hide"
+                " under backward (Li et al. 2020, Figure 2 and §5)."
+            ),
             key="ddp_bucket_u_shape",
         ),
         MultipleChoice(
-            "Gradient accumulation over K micro-batches with DDP's no_sync() on the first K-1: what"
-            " happens during those K-1 backward passes?",
+            _(
+                "Gradient accumulation over K micro-batches with DDP's no_sync() on the first K-1:"
+                " what happens during those K-1 backward passes?"
+            ),
             no_sync,
             no_sync_at,
-            "Gradients add up in .grad (a sum of sums is the sum), so the all-reduce can wait: the"
-            " K-th backward reduces the accumulated gradients once, bucket by bucket, and the"
-            " optimizer steps once per K micro-batches.",
+            _(
+                "Gradients add up in .grad (a sum of sums is the sum), so the all-reduce can wait:"
+                " the K-th backward reduces the accumulated gradients once, bucket by bucket, and"
+                " the optimizer steps once per K micro-batches."
+            ),
             key="ddp_no_sync",
         ),
         Numeric(
-            f"The deep model on N = {n_acc} ranks accumulates K = {k_acc} micro-batches per"
-            " optimizer step, all-reducing only after the last one. Averaged over the K"
-            " micro-batches, how many bytes does each rank send per micro-batch?",
+            _(
+                "The deep model on N = {n_acc} ranks accumulates K = {k_acc} micro-batches per"
+                " optimizer step, all-reducing only after the last one. Averaged over the K"
+                " micro-batches, how many bytes does each rank send per micro-batch?"
+            ).format(n_acc=n_acc, k_acc=k_acc),
             acc.bytes_per_step() / acc.accumulate,
             units="bytes",
-            explanation=(
+            explanation=_(
                 "One all-reduce per optimizer step still sends 2(N-1)/N * Psi * 4 bytes per rank;"
-                " spread over K micro-batches that is 2(N-1)/N * Psi * 4 / K: accumulation cuts"
-                " the communication per sample by K."
+                " spread over K micro-batches that is 2(N-1)/N * Psi * 4 / K: accumulation cuts the"
+                " communication per sample by K."
             ),
             params={"psi": acc.psi, "N": n_acc, "K": k_acc, "itemsize": item},
             key="ddp_accumulate_bytes",
         ),
         MultipleChoice(
-            "PyTorch's DDP (find_unused_parameters=False) reduces every gradient in ONE bucket in"
-            " its first iteration, and uses its size-capped buckets from the second on. Why?",
+            _(
+                "PyTorch's DDP (find_unused_parameters=False) reduces every gradient in ONE bucket"
+                " in its first iteration, and uses its size-capped buckets from the second on. Why?"
+            ),
             first,
             first_at,
-            "The reducer's first assignment has a single bucket because the ready order is"
-            " unknown (the registration order is only a guess). Its autograd hooks record the"
-            " order in which gradients arrive, and it rebuilds the buckets from that order after"
-            " the first iteration; the lesson sees it in torch_ddp_bucket_sizes.",
+            _(
+                "The reducer's first assignment has a single bucket because the ready order is"
+                " unknown (the registration order is only a guess). Its autograd hooks record the"
+                " order in which gradients arrive, and it rebuilds the buckets from that order"
+                " after the first iteration; the lesson sees it in torch_ddp_bucket_sizes."
+            ),
             key="ddp_first_iteration",
         ),
         Numeric(
-            "The tied model has 4 Linear 16x16 layers with biases whose first and last weight are"
-            f" one shared tensor. Trained on N = {n_tied} ranks, how many bytes does each rank"
-            " send per optimizer step (fp32)?",
+            _(
+                "The tied model has 4 Linear 16x16 layers with biases whose first and last weight"
+                " are one shared tensor. Trained on N = {n_tied} ranks, how many bytes does each"
+                " rank send per optimizer step (fp32)?"
+            ).format(n_tied=n_tied),
             tied.bytes_per_step(),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "The shared weight is one parameter: its gradient (the sum of both uses) sits in"
                 " one bucket and is reduced once. Psi = 3 * 16*16 + 4 * 16, and each rank sends"
                 " 2(N-1)/N * Psi * 4 bytes."
@@ -289,18 +356,20 @@ def ddp_quiz(
             key="ddp_tied_bytes",
         ),
         PredictThenRun(
-            f"Predict how many buckets DDP makes for the deep model with bucket_cap_mb ="
-            f" {cap_run:g} (on {n_run} ranks), then run it.",
+            _(
+                "Predict how many buckets DDP makes for the deep model with bucket_cap_mb ="
+                " {cap_run} (on {n_run} ranks), then run it."
+            ).format(cap_run=f"{cap_run:g}", n_run=n_run),
             Numeric(
-                "Buckets",
+                _("Buckets"),
                 len(predicted.buckets()),
                 tolerance=0.0,
                 units="buckets",
-                explanation="Reverse order; a bucket closes when its bytes reach the cap.",
+                explanation=_("Reverse order; a bucket closes when its bytes reach the cap."),
             ),
             run=run_once,
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "An explicit cap applies to the first bucket too. Layers of 1 MiB + 2 KiB join the"
                 " open bucket until its bytes reach the cap, so each bucket holds the fewest whole"
                 " layers that reach it (the last one may hold the remainder)."
@@ -311,18 +380,20 @@ def ddp_quiz(
             config=config,
         ),
         PredictThenRun(
-            f"Same run (deep model, bucket_cap_mb = {cap_run:g}, {n_run} ranks): predict how many"
-            " messages each rank sends per optimizer step, then run it.",
+            _(
+                "Same run (deep model, bucket_cap_mb = {cap_run}, {n_run} ranks): predict how many"
+                " messages each rank sends per optimizer step, then run it."
+            ).format(cap_run=f"{cap_run:g}", n_run=n_run),
             Numeric(
-                "Messages per rank per step",
+                _("Messages per rank per step"),
                 predicted.messages_per_step(),
                 tolerance=0.0,
                 units="messages",
-                explanation="2(N-1) ring messages per bucket.",
+                explanation=_("2(N-1) ring messages per bucket."),
             ),
             run=run_once,
             reveal=_reveal,
-            explanation=(
+            explanation=_(
                 "Every bucket is one ring all-reduce: N-1 reduce-scatter and N-1 all-gather"
                 " messages per rank, so 2(N-1) times the number of buckets; the trace counts the"
                 " send events."
@@ -334,7 +405,7 @@ def ddp_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 05: data-parallel training (DDP)",
+        _("Lesson 05: data-parallel training (DDP)"),
         questions,
         name="05_dp_bucketing_overlap",
         learner=learner,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.cost import predict
 from ..models.links import LINKS
@@ -53,126 +54,161 @@ def landscape_quiz(
         return retime(trace, cost_model(preset)).duration * 1e6
 
     def reveal(trace: Any) -> str:
-        here = ""
+        t = f"{retimed_us(trace):.2f}"
+        n = len(trace.events)
         if trace.meta.get("time_unit", "s") == "s":  # a real run; a simulation counts steps
-            here = f" (as measured here: {trace.duration * 1e3:.2f} ms)"
-        t = retimed_us(trace)
-        return f"the run's {len(trace.events)} events retimed on {preset}: {t:.2f} µs{here}"
+            return _(
+                "the run's {n} events retimed on {link}: {t} µs (as measured here: {ms} ms)"
+            ).format(n=n, link=preset, t=t, ms=f"{trace.duration * 1e3:.2f}")
+        return _("the run's {n} events retimed on {link}: {t} µs").format(n=n, link=preset, t=t)
 
     questions = [
         MultipleChoice(
-            "The course outline says 'RCXL is AMD's new multi-GPU communication library'. Which is"
-            " right?",
+            _(
+                "The course outline says 'RCXL is AMD's new multi-GPU communication library'."
+                " Which is right?"
+            ),
             [
-                "There is no RCXL: AMD's library is RCCL (NCCL's API, on ROCm); RCCLX is Meta's"
-                " fork of RCCL",
-                "RCXL replaced RCCL in ROCm 6 and is what torch loads on AMD GPUs",
-                "RCXL is AMD's name for Infinity Fabric's collective engine, used instead of a"
-                " library",
-                "RCXL is the CXL-based successor of RCCL for MI300A's unified memory",
+                _(
+                    "There is no RCXL: AMD's library is RCCL (NCCL's API, on ROCm); RCCLX is"
+                    " Meta's fork of RCCL"
+                ),
+                _("RCXL replaced RCCL in ROCm 6 and is what torch loads on AMD GPUs"),
+                _(
+                    "RCXL is AMD's name for Infinity Fabric's collective engine, used instead of a"
+                    " library"
+                ),
+                _("RCXL is the CXL-based successor of RCCL for MI300A's unified memory"),
             ],
             0,
-            "Errata E6: AMD ships RCCL (github.com/ROCm/rccl) with MSCCL/MSCCL++ inside, and"
-            " rocSHMEM; RCCLX is Meta's fork of RCCL in meta-pytorch/torchcomms. The lesson's"
-            " libraries table lists both with sources.",
+            _(
+                "Errata E6: AMD ships RCCL (github.com/ROCm/rccl) with MSCCL/MSCCL++ inside, and"
+                " rocSHMEM; RCCLX is Meta's fork of RCCL in meta-pytorch/torchcomms. The lesson's"
+                " libraries table lists both with sources."
+            ),
             key="errata_e6",
         ),
         MultipleChoice(
-            "A training script calls dist.init_process_group(backend=...) on a node of 8 AMD"
-            " MI300X with a ROCm build of PyTorch. Which backend name gives it RCCL?",
+            _(
+                "A training script calls dist.init_process_group(backend=...) on a node of 8 AMD"
+                " MI300X with a ROCm build of PyTorch. Which backend name gives it RCCL?"
+            ),
             ["'nccl'", "'rccl'", "'gloo'", "'xccl'"],
             0,
-            "ROCm builds of torch compile ProcessGroupNCCL against RCCL's NCCL-compatible API and"
-            " torch.cuda runs on HIP, so the backend is still called 'nccl'"
-            " (dist.Backend.default_device_backend_map maps 'cuda' to it). 'xccl' is oneCCL on"
-            " Intel XPUs; 'gloo' runs on CPUs.",
+            _(
+                "ROCm builds of torch compile ProcessGroupNCCL against RCCL's NCCL-compatible API"
+                " and torch.cuda runs on HIP, so the backend is still called 'nccl'"
+                " (dist.Backend.default_device_backend_map maps 'cuda' to it). 'xccl' is oneCCL"
+                " on Intel XPUs; 'gloo' runs on CPUs."
+            ),
             key="rocm_backend",
         ),
         Numeric(
-            f"A ConnectX port runs InfiniBand at {gbps} Gb/s. How many GB/s (1e9 B/s) can one"
-            " message use in one direction?",
+            _(
+                "A ConnectX port runs InfiniBand at {gbps} Gb/s. How many GB/s (1e9 B/s) can one"
+                " message use in one direction?"
+            ).format(gbps=gbps),
             LINKS[port].bandwidth_Bps / 1e9,
             units="GB/s",
-            explanation=(
-                f"Network ports are quoted in bits per second per direction: {gbps} Gb/s / 8 ="
-                f" {LINKS[port].bandwidth_Bps / 1e9:g} GB/s ({LINKS[port].source})."
+            explanation=_(
+                "Network ports are quoted in bits per second per direction: {gbps} Gb/s / 8 ="
+                " {gBps} GB/s ({source})."
+            ).format(
+                gbps=gbps, gBps=f"{LINKS[port].bandwidth_Bps / 1e9:g}", source=LINKS[port].source
             ),
             params={"gbps": gbps},
             key="port_gbps",
         ),
         Numeric(
-            "An AMD MI300X has 7 Infinity Fabric links to the other 7 GPUs of its node, each"
-            " 128 GB/s bidirectional. What bandwidth (GB/s) does it have in one direction, all"
-            " links together?",
+            _(
+                "An AMD MI300X has 7 Infinity Fabric links to the other 7 GPUs of its node, each"
+                " 128 GB/s bidirectional. What bandwidth (GB/s) does it have in one direction, all"
+                " links together?"
+            ),
             xgmi_gpu.bandwidth_Bps / 1e9,
             units="GB/s",
-            explanation=(
-                f"7 x 128 GB/s = 896 GB/s both ways, {xgmi_gpu.bandwidth_Bps / 1e9:g} GB/s each"
-                f" way. But one message to one peer uses one link: {xgmi.bandwidth_Bps / 1e9:g}"
-                " GB/s. RCCL runs several rings over different links to use all seven (an"
-                " H100's NVSwitch gives any pair the full 450 GB/s)."
-            ),
+            explanation=_(
+                "7 x 128 GB/s = 896 GB/s both ways, {gpu} GB/s each way. But one message to one"
+                " peer uses one link: {link} GB/s. RCCL runs several rings over different links to"
+                " use all seven (an H100's NVSwitch gives any pair the full 450 GB/s)."
+            ).format(gpu=f"{xgmi_gpu.bandwidth_Bps / 1e9:g}", link=f"{xgmi.bandwidth_Bps / 1e9:g}"),
             params={"links": 7, "link_bidir_gbps": 128},
             key="xgmi_gpu_gbps",
         ),
         Numeric(
-            f"A rail-optimised node has {nics} GPUs, each with its own {gbps} Gb/s NIC. What"
-            " bandwidth (GB/s) leaves the node in one direction when all GPUs send at once?",
+            _(
+                "A rail-optimised node has {nics} GPUs, each with its own {gbps} Gb/s NIC. What"
+                " bandwidth (GB/s) leaves the node in one direction when all GPUs send at once?"
+            ).format(nics=nics, gbps=gbps),
             nics * LINKS[port].bandwidth_Bps / 1e9,
             units="GB/s",
-            explanation=(
-                f"{nics} NICs x {LINKS[port].bandwidth_Bps / 1e9:g} GB/s: every GPU has its own"
-                " rail. An algorithm that sends all cross-node traffic from one GPU per node uses"
-                f" 1/{nics} of it; the two-level all-reduce gives each local rank its own shard"
-                " and NIC."
-            ),
+            explanation=_(
+                "{nics} NICs x {gBps} GB/s: every GPU has its own rail. An algorithm that sends all"
+                " cross-node traffic from one GPU per node uses 1/{nics} of it; the two-level"
+                " all-reduce gives each local rank its own shard and NIC."
+            ).format(nics=nics, gBps=f"{LINKS[port].bandwidth_Bps / 1e9:g}"),
             params={"nics": nics, "gbps": gbps},
             key="node_nic_gbps",
         ),
         Numeric(
-            f"Two-level all-reduce of S = {format_bytes(s)} on {nodes} nodes of {gpn} GPUs:"
-            " reduce-scatter in the node, all-reduce each shard across nodes, all-gather in the"
-            " node. How many bytes does each GPU send across nodes?",
+            _(
+                "Two-level all-reduce of S = {size} on {nodes} nodes of {gpn} GPUs: reduce-scatter"
+                " in the node, all-reduce each shard across nodes, all-gather in the node. How"
+                " many bytes does each GPU send across nodes?"
+            ).format(size=format_bytes(s), nodes=nodes, gpn=gpn),
             cross,
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Each GPU all-reduces its S/g shard with the K-1 same-rank GPUs of the other"
-                f" nodes, a ring over K: 2(K-1)/K · S/g = {format_bytes(cross)}."
-                f" A leader per node would send 2(K-1)/K · S from one GPU, {gpn}x more on one NIC."
-            ),
+                " nodes, a ring over K: 2(K-1)/K · S/g = {cross}. A leader per node would send"
+                " 2(K-1)/K · S from one GPU, {gpn}x more on one NIC."
+            ).format(cross=format_bytes(cross), gpn=gpn),
             params={"K": nodes, "g": gpn, "S": s},
             key="two_level_cross",
         ),
         MultipleChoice(
-            "Which framework's central feature is the same sharding as this course's ZeRO-3 and"
-            " PyTorch's FSDP2 (parameters, gradients and optimizer states split over the data"
-            " parallel ranks, parameters all-gathered when a layer needs them)?",
+            _(
+                "Which framework's central feature is the same sharding as this course's ZeRO-3"
+                " and PyTorch's FSDP2 (parameters, gradients and optimizer states split over the"
+                " data parallel ranks, parameters all-gathered when a layer needs them)?"
+            ),
             [
-                "DeepSpeed (ZeRO stage 3)",
-                "Megatron-LM's tensor parallelism",
-                "JAX's pmap without sharding annotations",
-                "NCCL's NVLS algorithm",
+                _("DeepSpeed (ZeRO stage 3)"),
+                _("Megatron-LM's tensor parallelism"),
+                _("JAX's pmap without sharding annotations"),
+                _("NCCL's NVLS algorithm"),
             ],
             0,
-            "ZeRO-3 is DeepSpeed's (Rajbhandari et al. 2020); FSDP2's fully_shard does the same"
-            " per parameter with DTensor. Megatron-LM pairs TP and PP with a distributed optimizer"
-            " (ZeRO-1-like); NVLS is an all-reduce algorithm, not a sharding.",
+            _(
+                "ZeRO-3 is DeepSpeed's (Rajbhandari et al. 2020); FSDP2's fully_shard does the"
+                " same per parameter with DTensor. Megatron-LM pairs TP and PP with a distributed"
+                " optimizer (ZeRO-1-like); NVLS is an all-reduce algorithm, not a sharding."
+            ),
             key="zero3_framework",
         ),
         PredictThenRun(
-            f"Predict the time of a ring all-reduce of {format_bytes(s_ptr)} on {n_ptr} ranks"
-            f" when every message travels on {preset} ({LINKS[preset].alpha_s * 1e6:g} µs per"
-            f" message, {LINKS[preset].bandwidth_Bps / 1e9:g} GB/s each way), in µs. Then run it"
-            " on the cluster and retime its trace on that link.",
+            _(
+                "Predict the time of a ring all-reduce of {size} on {n} ranks when every message"
+                " travels on {link} ({alpha} µs per message, {gBps} GB/s each way), in µs. Then"
+                " run it on the cluster and retime its trace on that link."
+            ).format(
+                size=format_bytes(s_ptr),
+                n=n_ptr,
+                link=preset,
+                alpha=f"{LINKS[preset].alpha_s * 1e6:g}",
+                gBps=f"{LINKS[preset].bandwidth_Bps / 1e9:g}",
+            ),
             Numeric(
-                "Retimed all-reduce time",
+                _("Retimed all-reduce time"),
                 ptr_pred.time_s * 1e6,
                 units="µs",
-                explanation=f"2(n-1)·α + 2(n-1)/n·S/B: {ptr_pred.time_s * 1e6:.2f} µs.",
+                explanation=_("2(n-1)·α + 2(n-1)/n·S/B: {t} µs.").format(
+                    t=f"{ptr_pred.time_s * 1e6:.2f}"
+                ),
             ),
             run=lambda: run(n_ptr, s_ptr),
             reveal=reveal,
-            explanation=(
+            explanation=_(
                 "The retimed trace takes 2(n-1) steps of α + S/(n·B): the ring's formula exactly,"
                 " whatever the run took on this machine's shared cores."
             ),
@@ -183,7 +219,7 @@ def landscape_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 13: libraries, interconnects and frameworks",
+        _("Lesson 13: libraries, interconnects and frameworks"),
         questions,
         name="13_landscape",
         learner=learner,

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..strategy_map.crossover import crossover_tokens
 from ..strategy_map.formulas import MapConfig, block_params, formula_param_bytes, formula_sent_bytes
 from .banks import register_bank
@@ -60,39 +61,43 @@ def map_quiz(
 
     def reveal(report: Any) -> str:
         sent = [row["sent_bytes"] for row in report.runs["tp"].per_rank]
-        return f"bytes each rank sent in the TP step, from the trace: {sent}"
+        return _("bytes each rank sent in the TP step, from the trace: {sent}").format(sent=sent)
 
     questions = [
         MultipleChoice(
-            "What does each strategy split across the ranks (U1)?",
+            _("What does each strategy split across the ranks (U1)?"),
             [
-                (
+                _(
                     "DP the batch, TP the weight matrices inside a layer, PP the layers, EP the"
                     " experts of a MoE layer"
                 ),
-                (
+                _(
                     "DP the weight matrices inside each layer, TP the batch, PP the experts of a"
                     " MoE layer, EP the layers"
                 ),
-                (
+                _(
                     "DP the layers, TP the optimizer state, PP the batch, EP the tokens' hidden"
                     " dimension"
                 ),
-                "All four split the batch; they differ only in which collective they use",
+                _("All four split the batch; they differ only in which collective they use"),
             ],
             0,
-            "The lesson's split picture, read from what each rank held: DP full copies with 1/N of"
-            " the batch, TP 1/t of W1, b1 and W2 (b2 replicated), PP whole blocks on one rank each,"
-            " EP E/N experts per block with the router replicated.",
+            _(
+                "The lesson's split picture, read from what each rank held: DP full copies with"
+                " 1/N of the batch, TP 1/t of W1, b1 and W2 (b2 replicated), PP whole blocks on"
+                " one rank each, EP E/N experts per block with the router replicated."
+            ),
             key="what_splits",
         ),
         Numeric(
-            f"Data parallelism on {n} GPUs for a model of {layers} MLP blocks with h = {h} ({psi:,}"
-            " parameters, bf16 gradients, one bucket, ring all-reduce): how many bytes does each"
-            " GPU send per step?",
+            _(
+                "Data parallelism on {n} GPUs for a model of {layers} MLP blocks with h = {h}"
+                " ({psi} parameters, bf16 gradients, one bucket, ring all-reduce): how many bytes"
+                " does each GPU send per step?"
+            ).format(n=n, layers=layers, h=h, psi=f"{psi:,}"),
             formula_sent_bytes("dp", n, 0, **big),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "The gradient all-reduce: 2(N-1)/N of the gradient bytes (Psi x 2 B), whatever the"
                 " batch size: DP's traffic grows with the MODEL. Measured in the lesson: 2(N-1)/N x"
                 " Psi x 4 B."
@@ -101,12 +106,14 @@ def map_quiz(
             key="map_dp_sent",
         ),
         Numeric(
-            f"Tensor parallelism (Megatron MLP) over {n} GPUs, same {layers} blocks with h = {h},"
-            f" {tokens:,} tokens per step, bf16 activations: bytes each GPU sends per step (forward"
-            " and backward)?",
+            _(
+                "Tensor parallelism (Megatron MLP) over {n} GPUs, same {layers} blocks with h ="
+                " {h}, {tokens} tokens per step, bf16 activations: bytes each GPU sends per step"
+                " (forward and backward)?"
+            ).format(n=n, layers=layers, h=h, tokens=f"{tokens:,}"),
             formula_sent_bytes("tp", n, 0, **big),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Each block all-reduces its (tokens, h) output forward (g) and the gradient of its"
                 " input backward (f): 2L all-reduces of T h x 2 B, each 2(N-1)/N of that per rank."
                 " TP's traffic grows with the TOKENS, not the parameters: with a small batch TP"
@@ -116,11 +123,13 @@ def map_quiz(
             key="map_tp_sent",
         ),
         Numeric(
-            f"Pipeline parallelism with {max(n, 4)} stages, {tokens:,} tokens per step, h = {h},"
-            " bf16: how many bytes does stage 1 (a middle stage) send per step?",
+            _(
+                "Pipeline parallelism with {stages} stages, {tokens} tokens per step, h = {h},"
+                " bf16: how many bytes does stage 1 (a middle stage) send per step?"
+            ).format(stages=max(n, 4), tokens=f"{tokens:,}", h=h),
             formula_sent_bytes("pp", max(n, 4), 1, **big),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Its output activations to the next stage (T h x 2 B over all microbatches) and the"
                 " gradient of its input to the previous one (the same size): 2 T h x 2 B,"
                 " independent of the number of stages and of the parameters; only neighbours talk."
@@ -129,13 +138,15 @@ def map_quiz(
             key="map_pp_sent",
         ),
         Numeric(
-            f"A full transformer layer (attention + MLP, 12h^2 parameters, no biases) with h = {h},"
-            f" trained with gradient accumulation over {accumulate} micro-batches per optimizer"
-            " step: above how many tokens PER MICRO-BATCH does TP send more bytes per step than"
-            " DP?",
+            _(
+                "A full transformer layer (attention + MLP, 12h^2 parameters, no biases) with h ="
+                " {h}, trained with gradient accumulation over {k} micro-batches per optimizer"
+                " step: above how many tokens PER MICRO-BATCH does TP send more bytes per step than"
+                " DP?"
+            ).format(h=h, k=accumulate),
             crossover_tokens(h, "bare", accumulate),
             units="tokens",
-            explanation=(
+            explanation=_(
                 "DP all-reduces 12h^2 gradients per layer ONCE per step; TP all-reduces a (T, h)"
                 " activation 4 times per layer in EVERY micro-batch: 12h^2 = 4 k T h, so"
                 " T* = 3h/k (the MLP block alone: 4h + 2.5 with k = 1). The lesson measures it on"
@@ -145,11 +156,13 @@ def map_quiz(
             key="map_layer_crossover",
         ),
         Numeric(
-            f"TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in"
-            " bf16 (W1, b1 and W2 split, b2 replicated)?",
+            _(
+                "TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in"
+                " bf16 (W1, b1 and W2 split, b2 replicated)?"
+            ).format(n=n, layers=layers, h=h),
             formula_param_bytes("tp", n, layers=layers, hidden=h, itemsize=item),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "(8h^2 + 4h)/t of the split tensors plus the replicated h-element bias b2, per"
                 " block: almost exactly 1/t of the model. Activations are another story: without"
                 " sequence parallelism every TP rank keeps the full (b, s, h) tensors."
@@ -158,45 +171,51 @@ def map_quiz(
             key="map_tp_param_bytes",
         ),
         MultipleChoice(
-            "The outline says DP 'does not save memory' while TP, PP and EP 'split it'. What did"
-            " the measured table show for the lesson's model?",
+            _(
+                "The outline says DP 'does not save memory' while TP, PP and EP 'split it'. What"
+                " did the measured table show for the lesson's model?"
+            ),
             [
-                (
+                _(
                     "Right for parameters only: DP holds 1/N of the activations, TP without"
                     " sequence parallelism more than DP"
                 ),
-                (
+                _(
                     "Right for both: DP keeps a full copy of parameters and activations, the"
                     " other three split both by their degree"
                 ),
-                (
+                _(
                     "Wrong for parameters: every strategy holds all of them, and only the"
                     " activations are split"
                 ),
-                "PP holds no activations: each stage passes them on to the next stage at once",
+                _("PP holds no activations: each stage passes them on to the next stage at once"),
             ],
             0,
-            "Per-rank activation bytes come from the tensors autograd saved on each rank: DP 1/N,"
-            " TP 1/t of the 4h-wide ones but all of the h-wide ones (TP+SP splits those along the"
-            " sequence too and gathers W1's input again in backward: DP's level, for one more"
-            " all-gather per block), PP its own blocks (times the microbatches in flight), EP its"
-            " tokens plus routing bookkeeping. Memory saving depends on WHAT you count.",
+            _(
+                "Per-rank activation bytes come from the tensors autograd saved on each rank: DP"
+                " 1/N, TP 1/t of the 4h-wide ones but all of the h-wide ones (TP+SP splits those"
+                " along the sequence too and gathers W1's input again in backward: DP's level, for"
+                " one more all-gather per block), PP its own blocks (times the microbatches in"
+                " flight), EP its tokens plus routing bookkeeping. Memory saving depends on WHAT"
+                " you count."
+            ),
             key="memory_errata",
         ),
         PredictThenRun(
-            "Predict the bytes rank 0 sends in one TP step of the lesson's model"
-            f" ({lesson['layers']} blocks, h = {lesson['hidden']}, {lesson['tokens']} tokens, fp32)"
-            f" on {n_run} ranks, then run it.",
+            _(
+                "Predict the bytes rank 0 sends in one TP step of the lesson's model ({layers}"
+                " blocks, h = {h}, {tokens} tokens, fp32) on {n} ranks, then run it."
+            ).format(layers=lesson["layers"], h=lesson["hidden"], tokens=lesson["tokens"], n=n_run),
             Numeric(
-                "Bytes sent by rank 0",
+                _("Bytes sent by rank 0"),
                 formula_sent_bytes("tp", n_run, 0, **lesson),
                 tolerance=0.02,
                 units="bytes",
-                explanation="2L all-reduces of T h x 4 B, each 2(N-1)/N of that per rank.",
+                explanation=_("2L all-reduces of T h x 4 B, each 2(N-1)/N of that per rank."),
             ),
             run=lambda: run(n_run),
             reveal=reveal,
-            explanation=(
+            explanation=_(
                 "The trace holds 2L all_reduce events per rank (L forward, L backward); the ring"
                 " volume of each is 2(N-1)/N of its (T, h) buffer."
             ),
@@ -207,7 +226,7 @@ def map_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 01: the parallelism map", questions, name="01_parallelism_map", learner=learner
+        _("Lesson 01: the parallelism map"), questions, name="01_parallelism_map", learner=learner
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.nccl_select import nccl_choose
 from ..models.nccl_systems import NCCL_SYSTEMS
@@ -29,34 +30,41 @@ def nccl_questions(rng: random.Random | None) -> list[MultipleChoice | Numeric]:
     cross = hierarchical_bytes_formula(k, g, size)["inter"]
     return [
         MultipleChoice(
-            f"NCCL's tuner on {s.describe()}: which protocol does it run for an all-reduce of"
-            f" {format_bytes(tiny)}?",
+            _(
+                "NCCL's tuner on {system}: which protocol does it run for an all-reduce of {size}?"
+            ).format(system=s.describe(), size=format_bytes(tiny)),
             PROTOCOLS,
             PROTOCOLS.index(small.proto),
-            f"NCCL picks {small.algo}/{small.proto}. A tiny message is latency-bound, and LL"
-            " (8-byte flag+data stores, no separate synchronisation) has the lowest latency of"
-            " the three; it pays with half the bandwidth, which does not matter at this size"
-            " (tuning.cc, NCCL 2.30.7).",
+            _(
+                "NCCL picks {pick}. A tiny message is latency-bound, and LL (8-byte flag+data"
+                " stores, no separate synchronisation) has the lowest latency of the three; it pays"
+                " with half the bandwidth, which does not matter at this size (tuning.cc, NCCL"
+                " 2.30.7)."
+            ).format(pick=f"{small.algo}/{small.proto}"),
             params={"system": system, "S": tiny},
             key="nccl_proto_small",
         ),
         MultipleChoice(
-            f"And for {format_bytes(huge)} on the same machine?",
+            _("And for {size} on the same machine?").format(size=format_bytes(huge)),
             PROTOCOLS,
             PROTOCOLS.index(large.proto),
-            f"NCCL picks {large.algo}/{large.proto}. A large message is bandwidth-bound: Simple"
-            " moves data at full bandwidth with a few synchronisations per chunk, and its higher"
-            " latency no longer counts. NCCL_PROTO=^Simple would force the slower protocols.",
+            _(
+                "NCCL picks {pick}. A large message is bandwidth-bound: Simple moves data at full"
+                " bandwidth with a few synchronisations per chunk, and its higher latency no longer"
+                " counts. NCCL_PROTO=^Simple would force the slower protocols."
+            ).format(pick=f"{large.algo}/{large.proto}"),
             params={"system": system, "S": huge},
             key="nccl_proto_large",
         ),
         Numeric(
-            f"A hierarchical all-reduce of {format_bytes(size)} on {k} nodes of {g} GPUs, one NIC"
-            " per GPU: reduce-scatter in the node, each GPU all-reduces its shard across nodes"
-            " over its own NIC, all-gather. How many bytes does each GPU send across nodes?",
+            _(
+                "A hierarchical all-reduce of {size} on {k} nodes of {g} GPUs, one NIC per GPU:"
+                " reduce-scatter in the node, each GPU all-reduces its shard across nodes over its"
+                " own NIC, all-gather. How many bytes does each GPU send across nodes?"
+            ).format(size=format_bytes(size), k=k, g=g),
             cross,
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Each GPU holds a 1/g shard after the reduce-scatter and ring-all-reduces it over K"
                 " nodes: 2(K-1)/K · S/g, all g NICs busy at once. A leader per node would send"
                 " 2(K-1)/K · S over one NIC."

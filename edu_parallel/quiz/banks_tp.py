@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..tensor_parallel.formulas import (
     allreduce_message_bytes,
     attention_sent_bytes,
@@ -44,10 +45,14 @@ def tp_quiz(
     """Lesson 07: which collective each layer needs (errata E4), bytes of Megatron's MLP and of a
     whole layer with attention, SP."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise bad_value("seed", seed, "an int or None")
+        raise bad_value("seed", seed, _("an int or None"))
     if runner is not None and not callable(runner):
         raise bad_value(
-            "runner", runner, "a callable runner(mode, world_size), or None for the formula"
+            "runner",
+            runner,
+            _("a callable {signature}, or None for the formula").format(
+                signature="runner(mode, world_size)"
+            ),
         )
     run = runner or formula_runner
     rng = random.Random(seed) if seed is not None else None
@@ -61,43 +66,53 @@ def tp_quiz(
 
     questions = [
         MultipleChoice(
-            "Column-parallel linear layer (A split along its output columns, X replicated): what"
-            " does each rank hold after its local matmul, and which collective does the FORWARD"
-            " pass need?",
+            _(
+                "Column-parallel linear layer (A split along its output columns, X replicated):"
+                " what does each rank hold after its local matmul, and which collective does the"
+                " FORWARD pass need?"
+            ),
             [
-                "A slice of Y's columns; no collective (backward all-reduces dX)",
-                "A partial sum of the full Y; an all-reduce to add the ranks' parts",
-                "A partial sum of the full Y; an all-gather to join the ranks' parts",
-                "The full Y; no collective in either pass",
+                _("A slice of Y's columns; no collective (backward all-reduces dX)"),
+                _("A partial sum of the full Y; an all-reduce to add the ranks' parts"),
+                _("A partial sum of the full Y; an all-gather to join the ranks' parts"),
+                _("The full Y; no collective in either pass"),
             ],
             0,
-            "Y_r = X A_r is block r of Y's columns. The sum appears in BACKWARD: dX = sum_r dY_r"
-            " A_r^T, so dX is all-reduced (Megatron's f). The syllabus has this reversed (errata"
-            " E4); the lesson ran both rules.",
+            _(
+                "Y_r = X A_r is block r of Y's columns. The sum appears in BACKWARD: dX = sum_r"
+                " dY_r A_r^T, so dX is all-reduced (Megatron's f). The syllabus has this reversed"
+                " (errata E4); the lesson ran both rules."
+            ),
             key="errata_e4_column",
         ),
         MultipleChoice(
-            "Row-parallel linear layer (A split along its input rows, X split along its last dim):"
-            " what does each rank hold after its local matmul, and what does the forward pass"
-            " need?",
+            _(
+                "Row-parallel linear layer (A split along its input rows, X split along its last"
+                " dim): what does each rank hold after its local matmul, and what does the forward"
+                " pass need?"
+            ),
             [
-                "A partial sum of the full Y; an all-reduce (Megatron's g)",
-                "A slice of Y's columns; an all-gather to join the slices",
-                "A slice of Y's columns; nothing, the next layer takes slices",
-                "A partial sum of the full Y; an all-gather to join the parts",
+                _("A partial sum of the full Y; an all-reduce (Megatron's g)"),
+                _("A slice of Y's columns; an all-gather to join the slices"),
+                _("A slice of Y's columns; nothing, the next layer takes slices"),
+                _("A partial sum of the full Y; an all-gather to join the parts"),
             ],
             0,
-            "X_r A_r has Y's full shape but only rank r's share of the inner sum over the input"
-            " dimension, so the ranks' outputs must be summed: all-reduce. Concatenating them (the"
-            " syllabus's all-gather) gives a (s, t*h) tensor of partial sums, not Y.",
+            _(
+                "X_r A_r has Y's full shape but only rank r's share of the inner sum over the input"
+                " dimension, so the ranks' outputs must be summed: all-reduce. Concatenating them"
+                " (the syllabus's all-gather) gives a (s, t*h) tensor of partial sums, not Y."
+            ),
             key="errata_e4_row",
         ),
         Numeric(
-            f"Megatron's MLP block with b={b}, s={s}, h={h} in bf16 (2 bytes) on t={t} GPUs: how"
-            " many bytes is the tensor that ONE all-reduce reduces?",
+            _(
+                "Megatron's MLP block with b={b}, s={s}, h={h} in bf16 (2 bytes) on t={t} GPUs: how"
+                " many bytes is the tensor that ONE all-reduce reduces?"
+            ).format(b=b, s=s, h=h, t=t),
             allreduce_message_bytes(b, s, h, 2),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Both all-reduces (g after B in forward, f before A in backward) act on the block's"
                 " input/output activation of shape (b, s, h): b*s*h*itemsize bytes, whatever t is."
             ),
@@ -105,11 +120,13 @@ def tp_quiz(
             key="tp_allreduce_bytes",
         ),
         Numeric(
-            f"The same MLP block (b={b}, s={s}, h={h}, bf16, t={t}): how many bytes does each GPU"
-            " SEND for one forward and backward pass with ring all-reduces?",
+            _(
+                "The same MLP block (b={b}, s={s}, h={h}, bf16, t={t}): how many bytes does each"
+                " GPU SEND for one forward and backward pass with ring all-reduces?"
+            ).format(b=b, s=s, h=h, t=t),
             tp_sent_bytes("mlp", t, b, s, h, 2),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Two all-reduces of b*s*h*2 bytes, each 2(t-1)/t of it sent per rank:"
                 " 4(t-1)/t*b*s*h*2. This is per layer and per micro-batch, on the critical path:"
                 " why TP stays inside a node (NVLink)."
@@ -118,14 +135,16 @@ def tp_quiz(
             key="tp_mlp_sent",
         ),
         Numeric(
-            f"A whole transformer layer under Megatron TP (b={b}, s={s}, h={h}, bf16, t={t}):"
-            " attention with its heads split over the GPUs, then the MLP block. How many bytes"
-            " does each GPU SEND for one forward and backward of one micro-batch?",
+            _(
+                "A whole transformer layer under Megatron TP (b={b}, s={s}, h={h}, bf16, t={t}):"
+                " attention with its heads split over the GPUs, then the MLP block. How many bytes"
+                " does each GPU SEND for one forward and backward of one micro-batch?"
+            ).format(b=b, s=s, h=h, t=t),
             sum(attention_sent_bytes(t, b, s, h, 2).values()) + tp_sent_bytes("mlp", t, b, s, h, 2),
             units="bytes",
-            explanation=(
-                "Attention costs what the MLP costs: g after the output projection Wo (forward),"
-                " f before the Q, K, V projections (backward), each an all-reduce of the (b, s, h)"
+            explanation=_(
+                "Attention costs what the MLP costs: g after the output projection Wo (forward), f"
+                " before the Q, K, V projections (backward), each an all-reduce of the (b, s, h)"
                 " activation; heads never mix, so attention itself needs nothing. Four all-reduces"
                 " per layer and micro-batch: 4 x 2(t-1)/t x b*s*h*2 (the lesson's attention run"
                 " counts its two in the trace)."
@@ -134,12 +153,14 @@ def tp_quiz(
             key="tp_layer_sent",
         ),
         Numeric(
-            f"With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of the"
-            " MLP block runs an all-gather and a reduce-scatter instead of one all-reduce. How"
-            " many bytes does each GPU send in that FORWARD pass?",
+            _(
+                "With sequence parallelism (b={b}, s={s}, h={h}, bf16, t={t}) the forward pass of"
+                " the MLP block runs an all-gather and a reduce-scatter instead of one all-reduce."
+                " How many bytes does each GPU send in that FORWARD pass?"
+            ).format(b=b, s=s, h=h, t=t),
             sp_sent_bytes_per_pass(t, b, s, h, 2)["forward"],
             units="bytes",
-            explanation=(
+            explanation=_(
                 "All-gather and reduce-scatter of the (b, s, h) tensor each send (t-1)/t*b*s*h*2"
                 " per rank, together 2(t-1)/t*b*s*h*2: exactly one ring all-reduce (which IS a"
                 " reduce-scatter plus an all-gather). No extra bytes in forward; backward gathers X"
@@ -150,37 +171,41 @@ def tp_quiz(
             key="sp_forward_sent",
         ),
         MultipleChoice(
-            "Why does Megatron split the FIRST MLP matrix A by columns rather than by rows?",
+            _("Why does Megatron split the FIRST MLP matrix A by columns rather than by rows?"),
             [
-                "GeLU is nonlinear: whole columns of XA let each rank apply it locally",
-                "Column splits need less weight memory, since A is wider than it is tall",
-                "Row splits would need an all-gather of X before the matmul, every step",
-                "It makes no difference: GeLU(a + b) = GeLU(a) + GeLU(b) for every a and b",
+                _("GeLU is nonlinear: whole columns of XA let each rank apply it locally"),
+                _("Column splits need less weight memory, since A is wider than it is tall"),
+                _("Row splits would need an all-gather of X before the matmul, every step"),
+                _("It makes no difference: GeLU(a + b) = GeLU(a) + GeLU(b) for every a and b"),
             ],
             0,
-            "GeLU(X1 A1 + X2 A2) != GeLU(X1 A1) + GeLU(X2 A2). Splitting A by columns makes GeLU"
-            " local, and then B split by rows takes those column slices as its split input: one"
-            " all-reduce per pass (Megatron §3).",
+            _(
+                "GeLU(X1 A1 + X2 A2) != GeLU(X1 A1) + GeLU(X2 A2). Splitting A by columns makes"
+                " GeLU local, and then B split by rows takes those column slices as its split"
+                " input: one all-reduce per pass (Megatron §3)."
+            ),
             key="why_columns",
         ),
         PredictThenRun(
-            f"Predict how many bytes rank 0 sends for one forward and backward of the '{mode_run}'"
-            f" layer on {n_run} ranks with the lesson's sizes (b={lb}, s={ls}, h={lh}, ffn=4h,"
-            " float64), then run it.",
+            _(
+                "Predict how many bytes rank 0 sends for one forward and backward of the"
+                " '{mode_run}' layer on {n_run} ranks with the lesson's sizes (b={lb}, s={ls},"
+                " h={lh}, ffn=4h, float64), then run it."
+            ).format(mode_run=mode_run, n_run=n_run, lb=lb, ls=ls, lh=lh),
             Numeric(
-                "Bytes rank 0 sends (ring volume)",
+                _("Bytes rank 0 sends (ring volume)"),
                 tp_sent_bytes(mode_run, n_run, lb, ls, lh, li),
                 units="bytes",
-                explanation=(
+                explanation=_(
                     "Each all-reduce of the (b, s, h) activation sends 2(N-1)/N * b*s*h*8 bytes per"
                     " rank."
                 ),
             ),
             run=lambda: run(mode_run, n_run),
-            reveal=lambda report: (
-                f"bytes sent per rank, from the trace: {list(report.per_rank_sent_bytes)}"
+            reveal=lambda report: _("bytes sent per rank, from the trace: {sent}").format(
+                sent=list(report.per_rank_sent_bytes)
             ),
-            explanation=(
+            explanation=_(
                 "column: one all-reduce (dX, backward); row: one (Y, forward); mlp: both. The"
                 " trace's collective events, converted to ring volume, equal the formula."
             ),
@@ -191,7 +216,7 @@ def tp_quiz(
         ),
     ]
     return Quiz(
-        "Lesson 07: tensor parallelism", questions, name="07_tensor_parallel", learner=learner
+        _("Lesson 07: tensor parallelism"), questions, name="07_tensor_parallel", learner=learner
     )
 
 

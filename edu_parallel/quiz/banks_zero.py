@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..memory.communication import comm_bytes_per_step, fsdp_collectives_per_step
 from ..memory.model_states import largest_model_that_fits, model_state_bytes
 from .banks import register_bank
@@ -39,10 +40,14 @@ def zero_quiz(
 ) -> Quiz:
     """Lesson 06: bytes per GPU by stage, what fits, communication (errata E7, E8), U15."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise bad_value("seed", seed, "an int or None")
+        raise bad_value("seed", seed, _("an int or None"))
     if runner is not None and not callable(runner):
         raise bad_value(
-            "runner", runner, "a callable runner(stage, world_size), or None for the formula"
+            "runner",
+            runner,
+            _("a callable {signature}, or None for the formula").format(
+                signature="runner(stage, world_size)"
+            ),
         )
     run = runner or formula_runner
     rng = random.Random(seed) if seed is not None else None
@@ -56,18 +61,19 @@ def zero_quiz(
     units = 32 if rng is None else rng.choice((12, 24, 32, 80))
 
     def reveal(report: Any) -> str:
-        return (
-            "model-state bytes per rank, counted from the ledger:"
-            f" {list(report.per_rank_peak_model_state_bytes)}"
+        return _("model-state bytes per rank, counted from the ledger: {bytes}").format(
+            bytes=list(report.per_rank_peak_model_state_bytes)
         )
 
     questions = [
         Numeric(
-            f"A {size}-parameter model trained with mixed-precision Adam and plain data"
-            " parallelism: how many bytes of model state does each GPU hold?",
+            _(
+                "A {size}-parameter model trained with mixed-precision Adam and plain data"
+                " parallelism: how many bytes of model state does each GPU hold?"
+            ).format(size=size),
             model_state_bytes(psi, n, zero=0).bytes_per_gpu,
             units="bytes",
-            explanation=(
+            explanation=_(
                 "16 bytes per parameter: 2 for fp16/bf16 params, 2 for grads, 4 + 4 + 4 for the"
                 " fp32 master copy and Adam's m and v (ZeRO §3.1, K = 12), replicated on every GPU."
             ),
@@ -75,10 +81,12 @@ def zero_quiz(
             key="dp_bytes",
         ),
         Numeric(
-            f"The same {size} model on {n} GPUs with ZeRO-{stage}: bytes of model state per GPU?",
+            _(
+                "The same {size} model on {n} GPUs with ZeRO-{stage}: bytes of model state per GPU?"
+            ).format(size=size, n=n, stage=stage),
             model_state_bytes(psi, n, zero=stage).bytes_per_gpu,
             units="bytes",
-            explanation=(
+            explanation=_(
                 "ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N (ZeRO Figure 1; errata E8):"
                 " each stage shards one more kind of state over the N data-parallel ranks."
             ),
@@ -86,26 +94,32 @@ def zero_quiz(
             key="zero_bytes",
         ),
         MultipleChoice(
-            "How much does each GPU send per training step under ZeRO-1 and ZeRO-2, compared with"
-            " plain DP?",
+            _(
+                "How much does each GPU send per training step under ZeRO-1 and ZeRO-2, compared"
+                " with plain DP?"
+            ),
             [
-                "The same as DP: a reduce-scatter plus an all-gather, 2Ψ bytes in all",
-                "Less: each rank only exchanges the gradients of its own optimizer shard, 2Ψ/N",
-                "Twice as much: the sharded optimizer state must be all-gathered every step",
-                "Nothing: each rank updates its own shard, so no collective is needed",
+                _("The same as DP: a reduce-scatter plus an all-gather, 2Ψ bytes in all"),
+                _("Less: each rank only exchanges the gradients of its own optimizer shard, 2Ψ/N"),
+                _("Twice as much: the sharded optimizer state must be all-gathered every step"),
+                _("Nothing: each rank updates its own shard, so no collective is needed"),
             ],
             0,
-            "Errata E7 (ZeRO §7): ZeRO-1/2 move 2Ψ per rank like DP; ZeRO-3 gathers the parameters"
-            " in forward and again in backward, 3Ψ, 1.5x DP. The lesson counts these bytes from the"
-            " traces.",
+            _(
+                "Errata E7 (ZeRO §7): ZeRO-1/2 move 2Ψ per rank like DP; ZeRO-3 gathers the"
+                " parameters in forward and again in backward, 3Ψ, 1.5x DP. The lesson counts these"
+                " bytes from the traces."
+            ),
             key="errata_e7",
         ),
         Numeric(
-            f"ZeRO-3 on {n} GPUs: how many bytes does each GPU send per step for a {size} model "
-            "(16-bit gradients and parameters, ring collectives)?",
+            _(
+                "ZeRO-3 on {n} GPUs: how many bytes does each GPU send per step for a {size} model"
+                " (16-bit gradients and parameters, ring collectives)?"
+            ).format(n=n, size=size),
             comm_bytes_per_step(psi, n, zero=3),
             units="bytes",
-            explanation=(
+            explanation=_(
                 "Reduce-scatter of gradients plus two all-gathers of parameters, each (N-1)/N of 2Ψ"
                 " bytes: 3·(N-1)/N·2Ψ, 1.5x the DP all-reduce."
             ),
@@ -113,11 +127,13 @@ def zero_quiz(
             key="zero3_comm",
         ),
         Numeric(
-            f"With ZeRO-3 on {n} GPUs of {gpu_gib} GiB each, what is the largest model (parameters)"
-            " whose model states fit (activations not counted)?",
+            _(
+                "With ZeRO-3 on {n} GPUs of {gpu_gib} GiB each, what is the largest model"
+                " (parameters) whose model states fit (activations not counted)?"
+            ).format(n=n, gpu_gib=gpu_gib),
             largest_model_that_fits(gpu_gib * 2**30, n, zero=3),
             units="params",
-            explanation=(
+            explanation=_(
                 "16Ψ/N <= memory, so Ψ <= N·memory/16: memory grows with the number of GPUs, which"
                 " is what lets ZeRO-3 train models no single GPU could hold."
             ),
@@ -125,12 +141,14 @@ def zero_quiz(
             key="zero3_largest",
         ),
         Numeric(
-            f"FSDP2 wraps each of {units} transformer layers with fully_shard (the root holds no"
-            " parameters of its own) and reshards after forward. How many collectives does one"
-            " training step issue?",
+            _(
+                "FSDP2 wraps each of {units} transformer layers with fully_shard (the root holds no"
+                " parameters of its own) and reshards after forward. How many collectives does one"
+                " training step issue?"
+            ).format(units=units),
             fsdp_collectives_per_step(units, True),
             units="collectives",
-            explanation=(
+            explanation=_(
                 "Per unit: an all-gather before forward, another before backward (it was"
                 " resharded), a reduce-scatter of its gradients. The bytes are ZeRO-3's whatever"
                 " the cut; the count (latency) and the peak of gathered parameters (one unit plus"
@@ -140,46 +158,51 @@ def zero_quiz(
             key="fsdp_collectives",
         ),
         MultipleChoice(
-            "ZeRO and tensor/pipeline parallelism both cut memory per GPU. What is the difference"
-            " (U15)?",
+            _(
+                "ZeRO and tensor/pipeline parallelism both cut memory per GPU. What is the"
+                " difference (U15)?"
+            ),
             [
-                (
+                _(
                     "ZeRO shards the training state and gathers it to compute; TP/PP split the"
                     " computation itself"
                 ),
-                (
-                    "ZeRO splits the layers across GPUs, like PP; TP/PP shard the optimizer"
-                    " state, like ZeRO-1"
+                _(
+                    "ZeRO splits the layers across GPUs, like PP; TP/PP shard the optimizer state,"
+                    " like ZeRO-1"
                 ),
-                (
+                _(
                     "None: both give each GPU a part of the weights and of the math, under"
                     " different names"
                 ),
-                (
+                _(
                     "ZeRO only saves memory without data parallelism, while TP/PP work with any"
                     " data-parallel degree"
                 ),
             ],
             0,
-            "ZeRO is data parallelism without replication: state is sharded and gathered on demand"
-            " (communication for memory). TP splits a layer's math, PP splits the layers; they"
-            " combine (ZeRO-1 with TP/PP in 3D).",
+            _(
+                "ZeRO is data parallelism without replication: state is sharded and gathered on"
+                " demand (communication for memory). TP splits a layer's math, PP splits the"
+                " layers; they combine (ZeRO-1 with TP/PP in 3D)."
+            ),
             key="zero_vs_tp",
         ),
         PredictThenRun(
-            "Predict the model-state bytes per rank when the lesson's small model"
-            f" ({SMALL_MODEL_PARAMS} parameters) trains with ZeRO-{stage_run} on {n_run} ranks,"
-            " then run it.",
+            _(
+                "Predict the model-state bytes per rank when the lesson's small model ({params}"
+                " parameters) trains with ZeRO-{stage_run} on {n_run} ranks, then run it."
+            ).format(params=SMALL_MODEL_PARAMS, stage_run=stage_run, n_run=n_run),
             Numeric(
-                "Model-state bytes per rank",
+                _("Model-state bytes per rank"),
                 model_state_bytes(SMALL_MODEL_PARAMS, n_run, zero=stage_run).bytes_per_gpu,
                 tolerance=0.02,
                 units="bytes",
-                explanation="The ZeRO formula with Ψ = the small model's parameters.",
+                explanation=_("The ZeRO formula with Ψ = the small model's parameters."),
             ),
             run=lambda: run(stage_run, n_run),
             reveal=reveal,
-            explanation=(
+            explanation=_(
                 "The ledger counts the real tensors on each rank (bf16 params and grads, fp32"
                 " master, m, v); they match the formula up to the padding of uneven shards."
             ),
@@ -189,7 +212,7 @@ def zero_quiz(
             config=f"run_zero(Cluster({n_run}), {stage_run})",
         ),
     ]
-    return Quiz("Lesson 06: ZeRO and FSDP", questions, name="06_zero_fsdp", learner=learner)
+    return Quiz(_("Lesson 06: ZeRO and FSDP"), questions, name="06_zero_fsdp", learner=learner)
 
 
 register_bank("06_zero_fsdp", zero_quiz)

@@ -9,12 +9,14 @@ in the lesson's body and the final quiz, sharing the questions (and a predict-th
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_int
-from .core import Feedback, MultipleChoice, check_text
+from ..core.i18n import _
+from .core import Feedback, MultipleChoice, check_text, unit_label
 from .predict import QUESTION_TYPES, PredictThenRun, Question
 from .shuffle import check_learner, learner_seed, permutation
 
@@ -113,19 +115,26 @@ class Quiz:
         return sum(1 for fb in self.results if fb is not None)
 
     def score_line(self) -> str:
-        return f"Score: {self.score} / {self.total}"
+        return _("Score: {score} / {total}").format(score=self.score, total=self.total)
 
     def summary(self) -> str:
         """``"Ring all-reduce: Score: 5 / 7 (7 answered)"``."""
-        return f"{self.title}: {self.score_line()} ({self.answered} answered)"
+        return _("{title}: {score_line} ({answered} answered)").format(
+            title=self.title, score_line=self.score_line(), answered=self.answered
+        )
 
     def to_text(self, answers: bool = False) -> str:
         """The quiz as plain text; with ``answers=True`` each answer and its explanation."""
-        lines = [self.title, "=" * len(self.title), ""]
+        lines = [self.title, underline(self.title), ""]
         for n, q in enumerate(self.questions, 1):
             lines.extend(question_text(q, n, answers))
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+
+def underline(title: str, mark: str = "=") -> str:
+    """``mark`` as wide as ``title`` in a terminal: a CJK character takes two columns."""
+    return mark * sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in title)
 
 
 def shuffled(q: Question, learner: str, bank: str) -> Question:
@@ -148,16 +157,17 @@ def question_text(q: Question, number: int, answers: bool = False, typed: bool =
     inner = q.predict if isinstance(q, PredictThenRun) else q
     if isinstance(inner, MultipleChoice):
         lines.extend(f"   {inner.label(i)}" for i in range(len(inner.choices)))
-        if inner.multiple:
-            how = ": type every right letter, e.g. 'a, c'" if typed else ""
-            lines.append(f"   (tick all that apply{how})")
+        if inner.multiple and typed:
+            lines.append("   " + _("(tick all that apply: type every right letter, e.g. 'a, c')"))
+        elif inner.multiple:
+            lines.append("   " + _("(tick all that apply)"))
     elif inner.is_bytes:
-        lines.append("   (answer in bytes; units allowed, e.g. '1536' or '1.5 KiB')")
+        lines.append("   " + _("(answer in bytes; units allowed, e.g. '1536' or '1.5 KiB')"))
     elif inner.units:
-        lines.append(f"   (answer in {inner.units})")
+        lines.append("   " + _("(answer in {units})").format(units=unit_label(inner.units)))
     if isinstance(q, PredictThenRun):
-        lines.append("   (predict first; then the engine runs and shows what happened)")
+        lines.append("   " + _("(predict first; then the engine runs and shows what happened)"))
     if answers:
-        lines.append(f"   Answer: {q.expected}")
-        lines.append(f"   Why: {q.explanation}")
+        lines.append("   " + _("Answer: {expected}").format(expected=q.expected))
+        lines.append("   " + _("Why: {explanation}").format(explanation=q.explanation))
     return lines

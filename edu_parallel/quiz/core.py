@@ -25,11 +25,31 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..core.errors import bad_value, check_int, check_non_negative
+from ..core.i18n import N_, _
 from ..core.units import BYTE_SUFFIXES, format_bytes
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 BYTE_UNITS = ("bytes", "B")  # Numeric.units that switch on byte-size parsing
 _ALIASES = {"times": ("x", "×")}  # other suffixes accepted for some units
+# unit words of Numeric.units shown to the learner (translated where shown; parsing accepts both)
+UNIT_WORDS = {
+    "assignments": N_("assignments"),
+    "buckets": N_("buckets"),
+    "collectives": N_("collectives"),
+    "elements": N_("elements"),
+    "events": N_("events"),
+    "gradients": N_("gradients"),
+    "messages": N_("messages"),
+    "microbatches": N_("microbatches"),
+    "params": N_("params"),
+    "steps": N_("steps"),
+    "times": N_("times"),
+    "tokens": N_("tokens"),
+    "updates": N_("updates"),
+    "values": N_("values"),
+}
+_BYTE_WORDS = {"字节": "b"}  # the Chinese for bytes, accepted after a number of bytes
+_SEPARATORS = str.maketrans({"，": ",", "；": ";", "、": ",", "）": ")", "　": " "})  # full-width
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*")
 
 
@@ -58,6 +78,11 @@ def check_text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise bad_value(name, value, "a non-empty text")
     return value
+
+
+def unit_label(units: str) -> str:
+    """``units`` as the learner reads it: ``"steps"`` -> ``"步"`` in Chinese; others unchanged."""
+    return _(UNIT_WORDS[units]) if units in UNIT_WORDS else units
 
 
 def _plain_number(x: float) -> str:
@@ -151,16 +176,20 @@ class MultipleChoice:
         """Index, set of indices, letter(s) such as ``"b"`` or ``"a, c"``, or a choice's text."""
         picked = self._indices(answer)
         if not self.multiple and len(picked) != 1:
-            raise bad_value("answer", answer, "exactly one choice (this question has one answer)")
+            raise bad_value(
+                "answer", answer, _("exactly one choice (this question has one answer)")
+            )
         return picked
 
     def _indices(self, answer: Any) -> frozenset[int]:
         n = len(self.choices)
-        valid = f"a choice index 0..{n - 1}, a letter a..{LETTERS[n - 1]} or a choice's text"
+        valid = _("a choice index 0..{last}, a letter a..{letter} or a choice's text").format(
+            last=n - 1, letter=LETTERS[n - 1]
+        )
         if isinstance(answer, str):
             if answer in self.choices:
                 return frozenset({self.choices.index(answer)})
-            text = answer.strip().lower().replace(")", "")
+            text = answer.translate(_SEPARATORS).strip().lower().replace(")", "")
             tokens = re.split(r"[\s,;]+", text) if re.search(r"[\s,;]", text) else list(text)
             tokens = [t for t in tokens if t]
             if not tokens or any(len(t) != 1 or t not in LETTERS[:n] for t in tokens):
@@ -181,9 +210,11 @@ class MultipleChoice:
         given = "; ".join(self.label(i) for i in sorted(picked))
         ok = picked == self.correct_indices
         if ok:
-            message = f"Correct! {self.expected}"
+            message = _("Correct! {expected}").format(expected=self.expected)
         else:
-            message = f"Not quite. You chose {given}; the answer is {self.expected}"
+            message = _("Not quite. You chose {given}; the answer is {expected}").format(
+                given=given, expected=self.expected
+            )
         return Feedback(ok, self.expected, self.explanation, message, given)
 
 
@@ -224,9 +255,10 @@ class Numeric:
     def format(self, value: float) -> str:
         """``786432`` -> ``'768 KiB (786,432 bytes)'``; ``112.5`` -> ``'112.5 GB/s'``."""
         if self.is_bytes:
-            plain = f"{_plain_number(value)} byte{'' if value == 1 else 's'}"
+            words = _("{n} byte") if value == 1 else _("{n} bytes")
+            plain = words.format(n=_plain_number(value))
             return f"{format_bytes(value)} ({plain})" if abs(value) >= 1024 else plain
-        return f"{_plain_number(value)} {self.units}".strip()
+        return f"{_plain_number(value)} {unit_label(self.units)}".strip()
 
     @property
     def expected(self) -> str:
@@ -234,29 +266,42 @@ class Numeric:
 
     def parse(self, answer: Any) -> float:
         """A number, or a string: ``"1536"``, ``"1,536"``, ``"1.5 KiB"`` (bytes), ``"75 GB/s"``."""
-        example = "'1536' or '1.5 KiB'" if self.is_bytes else "'42'"
-        valid = f"a number such as {example}"
+        if self.is_bytes:
+            valid = _("a number such as '1536' or '1.5 KiB'")
+        else:
+            valid = _("a number such as '42'")
         if isinstance(answer, bool):
             raise bad_value("answer", answer, valid)
         if isinstance(answer, (int, float)):
             value = float(answer)
         elif isinstance(answer, str):
-            match = _NUMBER.fullmatch(answer.replace(",", "").replace("_", ""))
+            text = answer.translate(_SEPARATORS).replace(",", "").replace("_", "")
+            match = _NUMBER.fullmatch(text)
             if not match:
                 raise bad_value("answer", answer, valid)
             value, suffix = float(match.group(1)), match.group(2)
             if self.is_bytes:
+                suffix = _BYTE_WORDS.get(suffix, suffix)
                 if suffix.lower() not in BYTE_SUFFIXES:
                     raise bad_value(
-                        "answer", answer, valid + " (units: B, KiB, MiB, GiB, KB, MB, GB)"
+                        "answer",
+                        answer,
+                        _(
+                            "a number such as '1536' or '1.5 KiB'"
+                            " (units: B, KiB, MiB, GiB, KB, MB, GB)"
+                        ),
                     )
                 value *= BYTE_SUFFIXES[suffix.lower()]
             elif suffix and suffix.lower() not in (
                 self.units.lower(),
                 *_ALIASES.get(self.units, ()),
+                unit_label(self.units).replace(" ", "").lower(),
+                unit_label(self.units).lower(),
             ):
                 raise bad_value(
-                    "answer", answer, f"a number, optionally followed by {self.units!r}"
+                    "answer",
+                    answer,
+                    _("a number, optionally followed by {units}").format(units=repr(self.units)),
                 )
         else:
             try:
@@ -264,16 +309,19 @@ class Numeric:
             except (TypeError, ValueError):
                 raise bad_value("answer", answer, valid) from None
         if not math.isfinite(value):
-            raise bad_value("answer", answer, "a finite number")
+            raise bad_value("answer", answer, _("a finite number"))
         return value
 
     @property
     def allowed(self) -> str:
         """The tolerance in words: ``"tolerance 1%"``, ``"exact answer"``..."""
-        parts = [f"{self.tolerance * 100:g}%"] if self.tolerance else []
-        if self.abs_tolerance:
-            parts.append(f"+/-{_plain_number(self.abs_tolerance)}")
-        return "tolerance " + " or ".join(parts) if parts else "exact answer expected"
+        rel = f"{self.tolerance * 100:g}%" if self.tolerance else ""
+        absolute = f"+/-{_plain_number(self.abs_tolerance)}" if self.abs_tolerance else ""
+        if rel and absolute:
+            return _("tolerance {rel} or {abs}").format(rel=rel, abs=absolute)
+        if rel or absolute:
+            return _("tolerance {tol}").format(tol=rel or absolute)
+        return _("exact answer expected")
 
     def grade(self, value: float, expected: float) -> Feedback:
         """Compare ``value`` with ``expected`` (both already numbers)."""
@@ -281,16 +329,22 @@ class Numeric:
         ok = err <= self.tolerance * abs(expected) or err <= self.abs_tolerance
         shown = self.format(expected)
         if expected != 0:
-            off = f"relative error {(value - expected) / abs(expected):+.2%}"
+            off = _("relative error {error}").format(
+                error=f"{(value - expected) / abs(expected):+.2%}"
+            )
         else:
-            off = f"off by {_plain_number(value - expected)}"
+            off = _("off by {diff}").format(diff=_plain_number(value - expected))
         given = self.format(value)
         if value == expected:
-            message = f"Correct! {shown}."
+            message = _("Correct! {expected}.").format(expected=shown)
         elif ok:
-            message = f"Correct! Expected {shown}; you answered {given} ({off})."
+            message = _("Correct! Expected {expected}; you answered {given} ({off}).").format(
+                expected=shown, given=given, off=off
+            )
         else:
-            message = f"Not quite. Expected {shown}; you answered {given} ({off}, {self.allowed})."
+            message = _(
+                "Not quite. Expected {expected}; you answered {given} ({off}, {allowed})."
+            ).format(expected=shown, given=given, off=off, allowed=self.allowed)
         return Feedback(ok, shown, self.explanation, message, given)
 
     def check(self, answer: Any) -> Feedback:

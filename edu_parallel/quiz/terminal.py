@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable
 
 from ..core.errors import bad_value
-from .container import Quiz, question_text
+from ..core.i18n import _
+from .container import Quiz, question_text, underline
 from .predict import PredictThenRun
 
 MAX_RETRIES = 3
@@ -34,13 +35,13 @@ def run_in_terminal(
     if interactive is None:
         interactive = sys.stdin.isatty()
     print_fn(quiz.title)
-    print_fn("=" * len(quiz.title))
+    print_fn(underline(quiz.title))
     if not interactive:
         for n, q in enumerate(quiz.questions, 1):
             print_fn("")
             print_fn("\n".join(question_text(q, n, answers=True)))
             if isinstance(q, PredictThenRun) and run_engine:
-                print_fn("   The run shows:")
+                print_fn("   " + _("The run shows:"))
                 print_fn(_indent(q.reveal(q.result())))
         return quiz.score
     for i, q in enumerate(quiz.questions):
@@ -49,11 +50,11 @@ def run_in_terminal(
         try:
             done = _ask(quiz, i, input_fn, print_fn)
         except EOFError:
-            print_fn("\n(end of input: stopping)")
+            print_fn("\n" + _("(end of input: stopping)"))
             break
         if not done:
-            print_fn(f"   (skipped) Answer: {q.expected}")
-            print_fn(f"   Why: {q.explanation}")
+            print_fn("   " + _("(skipped) Answer: {expected}").format(expected=q.expected))
+            print_fn("   " + _("Why: {explanation}").format(explanation=q.explanation))
     print_fn("")
     print_fn(quiz.summary())
     return quiz.score
@@ -63,8 +64,8 @@ def _ask(
     quiz: Quiz, index: int, input_fn: Callable[[str], str], print_fn: Callable[..., None]
 ) -> bool:
     """Ask question ``index`` until an answer can be read; False when the learner skips it."""
-    for _ in range(MAX_RETRIES):
-        text = input_fn("   your answer (empty to skip): ").strip()
+    for _attempt in range(MAX_RETRIES):
+        text = input_fn("   " + _("your answer (empty to skip):") + " ").strip()
         if not text:
             return False
         if isinstance(quiz[index], PredictThenRun):
@@ -73,7 +74,7 @@ def _ask(
             except ValueError as exc:
                 print_fn(f"   {exc}")
                 continue
-            print_fn("   running the engine...")
+            print_fn("   " + _("running the engine..."))
         try:
             fb = quiz.answer(index, text)
         except ValueError as exc:
@@ -82,7 +83,7 @@ def _ask(
         print_fn(f"   {fb.message}")
         if fb.reveal:
             print_fn(_indent(fb.reveal))
-        print_fn(f"   Why: {fb.explanation}")
+        print_fn("   " + _("Why: {explanation}").format(explanation=fb.explanation))
         return True
     return False
 

@@ -17,6 +17,7 @@ import html
 from typing import Any
 
 from ..core.errors import ClusterClosedError, bad_value, check_int
+from ..core.i18n import _
 from .container import Quiz, question_text
 from .core import Feedback, MultipleChoice
 from .predict import PredictThenRun
@@ -63,7 +64,7 @@ class QuizWidget:
         for i, q in enumerate(quiz.questions):
             inner = q.predict if isinstance(q, PredictThenRun) else q
             prompt, *rest = question_text(q, i + 1, typed=False)
-            hints = [line.strip() for line in rest if line.strip().startswith("(")]
+            hints = [line.strip() for line in rest if line.strip().startswith(("(", "（"))]
             if isinstance(inner, MultipleChoice):
                 labels = [inner.label(k) for k in range(len(inner.choices))]
                 if inner.multiple:
@@ -76,8 +77,9 @@ class QuizWidget:
                     box.layout.width = "100%"
                     box.add_class(CHOICES_CLASS)
             else:
-                box = widgets.Text(placeholder="1536 or 1.5 KiB" if inner.is_bytes else "a number")
-            label = "Predict, then run" if isinstance(q, PredictThenRun) else "Submit"
+                hint = _("1536 or 1.5 KiB") if inner.is_bytes else _("a number")
+                box = widgets.Text(placeholder=hint)
+            label = _("Predict, then run") if isinstance(q, PredictThenRun) else _("Submit")
             button = widgets.Button(description=label, button_style="primary")
             button.on_click(lambda _b, i=i: self._on_click(i))
             out = widgets.HTML(value="")
@@ -108,13 +110,13 @@ class QuizWidget:
             if inner.multiple:
                 picked = {k for k, cb in enumerate(box.children) if cb.value}
                 if not picked:
-                    raise bad_value("answer", picked, "at least one ticked choice")
+                    raise bad_value("answer", picked, _("at least one ticked choice"))
                 return picked
             if box.value is None:
-                raise bad_value("answer", None, "one chosen answer")
+                raise bad_value("answer", None, _("one chosen answer"))
             return box.value
         if not box.value.strip():
-            raise bad_value("answer", box.value, "a number")
+            raise bad_value("answer", box.value, _("a number"))
         return box.value
 
     def submit(self, index: int, value: Any = None) -> Feedback | None:
@@ -136,12 +138,12 @@ class QuizWidget:
         try:
             self.submit(index)
         except ClusterClosedError:  # e.g. after cluster.close(): say how to get one back
-            text = (
+            text = _(
                 "This lesson's cluster is closed. Run the cell that starts it (cluster = "
                 "Cluster(...)), then this quiz cell again, and press the button."
             )
         except Exception as exc:  # a failed run: show it where the learner looks
-            text = f"The run failed: {type(exc).__name__}: {exc}"
+            text = _("The run failed: {kind}: {error}").format(kind=type(exc).__name__, error=exc)
         else:
             return
         self.feedback[index].value = f"<pre style='color:#b00'>{html.escape(text)}</pre>"
@@ -168,7 +170,8 @@ def render_feedback(fb: Feedback) -> str:
     parts = [f"<div style='color:{colour}'>{mark} {html.escape(fb.message)}</div>"]
     if fb.reveal:
         parts.append(f"<pre>{html.escape(fb.reveal)}</pre>")
-    parts.append(f"<div><i>Why:</i> {html.escape(fb.explanation)}</div>")
+    why = html.escape(_("Why:"))
+    parts.append(f"<div><i>{why}</i> {html.escape(fb.explanation)}</div>")
     return "\n".join(parts)
 
 

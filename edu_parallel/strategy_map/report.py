@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from .formulas import STRATEGIES, STRATEGY_NAMES, check_map_args
@@ -173,11 +174,20 @@ def format_strategy_map(report: StrategyMapReport) -> str:
     """The table: one line per (strategy, rank), then the whole-model sizes it is measured
     against."""
     c = report.config
-    head = (
-        f"Strategy map on {report.world_size} ranks: {c['layers']} residual MLP blocks"
-        f" h={c['hidden']} (FFN {4 * c['hidden']}), batch {c['batch']} x {c['seq']} tokens, one SGD"
-        f" step; EP: {c['experts']} experts of width {4 * c['hidden'] // c['experts']},"
-        f" top-{c['top_k']}"
+    head = _(
+        "Strategy map on {n} ranks: {layers} residual MLP blocks h={hidden} (FFN {ffn}), batch"
+        " {batch} x {seq} tokens, one SGD step; EP: {experts} experts of width {width},"
+        " top-{top_k}"
+    ).format(
+        n=report.world_size,
+        layers=c["layers"],
+        hidden=c["hidden"],
+        ffn=4 * c["hidden"],
+        batch=c["batch"],
+        seq=c["seq"],
+        experts=c["experts"],
+        width=4 * c["hidden"] // c["experts"],
+        top_k=c["top_k"],
     )
     cols = (
         f"{'strategy':<9}{'rank':>5}{'params B':>11}{'activ. B':>11}{'sent B/step':>13}{'msgs':>6} "
@@ -191,25 +201,28 @@ def format_strategy_map(report: StrategyMapReport) -> str:
         f"{report.reference_activation_bytes:>11,}{0:>13,}{0:>6}  -",
     ]
     for run in report.runs.values():
-        mark = "" if run.matches_reference else "  (DOES NOT MATCH ONE PROCESS)"
+        mark = "" if run.matches_reference else "  " + _("(DOES NOT MATCH ONE PROCESS)")
         for r, row in enumerate(run.per_rank):
             lines.append(
                 f"{run.name if r == 0 else '':<9}{r:>5}{row['param_bytes']:>11,}"
                 f"{row['activation_bytes']:>11,}{row['sent_bytes']:>13,.0f}{row['messages']:>6}"
                 f"  {ops_text(row['ops'])}{mark if r == 0 else ''}"
             )
+    yes, no = _("yes"), _("NO")
     checked = ", ".join(
-        f"{run.name} {'yes' if run.matches_reference else 'NO'} ({run.max_abs_diff:.1e})"
+        f"{run.name} {yes if run.matches_reference else no} ({run.max_abs_diff:.1e})"
         for run in report.runs.values()
     )
     lines += [
         "",
-        f"outputs and gradients equal one process (max |diff|): {checked}",
-        (
-            f"whole model: dense {report.dense_param_bytes:,} B, MoE variant"
-            f" {report.moe_param_bytes:,} B (same FFN parameters, plus routers); sent bytes = ring"
-            " volume for all-reduce, bytes to other ranks for all-to-all and sends"
+        _("outputs and gradients equal one process (max |diff|): {checked}").format(
+            checked=checked
         ),
+        _(
+            "whole model: dense {dense} B, MoE variant {moe} B (same FFN parameters, plus"
+            " routers); sent bytes = ring volume for all-reduce, bytes to other ranks for"
+            " all-to-all and sends"
+        ).format(dense=f"{report.dense_param_bytes:,}", moe=f"{report.moe_param_bytes:,}"),
     ]
     return "\n".join(lines)
 

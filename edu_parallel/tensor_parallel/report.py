@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from .formulas import (
@@ -171,51 +172,72 @@ def run_tp(
 def format_tp(report: TPReport) -> str:
     """Readable output: the check, the collectives by pass, the bytes against the formula."""
     r = report
-    what = {
-        "column": "column-parallel nn.Linear(h, ffn)",
-        "row": "row-parallel nn.Linear(ffn, h)",
-        "mlp": "Megatron MLP (column -> GeLU -> row)",
-        "mlp-sp": "Megatron MLP with sequence parallelism",
-    }[r.mode]
-    rule = "" if r.rule == "megatron" else " with the SYLLABUS's collectives (errata E4)"
+    modes = {
+        "column": N_("column-parallel nn.Linear(h, ffn)"),
+        "row": N_("row-parallel nn.Linear(ffn, h)"),
+        "mlp": N_("Megatron MLP (column -> GeLU -> row)"),
+        "mlp-sp": N_("Megatron MLP with sequence parallelism"),
+    }
+    what = _(modes[r.mode])
+    differs, none = _("shape differs"), _("none")
     diffs = ", ".join(
-        f"{k} {'shape differs' if v is None else f'{v:.1e}'}" for k, v in r.max_abs_diff.items()
+        f"{k} {differs if v is None else f'{v:.1e}'}" for k, v in r.max_abs_diff.items()
     )
+    setting = _("{what} on {n} ranks: b={b} s={s} h={h} ffn={ffn} {dtype}")
+    if r.rule != "megatron":
+        setting = _(
+            "{what} with the SYLLABUS's collectives (errata E4) on {n} ranks: b={b} s={s} h={h}"
+            " ffn={ffn} {dtype}"
+        )
     lines = [
-        (
-            f"{what}{rule} on {r.world_size} ranks: b={r.batch} s={r.seq} h={r.hidden} ffn={r.ffn}"
-            f" {r.dtype}"
+        setting.format(
+            what=what, n=r.world_size, b=r.batch, s=r.seq, h=r.hidden, ffn=r.ffn, dtype=r.dtype
         ),
-        (
-            f"matches a dense nn.Linear on one process: {'yes' if r.matches_dense else 'NO'} "
-            f"(max |diff|: {diffs}; allclose rtol={r.rtol:g} atol={r.atol:g})"
+        _(
+            "matches a dense nn.Linear on one process: {ok} (max |diff|: {diffs}; allclose"
+            " rtol={rtol} atol={atol})"
+        ).format(
+            ok=_("yes") if r.matches_dense else _("NO"),
+            diffs=diffs,
+            rtol=f"{r.rtol:g}",
+            atol=f"{r.atol:g}",
         ),
-        (
-            f"output shape {r.output_shape} (dense {r.dense_output_shape}); before its collective"
-            f" each rank held {r.local_output_shape}: {', '.join(sorted(set(r.local_output_kind)))}"
+        _(
+            "output shape {shape} (dense {dense}); before its collective each rank held {local}:"
+            " {kinds}"
+        ).format(
+            shape=r.output_shape,
+            dense=r.dense_output_shape,
+            local=r.local_output_shape,
+            kinds=", ".join(sorted(set(r.local_output_kind))),
         ),
-        (
-            f"forward collectives:  {r.forward_collectives or 'none'}   (expected"
-            f" {r.expected_forward or 'none'})"
+        _("forward collectives:  {got}   (expected {expected})").format(
+            got=r.forward_collectives or none, expected=r.expected_forward or none
         ),
-        (
-            f"backward collectives: {r.backward_collectives or 'none'}   (expected"
-            f" {r.expected_backward or 'none'})"
+        _("backward collectives: {got}   (expected {expected})").format(
+            got=r.backward_collectives or none, expected=r.expected_backward or none
         ),
     ]
     for c in r.collectives:
         lines.append(
-            f"  {c['phase']:<8} {c['traced_op']:<22} message {c['nbytes']:>8,} B, rank 0 sends"
-            f" {c['sent_bytes']:>10,.1f} B"
+            "  "
+            + _("{phase} {op} message {nbytes} B, rank 0 sends {sent} B").format(
+                phase=f"{c['phase']:<8}",
+                op=f"{c['traced_op']:<22}",
+                nbytes=f"{c['nbytes']:>8,}",
+                sent=f"{c['sent_bytes']:>10,.1f}",
+            )
         )
     lines.append(
-        "sent per rank (ring volume from the trace):"
-        f" {[round(b, 1) for b in r.per_rank_sent_bytes]}"
+        _("sent per rank (ring volume from the trace): {sent}").format(
+            sent=[round(b, 1) for b in r.per_rank_sent_bytes]
+        )
     )
     if r.sent_bytes_formula is not None:
         lines.append(
-            f"formula: b*s*h*itemsize = {r.message_bytes_formula:,} B per all-reduce; "
-            f"per rank {r.sent_bytes_formula:,.1f} B"
+            _("formula: b*s*h*itemsize = {message} B per all-reduce; per rank {sent} B").format(
+                message=f"{r.message_bytes_formula:,}", sent=f"{r.sent_bytes_formula:,.1f}"
+            )
         )
     return "\n".join(lines)
 

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
 from .bars import PHASE_COLORS
@@ -36,6 +37,15 @@ CATEGORIES = {
     "push": PHASE_COLORS[1],
     "pull (incl. waiting)": "#c7c7c7",
     "server waits for a push": "#e8e8e8",
+}
+CATEGORY_NAMES = {  # what a learner reads; the categories stay in timeline_frame's "what"
+    "gradient": N_("gradient"),
+    "straggler delay": N_("straggler delay"),
+    "update": N_("update"),
+    "all-reduce / average (incl. waiting)": N_("all-reduce / average (incl. waiting)"),
+    "push": N_("push"),
+    "pull (incl. waiting)": N_("pull (incl. waiting)"),
+    "server waits for a push": N_("server waits for a push"),
 }
 WIDTH = MAX_WIDTH_PX
 
@@ -57,16 +67,18 @@ def category(e: Event) -> str | None:
 def _start(trace: Trace) -> float:
     marks = [e.start for e in trace.events if e.kind == "mark" and e.op == STEP_START_MARK]
     if not marks:
-        raise bad_value("trace", trace.meta.get("concept"), "a trace of run_async (report.trace)")
+        raise bad_value(
+            "trace", trace.meta.get("concept"), _("a trace of run_async (report.trace)")
+        )
     return min(marks)
 
 
 def timeline_frame(trace: Trace, window_s: float = 0.3) -> pd.DataFrame:
     """The drawn events of the first ``window_s`` seconds: rank, category, start and end (ms)."""
     if not isinstance(trace, Trace):
-        raise bad_value("trace", trace, "a Trace of run_async (report.trace)")
+        raise bad_value("trace", trace, _("a Trace of run_async (report.trace)"))
     if not (isinstance(window_s, (int, float)) and window_s > 0):
-        raise bad_value("window_s", window_s, "a number of seconds > 0")
+        raise bad_value("window_s", window_s, _("a number of seconds > 0"))
     t0 = _start(trace)
     rows = []
     for e in trace.events:
@@ -86,7 +98,14 @@ def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = Non
     regime = trace.meta.get("regime", "run")
     server = regime in ("async-ps", "backup")
     ranks = sorted({e.rank for e in trace.events})
-    label = {r: (f"r{r} server" if server and r == 0 else f"r{r} worker") for r in ranks}
+    label = {
+        r: (
+            _("r{rank} server").format(rank=r)
+            if server and r == 0
+            else _("r{rank} worker").format(rank=r)
+        )
+        for r in ranks
+    }
     fig = go.Figure()
     for what, color in CATEGORIES.items():
         part = frame[frame["what"] == what]
@@ -97,21 +116,25 @@ def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = Non
             x=part["end_ms"] - part["start_ms"],
             base=part["start_ms"],
             orientation="h",
-            name=what,
+            name=_(CATEGORY_NAMES[what]),
             marker=dict(color=color, line=dict(width=0)),
-            hovertemplate=f"{what}<br>%{{base:.1f}} ms + %{{x:.2f}} ms<extra>%{{y}}</extra>",
+            hovertemplate=f"{_(CATEGORY_NAMES[what])}<br>%{{base:.1f}} ms + %{{x:.2f}} ms"
+            "<extra>%{y}</extra>",
         )
     spans = frame.assign(ms=frame["end_ms"] - frame["start_ms"])
     busy = spans[spans["what"].isin(_BUSY)].groupby("rank")["ms"].sum()
     idle = {r: 1 - float(busy.get(r, 0.0)) / (window_s * 1e3) for r in ranks}
     sub = ", ".join(f"{label[r]} {idle[r]:.0%}" for r in ranks)
-    head = title or f"{regime}: {trace.meta.get('straggler', '')} stragglers"
+    head = title or _("{regime}: {straggler} stragglers").format(
+        regime=regime, straggler=trace.meta.get("straggler", "")
+    )
+    waiting = _("share of the window spent waiting: {shares}").format(shares=sub)
     fig.update_layout(
-        title=dict(text=f"{head}<br><sup>share of the window spent waiting: {sub}</sup>", x=0),
+        title=dict(text=f"{head}<br><sup>{waiting}</sup>", x=0),
         barmode="overlay",
         width=WIDTH,
         height=140 + 45 * len(ranks),
-        xaxis_title="ms since the ranks lined up (measured on this machine)",
+        xaxis_title=_("ms since the ranks lined up (measured on this machine)"),
         yaxis=dict(categoryorder="array", categoryarray=[label[r] for r in reversed(ranks)]),
         legend=dict(orientation="h", y=-0.35),
         margin=dict(l=90, r=20, t=70, b=100),
@@ -127,7 +150,9 @@ def staleness_figure(histograms: dict[str, dict[int, int]], title: str | None = 
     import plotly.express as px
 
     if not isinstance(histograms, dict) or not histograms:
-        raise bad_value("histograms", histograms, "a dict label -> {staleness: count}")
+        raise bad_value(
+            "histograms", histograms, _("a dict label -> {{staleness: count}}").format()
+        )
     rows = []
     for label, hist in histograms.items():
         total = sum(hist.values()) or 1
@@ -136,9 +161,10 @@ def staleness_figure(histograms: dict[str, dict[int, int]], title: str | None = 
         pd.DataFrame(rows), x="staleness", y="share", color="run", barmode="group", width=WIDTH
     )
     fig.update_layout(
-        title=title or "Staleness of every applied gradient (counted from the trace)",
-        xaxis_title="staleness: updates applied since the gradient's parameters were pulled",
-        yaxis_title="share of applied gradients",
+        title=title or _("Staleness of every applied gradient (counted from the trace)"),
+        xaxis_title=_("staleness: updates applied since the gradient's parameters were pulled"),
+        yaxis_title=_("share of applied gradients"),
+        legend_title_text=_("run"),
         yaxis_tickformat=".0%",
     )
     return fit_layout(fig)
@@ -150,10 +176,10 @@ def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None
     import plotly.express as px
 
     if not isinstance(curves, dict) or not curves:
-        raise bad_value("curves", curves, "a dict label -> AsyncReport.curve()")
+        raise bad_value("curves", curves, _("a dict label -> AsyncReport.curve()"))
     frames = []
     for label, c in curves.items():
-        for axis, col in (("wall-clock time (s)", "time_s"), ("steps", "step")):
+        for axis, col in ((_("wall-clock time (s)"), "time_s"), (_("steps"), "step")):
             frames.append(
                 pd.DataFrame({"x": c[col], "loss": c["loss"], "run": label, "axis": axis})
             )
@@ -161,7 +187,11 @@ def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None
     fig = px.line(data, x="x", y="loss", color="run", facet_col="axis", width=WIDTH, height=420)
     fig.update_xaxes(matches=None, title="")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
-    fig.update_layout(title=title or "Held-out loss against wall-clock time and against steps")
+    fig.update_yaxes(title_text=_("loss"), col=1)
+    fig.update_layout(
+        title=title or _("Held-out loss against wall-clock time and against steps"),
+        legend_title_text=_("run"),
+    )
     return fit_layout(fig)
 
 
@@ -172,7 +202,7 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
 
     need = {"regime", "straggler", "time to target (s)"}
     if not isinstance(table, pd.DataFrame) or not need <= set(table.columns):
-        raise bad_value("table", type(table).__name__, "Comparison.table()")
+        raise bad_value("table", type(table).__name__, _("Comparison.table()"))
     missed = table[table["time to target (s)"].isna()]
     fig = px.bar(
         table.dropna(subset=["time to target (s)"]),
@@ -182,7 +212,13 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         barmode="group",
         width=WIDTH,
     )
-    note = ", ".join(f"{r.regime} ({r.straggler})" for r in missed.itertuples()) or "none"
-    head = title or "Time to the target accuracy, measured"
-    fig.update_layout(title=dict(text=f"{head}<br><sup>never reached it: {note}</sup>", x=0))
+    note = ", ".join(f"{r.regime} ({r.straggler})" for r in missed.itertuples()) or _("none")
+    head = title or _("Time to the target accuracy, measured")
+    never = _("never reached it: {runs}").format(runs=note)
+    fig.update_layout(
+        title=dict(text=f"{head}<br><sup>{never}</sup>", x=0),
+        xaxis_title=_("straggler"),
+        yaxis_title=_("time to target (s)"),
+        legend_title_text=_("regime"),
+    )
     return fit_layout(fig)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..plans.naive import naive_sent_bytes_formula
@@ -18,8 +19,10 @@ from ..plans.plan import Plan
 from ..plans.ring import ring_sent_bytes_formula
 from .figure import new_figure
 from .fit import fit_layout
+from .model import phase_label
 
 Formula = float | list[float] | None
+ALL_PHASES = "all phases"  # the one series when bytes are not split by phase
 PHASE_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d"]
 
 
@@ -33,7 +36,7 @@ def default_formula(trace: Trace) -> tuple[list[float] | None, str]:
         return [ring_sent_bytes_formula(n, nbytes)["total"]] * n, "2(N-1)/N \u00b7 D"
     if concept == "naive_allreduce":
         root = Plan.from_text(trace.meta["plan"]).root if trace.meta.get("plan") else 0
-        return naive_sent_bytes_formula(n, nbytes, root), "(N-1)\u00b7D at the root, D elsewhere"
+        return naive_sent_bytes_formula(n, nbytes, root), _("(N-1)\u00b7D at the root, D elsewhere")
     return None, ""
 
 
@@ -48,7 +51,9 @@ def _formula(
     values = [float(v) for v in formula]
     if len(values) != n:
         raise ValueError(
-            f"formula={formula!r} is not valid: expected a number or a list of {n} numbers"
+            _(
+                "formula={formula!r} is not valid: expected a number or a list of {n} numbers"
+            ).format(formula=formula, n=n)
         )
     return values, name
 
@@ -70,7 +75,11 @@ def _nice_step(top: float, unit: float) -> float:
 def _series(trace: Trace, per_phase: bool) -> dict[str, list[int]]:
     if per_phase:
         return dict(trace.sent_bytes(per_phase=True))  # type: ignore[arg-type]
-    return {"all phases": list(trace.sent_bytes())}  # type: ignore[arg-type]
+    return {ALL_PHASES: list(trace.sent_bytes())}  # type: ignore[arg-type]
+
+
+def _series_label(phase: str) -> str:
+    return _("all phases") if phase == ALL_PHASES else phase_label(phase)
 
 
 def bytes_bars(
@@ -101,15 +110,23 @@ def bytes_bars(
             values,
             bottom=bottom,
             color=PHASE_COLORS[i % len(PHASE_COLORS)],
-            label=phase,
+            label=_series_label(phase),
             gid="bar",
             width=0.7,
         )
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     if predicted is not None:
         uniform = len(set(predicted)) == 1
-        prefix = "formula " if formula_name == "formula" else ""  # a named line says what it is
-        label = prefix + (f"{name} = {format_bytes(predicted[0])}" if uniform else name)
+        value = format_bytes(predicted[0])
+        if formula_name == "formula":  # a named line says what it is
+            shown = _("formula") if name == "formula" else name
+            label = (
+                _("formula {name} = {value}").format(name=shown, value=value)
+                if uniform
+                else _("formula {name}").format(name=shown)
+            )
+        else:
+            label = f"{name} = {value}" if uniform else name
         if uniform:
             ax.axhline(predicted[0], color="black", ls="--", lw=1.4, label=label, gid="formula")
         else:
@@ -135,10 +152,13 @@ def bytes_bars(
     ax.set_ylim(0, top * 1.4)  # room for the legend above the bars
     ax.set_xticks(range(n), [f"r{r}" for r in range(n)])
     ax.set_xlabel("rank")
-    ax.set_ylabel(f"bytes sent ({unit_name})")
+    ax.set_ylabel(_("bytes sent ({unit})").format(unit=unit_name))
     size = format_bytes(trace.meta["nbytes"]) if "nbytes" in trace.meta else "?"
     ax.set_title(
-        f"{trace.meta.get('concept', 'run')}: bytes sent per rank, D = {size}", fontsize=11
+        _("{concept}: bytes sent per rank, D = {size}").format(
+            concept=trace.meta.get("concept", _("run")), size=size
+        ),
+        fontsize=11,
     )
     ax.legend(fontsize=8, loc="upper right")
     return fig
@@ -157,9 +177,9 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
         fig.add_bar(
             x=ranks,
             y=values,
-            name=phase,
+            name=_series_label(phase),
             marker_color=PHASE_COLORS[i % 7],
-            hovertext=[f"{phase}: {v} B ({format_bytes(v)})" for v in values],
+            hovertext=[f"{_series_label(phase)}: {v} B ({format_bytes(v)})" for v in values],
             hoverinfo="text",
         )
     if predicted is not None:
@@ -167,9 +187,9 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
             x=ranks,
             y=predicted,
             mode="markers",
-            name=f"formula {name}",
+            name=_("formula {name}").format(name=name),
             marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=2)),
-            hovertext=[f"formula: {format_bytes(v)}" for v in predicted],
+            hovertext=[_("formula: {value}").format(value=format_bytes(v)) for v in predicted],
             hoverinfo="text",
         )
     top = max([sum(v) for v in zip(*series.values(), strict=True)] + (predicted or []) + [1])
@@ -178,10 +198,12 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
     ticks = [i * step for i in range(int(top * 1.15 / step) + 1)]
     fig.update_layout(
         barmode="stack",
-        title=f"{trace.meta.get('concept', 'run')}: bytes sent per rank",
+        title=_("{concept}: bytes sent per rank").format(
+            concept=trace.meta.get("concept", _("run"))
+        ),
         xaxis_title="rank",
         yaxis=dict(
-            title=f"bytes sent ({unit_name})",
+            title=_("bytes sent ({unit})").format(unit=unit_name),
             tickvals=ticks,
             ticktext=[f"{t / unit:g} {unit_name}" for t in ticks],
         ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..plans.collectives import defined_chunks
 from ..plans.plan import Plan
@@ -53,13 +54,15 @@ def _buffers(source: Any) -> tuple[list[list[float]], list[list[float]], dict[st
         n = trace.world_size
         if not n or set(first) != set(range(n)):
             raise ValueError(
-                "source has no buffers: run with size <= 4096 bytes per rank "
-                "(larger runs record no snapshots)"
+                _(
+                    "source has no buffers: run with size <= 4096 bytes per rank "
+                    "(larger runs record no snapshots)"
+                )
             )
         before = [first[r] for r in range(n)]
         after = [last[r][1] for r in range(n)]
     if "chunk_bounds" not in meta:
-        raise ValueError("source.trace.meta has no 'chunk_bounds': expected a collective's run")
+        raise ValueError(_("source.trace.meta has no 'chunk_bounds': expected a collective's run"))
     return before, after, meta
 
 
@@ -113,7 +116,11 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
     from matplotlib.patches import Patch, Rectangle
 
     if max_values < 1:
-        raise ValueError(f"max_values={max_values!r} is not valid: expected an integer >= 1")
+        raise ValueError(
+            _("max_values={value!r} is not valid: expected an integer >= 1").format(
+                value=max_values
+            )
+        )
     before, after, meta = _buffers(source)
     bounds = list(meta["chunk_bounds"])
     n, c = len(before), len(bounds) - 1
@@ -157,7 +164,15 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                         gid="cell",
                     )
                 )
-                head = "undefined" if undefined else "zeros" if name == "0" else name
+                head = (
+                    _("undefined")
+                    if undefined
+                    else _("zeros")
+                    if name == "0"
+                    else _("mixed")
+                    if name == "mixed"
+                    else name
+                )
                 text = f"{head}\n{_preview(values, max_values)}"
                 ax.text(
                     k + 0.5,
@@ -175,19 +190,24 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
         ax.set_yticks([-r - 0.5 for r in range(n)], [f"rank {r}" for r in range(n)])
         ax.tick_params(length=0)
         ax.tick_params(labelbottom=True)  # stacked: the upper panel keeps its chunk names
-        ax.set_title(label, fontsize=11)
+        ax.set_title(_("before") if label == "before" else _("after"), fontsize=11)
         for side in ax.spines.values():
             side.set_visible(False)
     name = meta.get("collective", "run")
-    root = f", root {_root(meta)}" if name in ("broadcast", "reduce", "gather", "scatter") else ""
-    fig.suptitle(
-        title or f"{name} on {n} ranks{root}: buffers before and after ({meta.get('dtype', '')})",
-        fontsize=12,
-    )
+    dtype = meta.get("dtype", "")
+    if name in ("broadcast", "reduce", "gather", "scatter"):
+        heading = _("{name} on {n} ranks, root {root}: buffers before and after ({dtype})").format(
+            name=name, n=n, root=_root(meta), dtype=dtype
+        )
+    else:
+        heading = _("{name} on {n} ranks: buffers before and after ({dtype})").format(
+            name=name, n=n, dtype=dtype
+        )
+    fig.suptitle(title or heading, fontsize=12)
     handles = [
-        Patch(facecolor=RANK_COLORS[0], label="rq:cj = rank q's input chunk j"),
-        Patch(facecolor=SUM_COLOR, label="\u03a3 = summed over all ranks"),
-        Patch(facecolor=EMPTY_COLOR, hatch="//", label="not defined by the collective"),
+        Patch(facecolor=RANK_COLORS[0], label=_("rq:cj = rank q's input chunk j")),
+        Patch(facecolor=SUM_COLOR, label=_("\u03a3 = summed over all ranks")),
+        Patch(facecolor=EMPTY_COLOR, hatch="//", label=_("not defined by the collective")),
     ]
     fig.legend(
         handles=handles,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
 
@@ -26,17 +27,29 @@ METHODS = ("none", "fp16", "bf16", "topk", "randk", "sign", "powersgd")
 METHOD_COLORS = dict(zip(METHODS, COLORS[: len(METHODS)], strict=True))
 LOSSY = ("topk", "randk", "sign", "powersgd")
 CURVE_COLUMNS = ("step", "label", "loss", "heldout_loss", "accuracy", "sent_MB", "residual_norm")
-Y_TITLES = {
-    "accuracy": "held-out accuracy",
-    "heldout_loss": "held-out loss",
-    "loss": "training loss (mean over ranks)",
+Y_TITLES = {  # translated where shown: _(Y_TITLES[y])
+    "accuracy": N_("held-out accuracy"),
+    "heldout_loss": N_("held-out loss"),
+    "loss": N_("training loss (mean over ranks)"),
 }
+_CURVES_TITLES = {  # Y_TITLES[y].capitalize() + " against steps and against bytes"
+    "accuracy": N_("Held-out accuracy against steps and against bytes"),
+    "heldout_loss": N_("Held-out loss against steps and against bytes"),
+    "loss": N_("Training loss (mean over ranks) against steps and against bytes"),
+}
+_WHATIF_PARTS = (
+    (N_("compute (forward + backward)"), "compute_s", "#4c78a8"),
+    (N_("compression"), "compress_s", "#f58518"),
+    (N_("communication not hidden by backward"), "exposed_s", "#e45756"),
+)
 
 
 def _need(df: Any, columns: tuple[str, ...], what: str) -> None:
     cols = list(getattr(df, "columns", []))
     if getattr(df, "empty", True) or any(c not in cols for c in columns):
-        raise bad_value("df", cols, f"{what} with columns {list(columns)}")
+        raise bad_value(
+            "df", cols, _("{what} with columns {columns}").format(what=what, columns=list(columns))
+        )
 
 
 def _labels(df: Any) -> list[str]:
@@ -56,9 +69,9 @@ def curves_figure(
     """``y`` against steps (left) and against MB sent per rank (right), one line per run."""
     from plotly.subplots import make_subplots
 
-    _need(curves, CURVE_COLUMNS, "CompressReport.curve() tables, concatenated")
+    _need(curves, CURVE_COLUMNS, _("CompressReport.curve() tables, concatenated"))
     if y not in Y_TITLES:
-        raise bad_value("y", y, "one of " + ", ".join(Y_TITLES))
+        raise bad_value("y", y, _("one of {options}").format(options=", ".join(Y_TITLES)))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1)
     for i, label in enumerate(_labels(curves)):
         part = curves[curves["label"] == label]
@@ -71,8 +84,9 @@ def curves_figure(
                 legendgroup=label,
                 showlegend=col == 1,
                 line=line_style(label, i),
-                hovertemplate=f"<b>{label}</b><br>step %{{customdata[0]}}<br>MB sent:"
-                f" %{{customdata[1]:.3f}}<br>{Y_TITLES[y]}: %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"<b>{label}</b><br>"
+                + _("step %{{customdata[0]}}<br>MB sent: %{{customdata[1]:.3f}}").format()
+                + f"<br>{_(Y_TITLES[y])}: %{{y:.3f}}<extra></extra>",
                 customdata=list(zip(part["step"], part["sent_MB"], strict=True)),
                 row=1,
                 col=col,
@@ -85,23 +99,25 @@ def curves_figure(
             xref="x domain",
             y=target,
             yref="y",
-            text=f"target {target:.0%}" if y == "accuracy" else f"target {target:g}",
+            text=_("target {value}").format(
+                value=f"{target:.0%}" if y == "accuracy" else f"{target:g}"
+            ),
             showarrow=False,
             yanchor="bottom",
             xanchor="left",
             font=dict(size=11, color="gray"),
         )
-    fig.update_xaxes(title_text="training step", row=1, col=1)
+    fig.update_xaxes(title_text=_("training step"), row=1, col=1)
     fig.update_xaxes(
-        title_text="MB sent per rank (cumulative, from the trace; log scale)",
+        title_text=_("MB sent per rank (cumulative, from the trace; log scale)"),
         type="log",
         row=1,
         col=2,
     )
-    fig.update_yaxes(title_text=Y_TITLES[y], row=1, col=1)
+    fig.update_yaxes(title_text=_(Y_TITLES[y]), row=1, col=1)
     height, margin = 460, dict(l=70, r=20, t=80, b=130)
     fig.update_layout(
-        title=title_layout(title or f"{Y_TITLES[y].capitalize()} against steps and against bytes"),
+        title=title_layout(title or _(_CURVES_TITLES[y])),
         width=WIDTH,
         height=height,
         margin=margin,
@@ -115,7 +131,7 @@ def residual_figure(curves: Any, title: str | None = None) -> Any:
     """The residual's norm per step, one line per run (error-feedback runs keep it)."""
     import plotly.graph_objects as go
 
-    _need(curves, CURVE_COLUMNS, "CompressReport.curve() tables, concatenated")
+    _need(curves, CURVE_COLUMNS, _("CompressReport.curve() tables, concatenated"))
     fig = go.Figure()
     for i, label in enumerate(_labels(curves)):
         part = curves[curves["label"] == label]
@@ -125,16 +141,18 @@ def residual_figure(curves: Any, title: str | None = None) -> Any:
             mode="lines",
             name=label,
             line=line_style(label, i),
-            hovertemplate=f"<b>{label}</b><br>step %{{x}}<br>||e||: %{{y:.3f}}<extra></extra>",
+            hovertemplate=f"<b>{label}</b><br>"
+            + _("step %{{x}}").format()
+            + "<br>||e||: %{y:.3f}<extra></extra>",
         )
     height, margin = 400, dict(l=70, r=20, t=80, b=120)
     fig.update_layout(
         title=title_layout(
-            title or "What compression dropped, per step",
-            "with error feedback: the residual e kept on rank 0; without: what this step lost",
+            title or _("What compression dropped, per step"),
+            _("with error feedback: the residual e kept on rank 0; without: what this step lost"),
         ),
-        xaxis_title="training step",
-        yaxis_title="||e|| (rank 0)",
+        xaxis_title=_("training step"),
+        yaxis_title=_("||e|| (rank 0)"),
         width=WIDTH,
         height=height,
         margin=margin,
@@ -148,7 +166,7 @@ def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
     """Bytes per rank per step against ``N``: counted (markers) and formula (lines)."""
     import plotly.graph_objects as go
 
-    _need(df, ("N", "method", "collective", "sent B/step", "formula B/step"), "a table")
+    _need(df, ("N", "method", "collective", "sent B/step", "formula B/step"), _("a table"))
     fig = go.Figure()
     for i, method in enumerate(dict.fromkeys(df["method"])):
         part = df[df["method"] == method].sort_values("N")
@@ -158,7 +176,7 @@ def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
             x=list(part["N"]),
             y=list(part["formula B/step"]),
             mode="lines",
-            name=f"{method} ({kind}), formula",
+            name=_("{method} ({collective}), formula").format(method=method, collective=kind),
             line=dict(color=color, dash="dot"),
             legendgroup=method,
             hoverinfo="skip",
@@ -167,19 +185,21 @@ def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
             x=list(part["N"]),
             y=list(part["sent B/step"]),
             mode="markers",
-            name=f"{method}, counted on the ranks",
+            name=_("{method}, counted on the ranks").format(method=method),
             marker=dict(color=color, size=10),
             legendgroup=method,
-            hovertemplate=f"<b>{method}</b><br>N=%{{x}}<br>%{{y:,.0f}} B per rank<extra></extra>",
+            hovertemplate=f"<b>{method}</b><br>N=%{{x}}<br>"
+            + _("%{{y:,.0f}} B per rank").format()
+            + "<extra></extra>",
         )
     height, margin = 460, dict(l=80, r=20, t=80, b=150)
     fig.update_layout(
         title=title_layout(
-            title or "Bytes each rank sends per step, against the number of ranks",
-            "all-gather (top-k, sign): every rank receives every other rank's piece",
+            title or _("Bytes each rank sends per step, against the number of ranks"),
+            _("all-gather (top-k, sign): every rank receives every other rank's piece"),
         ),
-        xaxis=dict(title="ranks N", type="log", tickvals=sorted(set(df["N"]))),
-        yaxis=dict(title="bytes per rank per step", type="log"),
+        xaxis=dict(title=_("ranks N"), type="log", tickvals=sorted(set(df["N"]))),
+        yaxis=dict(title=_("bytes per rank per step"), type="log"),
         width=WIDTH,
         height=height,
         margin=margin,
@@ -194,14 +214,10 @@ def whatif_figure(df: Any, title: str | None = None) -> Any:
     (ms, each panel its own scale), the speed-up over no compression on top of each bar."""
     from plotly.subplots import make_subplots
 
-    _need(df, ("link", "method", "comm_s", "compute_s", "compress_s", "step_s", "speedup"), "a")
+    _need(df, ("link", "method", "comm_s", "compute_s", "compress_s", "step_s", "speedup"), _("a"))
     links = list(dict.fromkeys(df["link"]))
     fig = make_subplots(rows=1, cols=len(links), subplot_titles=links, horizontal_spacing=0.07)
-    parts = (
-        ("compute (forward + backward)", "compute_s", "#4c78a8"),
-        ("compression", "compress_s", "#f58518"),
-        ("communication not hidden by backward", "exposed_s", "#e45756"),
-    )
+    parts = [(_(name), key, color) for name, key, color in _WHATIF_PARTS]
     for col, link in enumerate(links, start=1):
         part = df[df["link"] == link]
         exposed = part["step_s"] - part["compute_s"] - part["compress_s"]
@@ -232,13 +248,13 @@ def whatif_figure(df: Any, title: str | None = None) -> Any:
             col=col,
         )
         fig.update_yaxes(range=[0, max(part["step_s"]) * 1e3 * 1.2], row=1, col=col)
-    fig.update_yaxes(title_text="ms per step (model)", row=1, col=1)
+    fig.update_yaxes(title_text=_("ms per step (model)"), row=1, col=1)
     height, margin = 500, dict(l=70, r=20, t=90, b=170)
     fig.update_layout(
         barmode="stack",
         title=title_layout(
-            title or "When does compression pay? One step of a large model, per link",
-            "the label on each bar: speed-up over no compression on that link",
+            title or _("When does compression pay? One step of a large model, per link"),
+            _("the label on each bar: speed-up over no compression on that link"),
         ),
         width=WIDTH,
         height=height,

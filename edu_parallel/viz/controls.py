@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.i18n import N_, _
 from .fit import DEFAULT_FONT_PX, buttons_px
 
-PLAY_LABELS = ("▶ play", "❚❚ pause")
+PLAY_LABELS = (N_("▶ play"), N_("❚❚ pause"))
+STEP_PREFIX = N_("step: ")
 
 
 def play_controls(
@@ -22,7 +24,7 @@ def play_controls(
     *,
     duration_ms: int,
     labels: Sequence[str] | None = None,
-    prefix: str | None = "step: ",
+    prefix: str | None = STEP_PREFIX,
     y: float = -0.06,
     slider_y: float | None = None,
     slider_x: float | None = None,
@@ -33,7 +35,8 @@ def play_controls(
 ) -> dict[str, Any]:
     """``updatemenus`` and ``sliders`` for ``fig.update_layout``: play (one frame every
     ``duration_ms``), pause, and a slider with one step per frame name (``labels`` shown instead
-    of the names; ``prefix`` None hides the current value). ``y`` places the buttons in paper
+    of the names; ``prefix`` None hides the current value; the default prefix and the buttons'
+    labels are translated). ``y`` places the buttons in paper
     coordinates, the slider just above them unless ``slider_y`` says otherwise. The slider starts
     right of the buttons: at ``slider_x`` (paper), or computed from ``plot_px``, the plot area's
     width in px (the buttons' width is estimated from their labels, :func:`.fit.buttons_px`)."""
@@ -45,8 +48,11 @@ def play_controls(
     }
     jump = {**play, "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}
+    play_labels = [_(label) for label in PLAY_LABELS]
+    if prefix == STEP_PREFIX:
+        prefix = _(STEP_PREFIX)
     if slider_x is None:
-        buttons = buttons_px(list(PLAY_LABELS), font_size or DEFAULT_FONT_PX) + 16
+        buttons = buttons_px(play_labels, font_size or DEFAULT_FONT_PX) + 16
         slider_x = 0.16 if plot_px is None else min(0.5, buttons / plot_px)
     font = {} if font_size is None else {"font": {"size": font_size}}
     current = {"visible": False} if prefix is None else {"prefix": prefix, **font}
@@ -65,8 +71,8 @@ def play_controls(
                 "yanchor": "top",
                 "showactive": False,
                 "buttons": [
-                    {"label": PLAY_LABELS[0], "method": "animate", "args": [None, play]},
-                    {"label": PLAY_LABELS[1], "method": "animate", "args": [[None], pause]},
+                    {"label": play_labels[0], "method": "animate", "args": [None, play]},
+                    {"label": play_labels[1], "method": "animate", "args": [[None], pause]},
                 ],
             }
         ],

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.choose import crossover_size
 from ..models.cost import predict
@@ -71,7 +72,9 @@ def crossover_figure(
             if predict(b, world_size, half, link).time_s < predict(a, world_size, half, link).time_s
             else (a, b)
         )
-        text = f"{a} = {b} at {format_bytes(x)}\n{low} faster below, {high} above"
+        text = _("{a} = {b} at {size}\n{low} faster below, {high} above").format(
+            a=a, b=b, size=format_bytes(x), low=low, high=high
+        )
         ax.annotate(text, (x, t), xytext=(10, -30), textcoords="offset points", fontsize=9)
     except ValueError as exc:  # no crossover in range: say which one always wins
         ax.text(
@@ -83,9 +86,12 @@ def crossover_figure(
             va="bottom",
             fontsize=9,
         )
-    ax.set_xlabel("bytes per rank S")
-    ax.set_ylabel("predicted time (s)")
-    ax.set_title(f"all-reduce on {world_size} ranks, {label}: alpha-beta model", fontsize=10)
+    ax.set_xlabel(_("bytes per rank S"))
+    ax.set_ylabel(_("predicted time (s)"))
+    ax.set_title(
+        _("all-reduce on {n} ranks, {link}: alpha-beta model").format(n=world_size, link=label),
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.schema import GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
@@ -30,6 +31,7 @@ from .rank_timeline import time_axis_label
 
 COMPUTE_COLORS = {"forward": PHASE_COLORS[0], "backward": PHASE_COLORS[1]}
 COMPUTE_COLORS["optimizer"] = PHASE_COLORS[2]
+COMPUTE_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "optimizer": N_("optimizer")}
 BUCKET_COLORS = ("#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b", "#ff9da6", "#17becf")
 WIDTH = MAX_WIDTH_PX  # every figure of this lesson fits a notebook column
 FONT = dict(size=12)
@@ -58,14 +60,14 @@ def bucket_color(bucket: int) -> str:
 def pick_step(trace: Trace, step: int | None) -> int:
     """``step`` if the trace ran it; None: the last step."""
     if not isinstance(trace, Trace):
-        raise bad_value("trace", trace, "a Trace of a data-parallel run (report.trace)")
+        raise bad_value("trace", trace, _("a Trace of a data-parallel run (report.trace)"))
     steps = training_steps(trace)
     if not steps:
-        raise bad_value("trace", trace.meta.get("concept", "run"), "a train_ddp trace")
+        raise bad_value("trace", trace.meta.get("concept", "run"), _("a train_ddp trace"))
     if step is None:
         return steps[-1]
     if step not in steps:
-        raise bad_value("step", step, f"one of the trace's steps {steps}")
+        raise bad_value("step", step, _("one of the trace's steps {steps}").format(steps=steps))
     return step
 
 
@@ -107,7 +109,7 @@ def time_unit(span_s: float) -> tuple[float, str]:
 
 def axis_title(trace: Trace, unit: str) -> str:
     """:func:`time_axis_label` in ``unit`` since the step began."""
-    return f"{time_axis_label(trace).replace('seconds', unit)}, since the step began"
+    return _("{label}, since the step began").format(label=time_axis_label(trace, unit))
 
 
 def hidden_fraction(trace: Trace, step: int) -> tuple[float, str]:
@@ -116,7 +118,7 @@ def hidden_fraction(trace: Trace, step: int) -> tuple[float, str]:
     computed from the (retimed) events of ``step``."""
     if any(e.kind == "mark" and e.op == STEP_END_MARK for e in trace.events):
         m = measure(trace)
-        return m.overlap_fraction, "measured, median over steps, mean over ranks"
+        return m.overlap_fraction, _("measured, median over steps, mean over ranks")
     rank = min((e.rank for e in trace.events), default=0)
     events = step_events(trace, step, rank)
     back = sync_backward(events)
@@ -124,17 +126,27 @@ def hidden_fraction(trace: Trace, step: int) -> tuple[float, str]:
     comm = grad_syncs(events)
     total = sum(e.duration for e in comm)
     hidden = sum(max(0.0, min(e.end, hi) - max(e.start, lo)) for e in comm)
-    return (hidden / total if total > 0 else 0.0), f"modelled, step {step} of r{rank}"
+    return (hidden / total if total > 0 else 0.0), _("modelled, step {step} of r{rank}").format(
+        step=step, rank=rank
+    )
 
 
 def _compute_hover(e: Event) -> str:
     a = e.attrs or {}
-    head = f"<b>r{e.rank} {e.op}</b>"
+    op = _(COMPUTE_NAMES[e.op]) if e.op in COMPUTE_NAMES else e.op
+    head = f"<b>r{e.rank} {op}</b>"
     if e.op == "backward":
-        head += f" layer {a.get('layer')}"
+        head += " " + _("layer {layer}").format(layer=a.get("layer"))
     if "microbatch" in a:
-        head += f", micro-batch {a['microbatch']}"
-    flops = f"<br>{a['flops'] / 1e6:,.2f} MFLOP, {a.get('rows')} rows" if "flops" in a else ""
+        head += ", " + _("micro-batch {microbatch}").format(microbatch=a["microbatch"])
+    flops = (
+        "<br>"
+        + _("{mflop} MFLOP, {rows} rows").format(
+            mflop=f"{a['flops'] / 1e6:,.2f}", rows=a.get("rows")
+        )
+        if "flops" in a
+        else ""
+    )
     return head + flops
 
 
@@ -155,7 +167,9 @@ def streams_figure(
         ranks = present if len(present) <= 2 else [present[0], present[-1]]
     bad = [r for r in ranks if r not in present]
     if bad or not ranks:
-        raise bad_value("ranks", ranks, f"a non-empty list of the trace's ranks {present}")
+        raise bad_value(
+            "ranks", ranks, _("a non-empty list of the trace's ranks {ranks}").format(ranks=present)
+        )
     per_rank = {r: step_events(trace, step, r) for r in ranks}
     origin = min(step_origin(evs) for evs in per_rank.values())
     end = max(e.end for evs in per_rank.values() for e in evs)
@@ -174,7 +188,7 @@ def streams_figure(
                 x=[e.duration * factor for e in evs],
                 base=[x(e.start) for e in evs],
                 orientation="h",
-                name=op,
+                name=_(COMPUTE_NAMES[op]),
                 marker=dict(color=color, line=dict(color="white", width=1)),
                 text=[f"L{e.attrs['layer']}" if op == "backward" else "" for e in evs],
                 textposition="inside",
@@ -190,16 +204,25 @@ def streams_figure(
             x=[e.duration * factor for e in evs],
             base=[x(e.start) for e in evs],
             orientation="h",
-            name=f"b{b} all-reduce",
+            name=_("b{bucket} all-reduce").format(bucket=b),
             marker=dict(color=bucket_color(b), line=dict(color="white", width=1)),
             text=[f"b{b}"] * len(evs),
             textposition="inside",
             insidetextanchor="middle",
             hovertext=[
-                f"<b>r{e.rank} b{b} all-reduce</b>, {format_bytes(e.nbytes)}<br>"
-                f"issued {x(e.attrs.get('issued', e.start)):.3g} {unit}, after layer "
-                f"{e.attrs.get('after_layer')} (None: after backward)<br>"
-                f"ran {x(e.start):.3g} - {x(e.end):.3g} {unit}"
+                f"<b>r{e.rank} "
+                + _("b{bucket} all-reduce").format(bucket=b)
+                + f"</b>, {format_bytes(e.nbytes)}<br>"
+                + _(
+                    "issued {issued} {unit}, after layer {layer} (None: after backward)<br>"
+                    "ran {start} - {end} {unit}"
+                ).format(
+                    issued=f"{x(e.attrs.get('issued', e.start)):.3g}",
+                    unit=unit,
+                    layer=e.attrs.get("after_layer"),
+                    start=f"{x(e.start):.3g}",
+                    end=f"{x(e.end):.3g}",
+                )
                 for e in evs
             ],
             hoverinfo="text",
@@ -209,9 +232,12 @@ def streams_figure(
         x=[x(e.attrs["issued"]) for e in issued],
         y=[f"r{e.rank} comm" for e in issued],
         mode="markers",
-        name="bucket issued",
+        name=_("bucket issued"),
         marker=dict(symbol="triangle-down", size=12, color="black", line=dict(color="white")),
-        hovertext=[f"r{e.rank} b{e.attrs['bucket']} issued" for e in issued],
+        hovertext=[
+            _("r{rank} b{bucket} issued").format(rank=e.rank, bucket=e.attrs["bucket"])
+            for e in issued
+        ],
         hoverinfo="text+x",
     )
     retimed = bool(trace.meta.get("retimed_with"))  # its waited/released are still measured
@@ -230,7 +256,7 @@ def streams_figure(
             x=xs,
             y=ys,
             mode="lines",
-            name="compute waits on a bucket",
+            name=_("compute waits on a bucket"),
             line=dict(color="#555555", width=3, dash="dot"),
             hoverinfo="x",
         )
@@ -247,19 +273,23 @@ def streams_figure(
                 opacity=0.55,
                 line_width=0,
                 layer="below",
-                name="backward of the synchronising micro-batch",
+                name=_("backward of the synchronising micro-batch"),
                 showlegend=i == 0,
             )
     frac, where = hidden_fraction(trace, step)
-    head = title or f"{trace.meta.get('sync', 'ddp')} data parallel: compute and comm streams"
+    head = title or _("{sync} data parallel: compute and comm streams").format(
+        sync=trace.meta.get("sync", "ddp")
+    )
     buckets = len({e.attrs["bucket"] for e in comm})
     legend_rows = -(-(700 + 125 * buckets) // 850)  # a horizontal legend wraps at the width
     margin = dict(l=90, r=20, t=90, b=95 + 24 * legend_rows)
     height = max(160, 46 * len(rows)) + margin["t"] + margin["b"]
     fig.update_layout(
         title=title_layout(
-            f"{head}, step {step}",
-            f"all-reduce hidden under backward: <b>{frac:.0%}</b> ({where})",
+            _("{head}, step {step}").format(head=head, step=step),
+            _("all-reduce hidden under backward: {share} ({where})").format(
+                share=f"<b>{frac:.0%}</b>", where=where
+            ),
         ),
         barmode="overlay",
         width=WIDTH,

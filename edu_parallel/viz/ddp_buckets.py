@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.schema import BUCKET_READY_MARK, GRAD_READY_MARK
 from ..core.trace import Trace
 from ..data_parallel.buckets import BucketPlan
@@ -37,6 +38,17 @@ from .fit import fit_layout
 
 STATES = ("empty", "grad ready", "issued", "reduced")
 STATE_COLORS = ("#ffffff", "#4c78a8", "#eeca3b", "#54a24b")
+STATE_NAMES = {  # what a learner reads; the states themselves stay in customdata
+    "empty": N_("empty"),
+    "grad ready": N_("grad ready"),
+    "issued": N_("issued"),
+    "reduced": N_("reduced"),
+}
+_EVENT_TEXT = {"issued": N_("b{bucket} issued"), "reduced": N_("b{bucket} reduced")}
+
+
+def state_name(state: str) -> str:
+    return _(STATE_NAMES[state]) if state in STATE_NAMES else state
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,11 @@ class FillEvent:
     param: str | None = None
 
     def text(self) -> str:
-        return f"{self.param} grad ready" if self.what == "ready" else f"b{self.bucket} {self.what}"
+        if self.what == "ready":
+            return _("{param} grad ready").format(param=self.param)
+        if self.what in _EVENT_TEXT:
+            return _(_EVENT_TEXT[self.what]).format(bucket=self.bucket)
+        return f"b{self.bucket} {self.what}"
 
 
 def fill_events(trace: Trace, rank: int, step: int) -> list[FillEvent]:
@@ -94,16 +110,16 @@ def bucket_fill_animation(
     step = pick_step(trace, step)
     ranks = sorted({e.rank for e in trace.events if e.kind == "compute"})
     if rank not in ranks:
-        raise bad_value("rank", rank, f"one of the trace's ranks {ranks}")
+        raise bad_value("rank", rank, _("one of the trace's ranks {ranks}").format(ranks=ranks))
     fills = fill_events(trace, rank, step)
     if not any(f.what == "ready" for f in fills):
         raise bad_value(
             "trace",
             trace.meta.get("source", "run"),
-            "a measured train_ddp trace with grad_ready marks",
+            _("a measured train_ddp trace with grad_ready marks"),
         )
     plan = _plan(trace, fills)
-    cells = [(p, b) for b, params, _ in plan for p in params]
+    cells = [(p, b) for b, params, _nbytes in plan for p in params]
     events = step_events(trace, step, rank)
     origin = step_origin(events)
     back = sync_backward(events)
@@ -112,7 +128,7 @@ def bucket_fill_animation(
     moments = [FillEvent(start, "start", -1), *fills]
 
     def states(k: int) -> list[str]:
-        state = {p: 0 for p, _ in cells}
+        state = {p: 0 for p, _b in cells}
         bucket_state: dict[int, int] = {}
         for f in moments[1 : k + 1]:
             if f.what == "ready":
@@ -124,12 +140,12 @@ def bucket_fill_animation(
     def doing(t: float) -> str:
         running = [e for e in back if e.start <= t < e.end]
         if running:
-            return f"backward running (layer {running[0].attrs.get('layer')})"
-        return "backward done" if back and t >= back[-1].end else "before backward"
+            return _("backward running (layer {layer})").format(layer=running[0].attrs.get("layer"))
+        return _("backward done") if back and t >= back[-1].end else _("before backward")
 
     labels, cell_states = [], []
     for k, f in enumerate(moments):
-        what = "backward starts" if k == 0 else f.text()
+        what = _("backward starts") if k == 0 else f.text()
         labels.append(f"t={(f.t - origin) * factor:.1f} {unit}: {what}")
         cell_states.append(states(k))
     names = [lab if lab not in labels[:k] else f"{lab} ({k})" for k, lab in enumerate(labels)]
@@ -137,14 +153,16 @@ def bucket_fill_animation(
     def cell_trace(k: int) -> Any:
         st = cell_states[k]
         return go.Bar(
-            x=[p for p, _ in cells],
+            x=[p for p, _b in cells],
             y=[1] * len(cells),
             marker=dict(
                 color=[STATE_COLORS[STATES.index(s)] for s in st],
                 line=dict(color="#555555", width=1.5),
             ),
             customdata=[[p, b, s] for (p, b), s in zip(cells, st, strict=True)],
-            hovertext=[f"<b>{p}</b> (b{b})<br>{s}" for (p, b), s in zip(cells, st, strict=True)],
+            hovertext=[
+                f"<b>{p}</b> (b{b})<br>{state_name(s)}" for (p, b), s in zip(cells, st, strict=True)
+            ],
             hoverinfo="text",
             showlegend=False,
             name="parameters",
@@ -165,9 +183,13 @@ def bucket_fill_animation(
         ]
         pos = 0
         for b, params, nbytes in plan:
-            st = [s for (_, cb), s in zip(cells, cell_states[k], strict=True) if cb == b]
+            st = [s for (_p, cb), s in zip(cells, cell_states[k], strict=True) if cb == b]
             ready = sum(s != "empty" for s in st)
-            now = st[0] if st and st[0] in ("issued", "reduced") else f"{ready}/{len(st)} ready"
+            now = (
+                state_name(st[0])
+                if st and st[0] in ("issued", "reduced")
+                else _("{ready}/{total} ready").format(ready=ready, total=len(st))
+            )
             size = f" {nbytes / 2**20:.2f} MiB" if nbytes and len(params) > 2 else ""
             out.append(
                 dict(
@@ -179,7 +201,9 @@ def bucket_fill_animation(
                     showarrow=False,
                     font=dict(size=12, color=bucket_color(b)),
                     yanchor="bottom",
-                    hovertext=f"b{b}: {len(params)} parameters, {nbytes:,} B",
+                    hovertext=_("b{bucket}: {n} parameters, {nbytes} B").format(
+                        bucket=b, n=len(params), nbytes=f"{nbytes:,}"
+                    ),
                 )
             )
             pos += len(params)
@@ -191,11 +215,11 @@ def bucket_fill_animation(
             x=[None],
             y=[None],
             mode="markers",
-            name=state,
+            name=state_name(state),
             marker=dict(symbol="square", size=14, color=color, line=dict(color="#555555", width=1)),
         )
     pos = 0
-    for b, params, _ in plan:
+    for b, params, _nbytes in plan:
         fig.add_shape(
             type="rect",
             x0=pos - 0.5,
@@ -214,11 +238,16 @@ def bucket_fill_animation(
         )
         for k in range(len(moments))
     ]
-    head = title or f"{trace.meta.get('sync', 'ddp')} data parallel: buckets filling up"
+    head = title or _("{sync} data parallel: buckets filling up").format(
+        sync=trace.meta.get("sync", "ddp")
+    )
     height, margin = 540, dict(l=40, r=20, t=150, b=220)
     fig.update_layout(
         title=title_layout(
-            head, f"rank {rank}, step {step}: one cell per parameter, in reduction order"
+            head,
+            _("rank {rank}, step {step}: one cell per parameter, in reduction order").format(
+                rank=rank, step=step
+            ),
         ),
         annotations=annotations(0),
         width=WIDTH,
@@ -233,7 +262,7 @@ def bucket_fill_animation(
         meta=dict(
             times=[(f.t - origin) * factor for f in moments],
             unit=unit,
-            params=[p for p, _ in cells],
+            params=[p for p, _b in cells],
         ),
         **play_controls(
             names,

@@ -13,22 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from .bars import PHASE_COLORS
 from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
 
 PER_PARAM_MB = 1e-5  # caps below this hold one parameter per bucket for any model here
 PANELS = (
-    ("step ms (measured)", "hidden (measured)", "step (ms), measured here"),
-    ("step us (modelled)", "hidden (modelled)", "step (µs), GPU model"),
+    ("step ms (measured)", "hidden (measured)", N_("step (ms), measured here")),
+    ("step us (modelled)", "hidden (modelled)", N_("step (µs), GPU model")),
 )
 
 
 def cap_label(cap: Any) -> str:
     """``"DDP default"``, ``"1 param each"`` or ``"2 MiB"``."""
     if str(cap) == "default":
-        return "DDP default"
-    return "1 param each" if float(cap) < PER_PARAM_MB else f"{float(cap):g} MiB"
+        return _("DDP default")
+    return _("1 param each") if float(cap) < PER_PARAM_MB else f"{float(cap):g} MiB"
 
 
 def sweep_figure(df: Any, title: str | None = None) -> Any:
@@ -38,16 +39,27 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
     need = ["bucket_cap_mb", "buckets", *(p[0] for p in PANELS)]
     missing = [c for c in need if c not in df.columns]
     if missing or df.empty:
-        raise bad_value("df", list(df.columns), f"a sweep_buckets table with columns {need}")
+        raise bad_value(
+            "df",
+            list(df.columns),
+            _("a sweep_buckets table with columns {columns}").format(columns=need),
+        )
     labels = [cap_label(c) for c in df["bucket_cap_mb"]]
-    is_default = [label == "DDP default" for label in labels]
+    is_default = [str(c) == "default" for c in df["bucket_cap_mb"]]
     counts = [int(n) for n in df["buckets"]]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12)
-    for row, (col, hidden_col, axis) in enumerate(PANELS, start=1):
+    for row, (col, hidden_col, axis_name) in enumerate(PANELS, start=1):
+        axis = _(axis_name)
         hidden = list(df[hidden_col]) if hidden_col in df.columns else [None] * len(df)
         hover = [
-            f"<b>{label}</b>: {n} bucket{'s' * (n != 1)}<br>{axis}: {v:.4g}"
-            + (f"<br>all-reduce hidden: {h:.0%}" if h is not None else "")
+            f"<b>{label}</b>: "
+            + (_("{n} bucket") if n == 1 else _("{n} buckets")).format(n=n)
+            + f"<br>{axis}: {v:.4g}"
+            + (
+                "<br>" + _("all-reduce hidden: {share}").format(share=f"{h:.0%}")
+                if h is not None
+                else ""
+            )
             for label, n, v, h in zip(labels, counts, df[col], hidden, strict=True)
         ]
         fig.add_scatter(
@@ -68,7 +80,7 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
             x=[x for x, d in zip(labels, is_default, strict=True) if d],
             y=[v for v, d in zip(df[col], is_default, strict=True) if d],
             mode="markers",
-            name="DDP default (1 MiB first bucket, then 25 MiB)",
+            name=_("DDP default (1 MiB first bucket, then 25 MiB)"),
             legendgroup="default",
             showlegend=row == 1,
             marker=dict(symbol="star", size=18, color="#e45756", line=dict(color="black")),
@@ -80,13 +92,15 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
         fig.update_yaxes(title_text=axis, row=row, col=1, range=[0, top])
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels)
     fig.update_xaxes(
-        title_text="bucket cap, smallest to largest (the number on each point: buckets per step)",
+        title_text=_(
+            "bucket cap, smallest to largest (the number on each point: buckets per step)"
+        ),
         row=2,
         col=1,
     )
     height, margin = 640, dict(l=90, r=30, t=80, b=120)
     fig.update_layout(
-        title=title_layout(title or "Step time against bucket size"),
+        title=title_layout(title or _("Step time against bucket size")),
         width=WIDTH,
         height=height,
         margin=margin,

@@ -11,6 +11,8 @@ import io
 from functools import cache
 from typing import Any
 
+from .fonts import use_cjk_font
+
 
 @cache
 def figure_class() -> type:
@@ -28,5 +30,7 @@ def figure_class() -> type:
 
 
 def new_figure(**kwargs: Any) -> Any:
-    """A new displayable matplotlib Figure (same arguments as ``Figure``)."""
+    """A new displayable matplotlib Figure (same arguments as ``Figure``), with CJK glyphs
+    available (:func:`.fonts.use_cjk_font`) so that Chinese labels render."""
+    use_cjk_font()
     return figure_class()(**kwargs)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from .fit import MAX_WIDTH_PX, fit_layout
 
 OP_COLORS = {"all_gather": "#1f77b4", "reduce_scatter": "#d62728", "all_reduce": "#9467bd"}
@@ -62,11 +63,11 @@ def _collectives(report: Any) -> Mapping[str, list[dict[str, Any]]]:
         if isinstance(report, Mapping)
         else getattr(report, "collectives", None)
     )
-    if not isinstance(data, Mapping) or not all(k in data for k, _ in PANELS):
+    if not isinstance(data, Mapping) or not all(k in data for k, _name in PANELS):
         raise bad_value(
             "report",
             type(report).__name__,
-            "an FsdpReport or its to_json_dict() with collectives for 'zero3' and 'fsdp'",
+            _("an FsdpReport or its to_json_dict() with collectives for 'zero3' and 'fsdp'"),
         )
     return data
 
@@ -76,9 +77,9 @@ def sequence_points(report: Any, step: int = 1) -> dict[str, list[SequencePoint]
     data = _collectives(report)
     steps = sorted({row["step"] for rows in data.values() for row in rows})
     if step not in steps:
-        raise bad_value("step", step, f"one of the recorded steps {steps}")
+        raise bad_value("step", step, _("one of the recorded steps {steps}").format(steps=steps))
     out = {}
-    for key, _ in PANELS:
+    for key, _name in PANELS:
         rows = [row for row in data[key] if row["step"] == step]
         out[key] = [
             SequencePoint(
@@ -114,12 +115,12 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=[name for _, name in PANELS],
+        subplot_titles=[name for _key, name in PANELS],
         column_widths=[0.3, 0.7],
         horizontal_spacing=0.12,
     )
     shown: set[str] = set()
-    for col, (key, _) in enumerate(PANELS, start=1):
+    for col, (key, _name) in enumerate(PANELS, start=1):
         pts = points[key]
         for op in dict.fromkeys(p.op for p in pts):
             mine = [p for p in pts if p.op == op]
@@ -141,8 +142,21 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
                     line=dict(color="black", width=[4 if p.prefetch else 0 for p in mine]),
                 ),
                 hovertext=[
-                    f"#{p.x} {p.op} of {p.unit} in {p.phase}: output {p.nbytes} B, "
-                    f"{p.sent_bytes:,.0f} B sent{' (prefetch)' if p.prefetch else ''}"
+                    (
+                        _(
+                            "#{x} {op} of {unit} in {phase}: output {nbytes} B, "
+                            "{sent} B sent (prefetch)"
+                        )
+                        if p.prefetch
+                        else _("#{x} {op} of {unit} in {phase}: output {nbytes} B, {sent} B sent")
+                    ).format(
+                        x=p.x,
+                        op=p.op,
+                        unit=p.unit,
+                        phase=p.phase,
+                        nbytes=p.nbytes,
+                        sent=f"{p.sent_bytes:,.0f}",
+                    )
                     for p in mine
                 ],
                 hoverinfo="text",
@@ -164,17 +178,17 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
         units = list(dict.fromkeys(p.unit for p in pts))
         fig.update_yaxes(categoryorder="array", categoryarray=units[::-1], row=1, col=col)
         fig.update_xaxes(
-            title_text="issue order (outlined: prefetch)",
+            title_text=_("issue order (outlined: prefetch)"),
             dtick=1,
             row=1,
             col=col,
             range=[-0.7, max(len(pts), 1) - 0.3],
         )
     fig.update_layout(
-        title=title or f"Collectives of step {step} on rank 0: unit, op, pass",
+        title=title or _("Collectives of step {step} on rank 0: unit, op, pass").format(step=step),
         height=380,
         width=MAX_WIDTH_PX,
-        legend_title_text="op",
+        legend_title_text=_("op"),
     )
     return fit_layout(fig)
 
@@ -183,7 +197,7 @@ def comparison_rows(reports: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per run: ``{"name": ..., "collectives_per_step", "sent_per_rank", "vs_dp",
     "peak_gathered"}``; the first report also gives the ZeRO-3 row (all ran on one cluster)."""
     if not reports:
-        raise bad_value("reports", reports, "a non-empty mapping name -> FsdpReport")
+        raise bad_value("reports", reports, _("a non-empty mapping name -> FsdpReport"))
 
     def get(r: Any, k: str) -> Any:
         return r[k] if isinstance(r, Mapping) else getattr(r, k)
@@ -233,8 +247,10 @@ def gathered_curves(
         if len(curve) == 1:
             raise bad_value(
                 f"traces[{name!r}]",
-                f"no gathered_params events of rank {rank} in step {step}",
-                "a ZeRO-3 or FSDP trace (their gathers are recorded as memory events)",
+                _("no gathered_params events of rank {rank} in step {step}").format(
+                    rank=rank, step=step
+                ),
+                _("a ZeRO-3 or FSDP trace (their gathers are recorded as memory events)"),
             )
         out[name] = curve
     return out
@@ -249,7 +265,10 @@ def gathered_memory_figure(
     from plotly.subplots import make_subplots
 
     curves = gathered_curves(traces, rank, step)
-    titles = [f"{name}: peak {max(b for _, b in c):,} B" for name, c in curves.items()]
+    titles = [
+        _("{name}: peak {nbytes} B").format(name=name, nbytes=f"{max(b for _p, b in c):,}")
+        for name, c in curves.items()
+    ]
     fig = make_subplots(
         rows=len(curves), cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles
     )
@@ -257,23 +276,31 @@ def gathered_memory_figure(
         fig.add_trace(
             go.Scatter(
                 x=list(range(len(curve))),
-                y=[b for _, b in curve],
+                y=[b for _p, b in curve],
                 mode="lines+markers",
                 name=name,
                 line_shape="hv",
-                customdata=[p for p, _ in curve],
+                customdata=[p for p, _b in curve],
                 showlegend=False,
-                hovertemplate="%{customdata}: %{y:,} B gathered<extra>" + name + "</extra>",
+                hovertemplate=_("%{{customdata}}: %{{y:,}} B gathered").format()
+                + "<extra>"
+                + name
+                + "</extra>",
             ),
             row=row,
             col=1,
         )
-        fig.update_yaxes(title_text="bytes", matches="y", row=row, col=1)  # one scale for all
+        fig.update_yaxes(title_text=_("bytes"), matches="y", row=row, col=1)  # one scale for all
     fig.update_xaxes(
-        title_text="gather / release, in order (forward, then backward)", row=len(curves), col=1
+        title_text=_("gather / release, in order (forward, then backward)"),
+        row=len(curves),
+        col=1,
     )
     fig.update_layout(
-        title=title or f"Gathered (unsharded) parameter bytes on rank {rank}, step {step}",
+        title=title
+        or _("Gathered (unsharded) parameter bytes on rank {rank}, step {step}").format(
+            rank=rank, step=step
+        ),
         height=110 + 150 * len(curves),
     )
     return fit_layout(fig)

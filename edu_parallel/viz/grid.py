@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from .figure import new_figure
 from .fit import LABEL_PT, MAX_WIDTH_IN
-from .model import OP_COLORS, Arrow, build_frames, text_color
+from .model import OP_COLORS, Arrow, build_frames, phase_label, text_color
 
 _COL_GAP = 1.4  # data units between ranks
 _ROW_H = 2.3  # box (1) + transfer text + gap
@@ -37,12 +38,12 @@ def step_grid(
     ax: Any = None,
     title: str | None = None,
     mark: tuple[int, int, int] | None = None,
-    mark_label: str = "first divergence",
+    mark_label: str | None = None,
 ) -> Any:
     """Draw all steps of ``trace`` into ``ax`` (a new Figure when None) and return the Figure.
 
-    ``mark = (step, rank, chunk)`` circles one cell in red with ``mark_label`` (gid "mark"):
-    where a learner's run first parted from the reference's."""
+    ``mark = (step, rank, chunk)`` circles one cell in red with ``mark_label`` (gid "mark",
+    default "first divergence"): where a learner's run first parted from the reference's."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
@@ -111,7 +112,8 @@ def step_grid(
                     gid="transfer",
                 )
     if mark is not None:
-        _mark_cell(ax, fr.steps, mark, col_w, mark_label)
+        label = _("first divergence") if mark_label is None else mark_label
+        _mark_cell(ax, fr.steps, mark, col_w, label)
     ax.set_xlim(-0.3, width_units - _COL_GAP + 0.3)
     ax.set_ylim(-(rows - 1) * _ROW_H - 1.1, 1.3)
     ax.set_xticks([r * col_w + c / 2 for r in range(n)], [f"rank {r}" for r in range(n)])
@@ -123,11 +125,14 @@ def step_grid(
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_aspect("equal")
-    heading = title or f"{trace.meta.get('concept', 'run')}: every step{fr.note}"
+    heading = (
+        title
+        or _("{concept}: every step").format(concept=trace.meta.get("concept", _("run"))) + fr.note
+    )
     ax.set_title(heading, fontsize=11)
     handles = [
-        Line2D([], [], color=OP_COLORS["reduce"], lw=2.2, label="changed by reduce (+: adds)"),
-        Line2D([], [], color=OP_COLORS["copy"], lw=2.2, label="changed by copy (=: overwrites)"),
+        Line2D([], [], color=OP_COLORS["reduce"], lw=2.2, label=_("changed by reduce (+: adds)")),
+        Line2D([], [], color=OP_COLORS["copy"], lw=2.2, label=_("changed by copy (=: overwrites)")),
         Patch(facecolor="none", edgecolor="none", label=fr.legend_text()),
     ]
     wide = fig.get_figwidth() >= 11
@@ -160,7 +165,7 @@ def _mark_cell(ax: Any, steps: list, mark: tuple[int, int, int], col_w: float, l
 def _row_label(steps: list, i: int) -> str:
     view = steps[i]
     if view.step < 0:
-        return "input"
+        return _("input")
     total = sum(1 for v in steps if v.step >= 0 and v.phase == view.phase)
     seen = sum(1 for v in steps[: i + 1] if v.step >= 0 and v.phase == view.phase)
-    return f"{view.phase or 'step'} {seen}/{total}"
+    return f"{phase_label(view.phase) if view.phase else _('step')} {seen}/{total}"

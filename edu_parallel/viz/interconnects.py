@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from .fit import MAX_WIDTH_PX, fit_layout
 
 SCOPE_COLORS = {
@@ -23,6 +24,12 @@ SCOPE_COLORS = {
     "fabric": "#54A24B",
 }
 COLUMNS = ("scope", "time (µs)", "busbw (GB/s)", "GB/s each way")
+SCOPE_NAMES = {
+    "measured here": N_("measured here"),
+    "intra-node": N_("intra-node"),
+    "inter-node": N_("inter-node"),
+    "fabric": N_("fabric"),
+}
 
 
 def interconnect_figure(table: pd.DataFrame, title: str | None = None) -> Any:
@@ -30,17 +37,20 @@ def interconnect_figure(table: pd.DataFrame, title: str | None = None) -> Any:
     import plotly.graph_objects as go
 
     if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in COLUMNS):
-        raise bad_value("table", type(table).__name__, "interconnect_table(trace, nbytes)")
+        raise bad_value("table", type(table).__name__, _("interconnect_table(trace, nbytes)"))
     rows = table.sort_values("time (µs)", ascending=False)
     fig = go.Figure()
     for scope, color in SCOPE_COLORS.items():
         part = rows[rows["scope"] == scope]
         if part.empty:
             continue
-        bw = ["" if math.isnan(b) else f", {b:g} GB/s each way" for b in part["GB/s each way"]]
+        bw = [
+            "" if math.isnan(b) else ", " + _("{bw} GB/s each way").format(bw=f"{b:g}")
+            for b in part["GB/s each way"]
+        ]
         fig.add_trace(
             go.Bar(
-                name=scope,
+                name=_(SCOPE_NAMES[scope]),
                 orientation="h",
                 x=part["time (µs)"],
                 y=list(part.index),
@@ -54,10 +64,10 @@ def interconnect_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         )
     top = rows["time (µs)"].max()
     fig.update_layout(
-        title=title or "The same trace, timed on each interconnect",
+        title=title or _("The same trace, timed on each interconnect"),
         xaxis={
             "type": "log",
-            "title": "time (µs, log scale)",
+            "title": _("time (µs, log scale)"),
             "range": [math.log10(max(rows["time (µs)"].min(), 1e-3)) - 0.3, math.log10(top) + 0.6],
         },
         yaxis={"categoryorder": "array", "categoryarray": list(rows.index)},

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
 
@@ -36,18 +37,23 @@ CATEGORY_COLORS = {
     "param32": "#1f4e79",  # dark blue (fp32 training: the params are the master copy)
     "grad32": "#25602a",  # dark green
 }
-CATEGORY_NAMES = {
-    "param16": "fp16 parameters",
-    "grad16": "fp16 gradients",
-    "master32": "fp32 master weights",
-    "adam_m": "Adam m (fp32)",
-    "adam_v": "Adam v (fp32)",
-    "gathered_params": "gathered parameters (temporary)",
-    "comm_buffer": "communication buffer",
-    "param32": "fp32 parameters",
-    "grad32": "fp32 gradients",
+CATEGORY_NAMES = {  # shown through category_name() (translated)
+    "param16": N_("fp16 parameters"),
+    "grad16": N_("fp16 gradients"),
+    "master32": N_("fp32 master weights"),
+    "adam_m": N_("Adam m (fp32)"),
+    "adam_v": N_("Adam v (fp32)"),
+    "gathered_params": N_("gathered parameters (temporary)"),
+    "comm_buffer": N_("communication buffer"),
+    "param32": N_("fp32 parameters"),
+    "grad32": N_("fp32 gradients"),
 }
 _EXTRA_COLORS = ("#9467bd", "#17becf", "#bcbd22", "#e377c2", "#2ca02c", "#1f77b4", "#d62728")
+
+
+def category_name(category: str) -> str:
+    """What a learner reads for a memory category (the category itself when unknown)."""
+    return _(CATEGORY_NAMES[category]) if category in CATEGORY_NAMES else category
 
 
 def category_color(category: str, index: int = 0) -> str:
@@ -102,7 +108,12 @@ def event_label(event: Event) -> str:
     delta = event_delta(event)
     sign = "+" if delta >= 0 else "-"
     where = ", ".join(
-        x for x in (event.phase, f"step {event.step}" if event.step is not None else None) if x
+        x
+        for x in (
+            event.phase,
+            _("step {i}").format(i=event.step) if event.step is not None else None,
+        )
+        if x
     )
     cat = (event.attrs or {}).get("category", "?")
     return f"r{event.rank} {sign}{format_bytes(abs(delta))} {cat}" + (
@@ -175,13 +186,17 @@ class Ledger:
         hits = [i for i, f in enumerate(self._frames) if f.step == step]
         if not hits:
             raise bad_value(
-                "step", step, "one of " + (", ".join(map(str, self.steps())) or "no steps")
+                "step",
+                step,
+                _("one of {options}").format(
+                    options=", ".join(map(str, self.steps())) or _("no steps")
+                ),
             )
         return hits[0] - 1, hits[-1]
 
     def _rank(self, rank: int) -> int:
         if rank not in self.ranks:
-            raise bad_value("rank", rank, f"one of {self.ranks}")
+            raise bad_value("rank", rank, _("one of {options}").format(options=self.ranks))
         return rank
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.i18n import _
 from .controls import play_controls
 from .fit import MAX_WIDTH_PX, fit_layout
 from .mesh_data import EDGE_RULES, MeshData, mesh_data
@@ -84,8 +85,9 @@ def _edge_style(
 def _edge_hover(dim: str, pair: tuple[int, int], edge: dict[str, Any]) -> str:
     a, b = pair
     return (
-        f"{dim.upper()}: rank {a} ↔ rank {b}<br>{format_bytes(edge['bytes'])} in"
-        f" {edge['messages']} messages<br>{a} → {b}: {format_bytes(edge['sent'][a])}"
+        f"{dim.upper()}: rank {a} ↔ rank {b}<br>"
+        + _("{size} in {n} messages").format(size=format_bytes(edge["bytes"]), n=edge["messages"])
+        + f"<br>{a} → {b}: {format_bytes(edge['sent'][a])}"
         f"<br>{b} → {a}: {format_bytes(edge['sent'][b])}"
     )
 
@@ -149,10 +151,16 @@ def _rank_trace(mesh: MeshData, dim: str, visible: bool) -> Any:
     hover = []
     for r in range(n):
         c = mesh.dims.coords(r)
-        lines = [f"rank {r}: stage {c['pp']}, replica {c['dp']}, TP rank {c['tp']}"]
-        lines.append(f"{dim.upper()} group {groups[where[r]]}")
+        lines = [
+            _("rank {rank}: stage {stage}, replica {replica}, TP rank {tp}").format(
+                rank=r, stage=c["pp"], replica=c["dp"], tp=c["tp"]
+            )
+        ]
+        lines.append(_("{dim} group {group}").format(dim=dim.upper(), group=groups[where[r]]))
         lines += [
-            f"sent in {k.upper()}: {format_bytes(sent[r].get(k, 0))} ({msgs[r].get(k, 0)} msgs)"
+            _("sent in {dim}: {size} ({n} msgs)").format(
+                dim=k.upper(), size=format_bytes(sent[r].get(k, 0)), n=msgs[r].get(k, 0)
+            )
             for k in mesh.shown_dims
         ]
         hover.append("<br>".join(lines))
@@ -211,7 +219,7 @@ def _frame_data(mesh: MeshData, until: float, before: float | None) -> list[Any]
         items = sorted(now.items())
         out.append(
             go.Scatter(
-                text=[format_bytes(e["bytes"]) for _, e in items],
+                text=[format_bytes(e["bytes"]) for _p, e in items],
                 hovertext=[_edge_hover(dim, p, e) for p, e in items],
             )
         )
@@ -220,18 +228,27 @@ def _frame_data(mesh: MeshData, until: float, before: float | None) -> list[Any]
 
 def _title(mesh: MeshData, until: float | None) -> str:
     d = mesh.dims
-    head = f"The mesh of {mesh.report.get('layout', '')}: {d.world_size} ranks, (pp, dp, tp)"
+    head = _("The mesh of {layout}: {n} ranks, (pp, dp, tp)").format(
+        layout=mesh.report.get("layout", ""), n=d.world_size
+    )
     t0, t1 = mesh.span()
     moved = " · ".join(
         f"{k.upper()} {format_bytes(sum(e['bytes'] for e in mesh.edges(k, until).values()))}"
         for k in mesh.shown_dims
     )
     when = (
-        "whole step"
+        _("whole step")
         if until is None
-        else f"t = {1000 * (until - t0):.0f} of {1000 * (t1 - t0):.0f} ms"
+        else _("t = {t} of {total} ms").format(
+            t=f"{1000 * (until - t0):.0f}", total=f"{1000 * (t1 - t0):.0f}"
+        )
     )
-    return f"{head}<br>{when} · bytes moved: {moved}"
+    return f"{head}<br>" + _("{when} · bytes moved: {moved}").format(when=when, moved=moved)
+
+
+def _rule_text(dim: str) -> str:
+    """The note on which pairs a dimension's edges join: ``"TP: ring neighbours ..."``."""
+    return _("{dim}: {rule}, width ∝ bytes").format(dim=dim.upper(), rule=_(EDGE_RULES[dim]))
 
 
 def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
@@ -242,7 +259,9 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
 
     mesh = mesh_data(report, trace)
     if isinstance(frames, bool) or not isinstance(frames, int) or not 2 <= frames <= 60:
-        raise ValueError(f"frames={frames!r} is not valid: expected an integer in [2, 60]")
+        raise ValueError(
+            _("frames={value!r} is not valid: expected an integer in [2, 60]").format(value=frames)
+        )
     dims, shown = mesh.dims, mesh.shown_dims
     traces, owner = [_coords_trace(mesh)], ["all"]
     for i, dim in enumerate(shown):
@@ -273,7 +292,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
             "method": "update",
             "args": [
                 {"visible": [o in ("all", dim) for o in owner]},
-                {"annotations[0].text": f"{dim.upper()}: {EDGE_RULES[dim]}, width ∝ bytes"},
+                {"annotations[0].text": _rule_text(dim)},
             ],
         }
         for dim in shown
@@ -300,7 +319,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
         plot_bgcolor="white",
         annotations=[
             {
-                "text": f"{shown[0].upper()}: {EDGE_RULES[shown[0]]}, width ∝ bytes",
+                "text": _rule_text(shown[0]),
                 "xref": "paper",
                 "yref": "paper",
                 "x": 1,
@@ -314,7 +333,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
         ],
         xaxis={
             "tickvals": [s * (dims.tp + 1) + (dims.tp - 1) / 2 for s in range(dims.pp)],
-            "ticktext": [f"stage {s}" for s in range(dims.pp)],
+            "ticktext": [_("stage {stage}").format(stage=s) for s in range(dims.pp)],
             "range": [-0.8, cols + 0.8],
             "showgrid": False,
             "zeroline": False,
@@ -322,7 +341,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
         },
         yaxis={
             "tickvals": [-d * Y_STEP for d in range(dims.dp)],
-            "ticktext": [f"replica {d}" for d in range(dims.dp)],
+            "ticktext": [_("replica {replica}").format(replica=d) for d in range(dims.dp)],
             "range": [-(dims.dp - 1) * Y_STEP - 0.8, 0.8],
             "showgrid": False,
             "zeroline": False,

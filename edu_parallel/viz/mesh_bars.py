@@ -17,16 +17,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..parallel_3d.measure import GROUP_TYPES
 from .fit import MAX_WIDTH_PX, fit_layout
 from .mesh_data import report_dict
 
 TYPE_COLORS = {"tp": "#E45756", "pp": "#4C78A8", "dp": "#54A24B", "ep": "#B279A2"}
 MEMORY_PARTS = (
-    ("param_bytes", "parameters", "#4C78A8"),
-    ("grad_bytes", "gradients", "#F58518"),
-    ("optimizer_bytes", "optimizer (Adam m, v)", "#54A24B"),
-    ("activation_bytes", "activations (peak saved)", "#B279A2"),
+    ("param_bytes", N_("parameters"), "#4C78A8"),
+    ("grad_bytes", N_("gradients"), "#F58518"),
+    ("optimizer_bytes", N_("optimizer (Adam m, v)"), "#54A24B"),
+    ("activation_bytes", N_("activations (peak saved)"), "#B279A2"),
 )
 
 
@@ -53,7 +54,8 @@ def group_bytes_figure(report: Any, title: str | None = None) -> Any:
                 x=x,
                 y=[row.get(k, 0.0) for row in sent],
                 marker_color=TYPE_COLORS[k],
-                hovertemplate=f"%{{x}}: %{{y:,.0f}} B in {k.upper()}<extra></extra>",
+                hovertemplate=_("%{{x}}: %{{y:,.0f}} B in {dim}").format(dim=k.upper())
+                + "<extra></extra>",
             )
             for k in types
         ]
@@ -66,25 +68,30 @@ def group_bytes_figure(report: Any, title: str | None = None) -> Any:
             below = [b + v for b, v in zip(below, values, strict=True)]
             fig.add_trace(
                 go.Scatter(
-                    name=f"{k.upper()} planned",
+                    name=_("{dim} planned").format(dim=k.upper()),
                     x=x,
                     y=below,
                     customdata=values,
                     mode="markers",
                     marker={"symbol": "line-ew-open", "size": 30, "line": {"width": 3}}
                     | {"color": "#222222"},
-                    hovertemplate=f"%{{x}}: planner says %{{customdata:,.0f}} B in {k.upper()}"
-                    "<extra></extra>",
+                    hovertemplate=_("%{{x}}: planner says %{{customdata:,.0f}} B in {dim}").format(
+                        dim=k.upper()
+                    )
+                    + "<extra></extra>",
                     showlegend=k == types[0],
                     legendgroup="planned",
                 )
             )
-        fig.data[len(types)].name = "planner (top of each segment)"
+        fig.data[len(types)].name = _("planner (top of each segment)")
     fig.update_layout(
         barmode="stack",
-        title=title or f"Bytes each rank sent in one step of {data.get('layout', '')}, by group",
-        yaxis_title="bytes sent",
-        xaxis_title="rank (pp, dp, tp)",
+        title=title
+        or _("Bytes each rank sent in one step of {layout}, by group").format(
+            layout=data.get("layout", "")
+        ),
+        yaxis_title=_("bytes sent"),
+        xaxis_title=_("rank (pp, dp, tp)"),
         **_size(len(x)),
     )
     return fit_layout(fig)
@@ -98,25 +105,27 @@ def memory_figure(report: Any, title: str | None = None) -> Any:
     x, states = _ranks(data), data["per_rank_model_state_bytes"]
     acts = data.get("per_rank_activation_bytes")
     if acts is None or len(acts) != len(x):
-        raise bad_value("report", "no per_rank_activation_bytes", "one activation peak per rank")
+        raise bad_value("report", "no per_rank_activation_bytes", _("one activation peak per rank"))
     rows = [{**s, "activation_bytes": a} for s, a in zip(states, acts, strict=True)]
     fig = go.Figure(
         [
             go.Bar(
-                name=name,
+                name=_(name),
                 x=x,
                 y=[row[key] for row in rows],
                 marker_color=color,
-                hovertemplate=f"%{{x}}: %{{y:,.0f}} B of {name}<extra></extra>",
+                hovertemplate=_("%{{x}}: %{{y:,.0f}} B of {part}").format(part=_(name))
+                + "<extra></extra>",
             )
             for key, name, color in MEMORY_PARTS
         ]
     )
     fig.update_layout(
         barmode="stack",
-        title=title or f"Memory per rank in one step of {data.get('layout', '')}",
-        yaxis_title="bytes",
-        xaxis_title="rank (pp, dp, tp)",
+        title=title
+        or _("Memory per rank in one step of {layout}").format(layout=data.get("layout", "")),
+        yaxis_title=_("bytes"),
+        xaxis_title=_("rank (pp, dp, tp)"),
         **_size(len(x)),
     )
     return fit_layout(fig)

@@ -26,17 +26,18 @@ from typing import Any
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import SPLITS_MARK
 from ..core.trace import Trace
 from ..parallel_3d.measure import GROUP_TYPES, group_kinds
 
 # How each dimension's edges are drawn, in the figure's words.
-EDGE_RULES = {
-    "tp": "ring neighbours of each TP group",
-    "pp": "stage k → k+1 of each pipeline",
-    "dp": "ring neighbours of each DP (and expert-DP) group",
-    "ep": "all pairs of each EP group",
+EDGE_RULES = {  # translated where shown: _(EDGE_RULES[dim])
+    "tp": N_("ring neighbours of each TP group"),
+    "pp": N_("stage k → k+1 of each pipeline"),
+    "dp": N_("ring neighbours of each DP (and expert-DP) group"),
+    "ep": N_("all pairs of each EP group"),
 }
 REPORT_KEYS = ("dims", "per_rank_sent_bytes_by_group", "per_rank_messages_by_group")
 
@@ -104,7 +105,7 @@ def report_dict(report: Any, keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """A 3D report as plain data (a Report3D, or its ``to_json_dict()``) that has ``keys``."""
     data = report.to_json_dict() if hasattr(report, "to_json_dict") else report
     if not isinstance(data, dict) or any(k not in data for k in REPORT_KEYS + keys):
-        raise bad_value("report", type(report).__name__, "a Report3D or its to_json_dict()")
+        raise bad_value("report", type(report).__name__, _("a Report3D or its to_json_dict()"))
     return data
 
 
@@ -117,7 +118,9 @@ def _dims(data: dict[str, Any]) -> ParallelDims:
 
 
 def _where(e: Any) -> str:
-    return f"trace: rank {e.rank} {e.op or e.kind} at t={e.start:.6f}s"
+    return _("trace: rank {rank} {op} at t={t}s").format(
+        rank=e.rank, op=e.op or e.kind, t=f"{e.start:.6f}"
+    )
 
 
 def _transfers(trace: Trace, dims: ParallelDims) -> list[Transfer]:
@@ -130,11 +133,19 @@ def _transfers(trace: Trace, dims: ParallelDims) -> list[Transfer]:
     out: list[Transfer] = []
     for e in trace.events:
         if e.kind in ("send", "collective", "mark") and not 0 <= e.rank < dims.world_size:
-            raise ValueError(f"{_where(e)}: rank outside the {dims.world_size} ranks of the run")
+            raise ValueError(
+                _("{where}: rank outside the {n} ranks of the run").format(
+                    where=_where(e), n=dims.world_size
+                )
+            )
         if e.kind == "send":
             a, b = dims.coords(e.rank), dims.coords(e.peer) if e.peer is not None else None
             if b is None or abs(a["pp"] - b["pp"]) != 1 or (a["dp"], a["tp"]) != (b["dp"], b["tp"]):
-                raise ValueError(f"{_where(e)}: send to rank {e.peer}, not a neighbour stage")
+                raise ValueError(
+                    _("{where}: send to rank {peer}, not a neighbour stage").format(
+                        where=_where(e), peer=e.peer
+                    )
+                )
             ends = arrived[(e.rank, e.peer, e.tag)]
             out.append(
                 Transfer("pp", e.rank, e.peer, float(e.nbytes), ends.pop(0) if ends else e.end)
@@ -143,10 +154,18 @@ def _transfers(trace: Trace, dims: ParallelDims) -> list[Transfer]:
             group = tuple((e.attrs or {}).get("group") or range(dims.world_size))
             if e.op.startswith("all_to_all"):
                 if group not in ep_groups:
-                    raise ValueError(f"{_where(e)}: on ranks {list(group)}, not an EP group")
+                    raise ValueError(
+                        _("{where}: on ranks {ranks}, not an EP group").format(
+                            where=_where(e), ranks=list(group)
+                        )
+                    )
                 continue  # its bytes are its split mark's
             if group not in kinds or e.rank not in group:
-                raise ValueError(f"{_where(e)}: on ranks {list(group)}, not a TP or DP group")
+                raise ValueError(
+                    _("{where}: on ranks {ranks}, not a TP or DP group").format(
+                        where=_where(e), ranks=list(group)
+                    )
+                )
             n, k = len(group), group.index(e.rank)
             nbytes = ring_sent_bytes(e.op, e.nbytes, n)
             out.append(Transfer(kinds[group], e.rank, group[(k + 1) % n], nbytes, e.end))
@@ -154,7 +173,11 @@ def _transfers(trace: Trace, dims: ParallelDims) -> list[Transfer]:
             a = e.attrs or {}
             peers = tuple(a.get("peers") or range(dims.world_size))
             if peers not in ep_groups:
-                raise ValueError(f"{_where(e)}: split mark over ranks {list(peers)}, not EP")
+                raise ValueError(
+                    _("{where}: split mark over ranks {ranks}, not EP").format(
+                        where=_where(e), ranks=list(peers)
+                    )
+                )
             for peer, nbytes in zip(peers, a["send_bytes"], strict=True):
                 if peer != e.rank:
                     out.append(Transfer("ep", e.rank, peer, float(nbytes), e.start))
@@ -168,18 +191,29 @@ def mesh_data(report: Any, trace: Trace | None = None) -> MeshData:
     data = report_dict(report)
     trace = trace if trace is not None else getattr(report, "trace", None)
     if not isinstance(trace, Trace):
-        raise bad_value("trace", type(trace).__name__, "the run's Trace (report.trace)")
+        raise bad_value("trace", type(trace).__name__, _("the run's Trace (report.trace)"))
     dims = _dims(data)
     mesh = MeshData(dims, data, tuple(_transfers(trace, dims)))
     measured = data["per_rank_sent_bytes_by_group"]
     if len(measured) != dims.world_size:
-        raise bad_value("report", f"{len(measured)} ranks", f"{dims.world_size} ranks, as dims")
+        raise bad_value(
+            "report",
+            f"{len(measured)} ranks",
+            _("{n} ranks, as dims").format(n=dims.world_size),
+        )
     for dim in GROUP_TYPES:
         sent = mesh.sent(dim)
         for r, row in enumerate(measured):
             if abs(sent[r] - row.get(dim, 0.0)) > 0.5:
                 raise ValueError(
-                    f"trace and report disagree: rank {r} sent {sent[r]:.0f} B in"
-                    f" {dim.upper()} by the trace, {row.get(dim, 0.0):.0f} B by the report"
+                    _(
+                        "trace and report disagree: rank {rank} sent {traced} B in"
+                        " {dim} by the trace, {reported} B by the report"
+                    ).format(
+                        rank=r,
+                        traced=f"{sent[r]:.0f}",
+                        dim=dim.upper(),
+                        reported=f"{row.get(dim, 0.0):.0f}",
+                    )
                 )
     return mesh

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds, contributors
 from ..core.trace import Trace
 from ..plans.checker import holdings_after_each_step
@@ -23,6 +24,44 @@ OP_COLORS = {"reduce": "#d62728", "copy": "#1f77b4"}
 EMPTY_COLOR = "#e6e6e6"
 _PALE, _FULL = (255, 247, 188), (35, 139, 69)  # 1 contributor .. all contributors
 _LOW, _MID, _HIGH = (69, 117, 180), (247, 247, 247), (215, 48, 39)
+
+# what a learner reads for a plan's phase and a transfer's op (the values stay English in traces)
+PHASE_NAMES = {
+    "reduce-scatter": N_("reduce-scatter"),
+    "all-gather": N_("all-gather"),
+    "all-reduce": N_("all-reduce"),
+    "reduce": N_("reduce"),
+    "broadcast": N_("broadcast"),
+    "gather": N_("gather"),
+    "scatter": N_("scatter"),
+}
+# per op, so that the translation can name the op in its own words
+_CHANGED = {
+    "reduce": N_("changed in this step (reduce)"),
+    "copy": N_("changed in this step (copy)"),
+}
+_COUNTED = {"reduce": N_("{count} reduce"), "copy": N_("{count} copy")}
+ARROW_HOVER = {
+    "reduce": N_("{arrow} (reduce), {nbytes} B"),
+    "copy": N_("{arrow} (copy), {nbytes} B"),
+}
+
+
+def phase_label(phase: str | None) -> str:
+    """A plan phase or collective as the learner reads it (``"reduce-scatter"`` -> 归约散射)."""
+    if phase is None:
+        return ""
+    return _(PHASE_NAMES[phase]) if phase in PHASE_NAMES else phase
+
+
+def arrow_hover(arrow: Arrow) -> str:
+    """Hover text of one transfer: ``"r0->r1 c2 + (reduce), 16 B"``."""
+    message = (
+        _(ARROW_HOVER[arrow.op])
+        if arrow.op in ARROW_HOVER
+        else "{arrow} (" + arrow.op + "), {nbytes} B"
+    )
+    return message.format(arrow=arrow.text(), nbytes=arrow.nbytes)
 
 
 @dataclass(frozen=True)
@@ -97,23 +136,30 @@ class RingFrames:
     def hover(self, view: StepView, rank: int, chunk: int) -> str:
         """Long description of one cell for hover text."""
         mask, value = view.masks[rank][chunk], view.values[rank][chunk]
-        text = f"rank {rank}, chunk {chunk} ({self.chunk_bytes[chunk]} B)"
+        text = _("rank {rank}, chunk {chunk} ({nbytes} B)").format(
+            rank=rank, chunk=chunk, nbytes=self.chunk_bytes[chunk]
+        )
         if value is not None:
-            text += f"<br>value {value:.6g}"
+            text += "<br>" + _("value {value}").format(value=f"{value:.6g}")
         if mask is not None:
-            text += f"<br>sum of ranks {ranks_text(mask)}" if mask else "<br>holds nothing yet"
+            text += "<br>" + (
+                _("sum of ranks {ranks}").format(ranks=ranks_text(mask))
+                if mask
+                else _("holds nothing yet")
+            )
         if (rank, chunk) in view.changed:
-            text += f"<br>changed in this step ({view.changed[(rank, chunk)]})"
+            op = view.changed[(rank, chunk)]
+            text += "<br>" + (_(_CHANGED[op]) if op in _CHANGED else f"changed in this step ({op})")
         return text
 
     def legend_text(self) -> str:
         """One line saying what colour and label mean."""
         if self.mode == "value":
-            return "cell: value of the chunk's first element (blue < 0 < red)"
-        return (
+            return _("cell: value of the chunk's first element (blue < 0 < red)")
+        return _(
             "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
-            f"{self.world_size}); label: which ranks"
-        )
+            "{n}); label: which ranks"
+        ).format(n=self.world_size)
 
 
 def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
@@ -150,28 +196,57 @@ def describe_step(arrows: list[Arrow], world_size: int) -> str:
     """A sentence for a step's transfers, e.g. "each rank sends 1 chunk to its right neighbour,
     which adds it"."""
     if not arrows:
-        return "no transfers"
+        return _("no transfers")
     ops = {a.op for a in arrows}
     op = ops.pop() if len(ops) == 1 else "mixed"
-    verb = {"reduce": "adds it", "copy": "overwrites its copy"}.get(op, "applies it")
     srcs = sorted({a.src for a in arrows})
     dsts = sorted({a.dst for a in arrows})
     n = world_size
     if len(arrows) == n and len(srcs) == n:
-        if all(a.dst == (a.src + 1) % n for a in arrows):
-            return f"each rank sends 1 chunk to its right neighbour, which {verb}"
-        if all(a.dst == (a.src - 1) % n for a in arrows):
-            return f"each rank sends 1 chunk to its left neighbour, which {verb}"
+        for side, shift in (("right", 1), ("left", -1)):
+            if all(a.dst == (a.src + shift) % n for a in arrows):
+                return _(_NEIGHBOUR[side].get(op, _NEIGHBOUR[side]["?"]))
     chunks = sorted({a.chunk for a in arrows if a.chunk is not None})
-    what = f"chunk {_range_text(chunks)}" if chunks else "its buffer"
+    what = _("chunk {chunks}").format(chunks=_range_text(chunks)) if chunks else _("its buffer")
     if len(dsts) == 1:
-        plural = {"reduce": "adds them", "copy": "keeps the last"}.get(op, "applies them")
-        return f"ranks {_range_text(srcs)} send {what} to rank {dsts[0]}, which {plural}"
+        message = _TO_ONE.get(op, _TO_ONE["?"])
+        return _(message).format(srcs=_range_text(srcs), what=what, dst=dsts[0])
     if len(srcs) == 1:
-        verb = {"reduce": "add it", "copy": "overwrite their copy"}.get(op, "apply it")
-        return f"rank {srcs[0]} sends {what} to ranks {_range_text(dsts)}, which {verb}"
+        message = _FROM_ONE.get(op, _FROM_ONE["?"])
+        return _(message).format(src=srcs[0], what=what, dsts=_range_text(dsts))
     counts = {o: sum(a.op == o for a in arrows) for o in sorted({a.op for a in arrows})}
-    return f"{len(arrows)} transfers (" + ", ".join(f"{c} {o}" for o, c in counts.items()) + ")"
+    return _("{n} transfers ({counts})").format(
+        n=len(arrows),
+        counts=", ".join(
+            _(_COUNTED[o]).format(count=c) if o in _COUNTED else f"{c} {o}"
+            for o, c in counts.items()
+        ),
+    )
+
+
+# describe_step's sentences, one per case so that the translation can order its words
+_NEIGHBOUR = {
+    "right": {
+        "reduce": N_("each rank sends 1 chunk to its right neighbour, which adds it"),
+        "copy": N_("each rank sends 1 chunk to its right neighbour, which overwrites its copy"),
+        "?": N_("each rank sends 1 chunk to its right neighbour, which applies it"),
+    },
+    "left": {
+        "reduce": N_("each rank sends 1 chunk to its left neighbour, which adds it"),
+        "copy": N_("each rank sends 1 chunk to its left neighbour, which overwrites its copy"),
+        "?": N_("each rank sends 1 chunk to its left neighbour, which applies it"),
+    },
+}
+_TO_ONE = {
+    "reduce": N_("ranks {srcs} send {what} to rank {dst}, which adds them"),
+    "copy": N_("ranks {srcs} send {what} to rank {dst}, which keeps the last"),
+    "?": N_("ranks {srcs} send {what} to rank {dst}, which applies them"),
+}
+_FROM_ONE = {
+    "reduce": N_("rank {src} sends {what} to ranks {dsts}, which add it"),
+    "copy": N_("rank {src} sends {what} to ranks {dsts}, which overwrite their copy"),
+    "?": N_("rank {src} sends {what} to ranks {dsts}, which apply it"),
+}
 
 
 def _plan(trace: Trace) -> Plan | None:
@@ -233,10 +308,10 @@ def build_frames(trace: Trace) -> RingFrames:
     if trace.snapshots:
         mode, note = ("contributors" if pattern == "powers_of_two" else "value"), ""
     elif plan is not None:
-        mode, note = "symbolic", " (symbolic: this trace has no buffer snapshots)"
+        mode, note = "symbolic", " " + _("(symbolic: this trace has no buffer snapshots)")
     else:
         raise ValueError(
-            "trace is not valid for the ring view: it has no snapshots and no meta['plan']"
+            _("trace is not valid for the ring view: it has no snapshots and no meta['plan']")
         )
     grid = trace.snapshot_grid()
     held = holdings_after_each_step(plan) if mode == "symbolic" else None
@@ -262,17 +337,24 @@ def build_frames(trace: Trace) -> RingFrames:
                 masks.append([None] * c)
         step_arrows = arrows.get(i, [])
         if i < 0:
-            first = "input, before any step"
+            first = _("input, before any step")
             if pattern == "powers_of_two":
-                first = "input: rank r holds 2^r in every element, so a sum shows its ranks"
+                first = _("input: rank r holds 2^r in every element, so a sum shows its ranks")
             title = first + note
         else:
             p = phase.get(i)
             per_phase_seen[p] = per_phase_seen.get(p, 0) + 1
             head = (
-                f"{p}, step {per_phase_seen[p]} of {per_phase_total[p]}" if p else f"step {i + 1}"
+                _("{phase}, step {i} of {n}").format(
+                    phase=phase_label(p), i=per_phase_seen[p], n=per_phase_total[p]
+                )
+                if p
+                else _("step {i}").format(i=i + 1)
             )
-            title = f"{head}: {describe_step(step_arrows, n)}{note}"
+            title = _("{head}: {description}").format(
+                head=head, description=describe_step(step_arrows, n)
+            )
+            title += note
         changed = {(a.dst, a.chunk): a.op for a in step_arrows if a.chunk is not None}
         views.append(StepView(i, phase.get(i), title, values, masks, step_arrows, changed))
     known = [v for view in views for row in view.values for v in row if v is not None]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from ..core.marks import traffic_matrix
 from ..core.trace import Trace
 from .controls import play_controls
@@ -41,13 +42,21 @@ PALETTE = (
     "#9edae5",
 )
 DROPPED = "#d62728"
+STAGE_CAPTIONS = {
+    "routed": N_("routed: each token's k choices at its own rank (x = over capacity)"),
+    "dispatched": N_("after dispatch: rows at their expert's rank, one column per local expert"),
+    "combined": N_("after combine: expert outputs back home, weighted and summed; dropped = 0"),
+}
+STAGE_WORDS = {"routed": N_("routed"), "dispatched": N_("dispatched"), "combined": N_("combined")}
 
 
 def _get(report: Any, name: str) -> Any:
     value = report.get(name) if isinstance(report, Mapping) else getattr(report, name, None)
     if value is None:
         raise bad_value(
-            "report", type(report).__name__, f"an MoEReport (or its JSON) with {name!r}"
+            "report",
+            type(report).__name__,
+            _("an MoEReport (or its JSON) with {name!r}").format(name=name),
         )
     return value
 
@@ -58,7 +67,7 @@ def matrix_of(data: Any, exchange: str = "dispatch") -> list[list[int]]:
         return traffic_matrix(data, exchange)
     if isinstance(data, list | tuple):
         if not data or any(len(row) != len(data) for row in data):
-            raise bad_value("matrix", data, "a square list of lists of bytes")
+            raise bad_value("matrix", data, _("a square list of lists of bytes"))
         return [list(row) for row in data]
     return [list(row) for row in _get(data, "traffic_by_exchange")[exchange]]
 
@@ -76,7 +85,7 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
         else {"": data}
     )
     if not runs:
-        raise bad_value("data", data, "a run or a non-empty {name: run}")
+        raise bad_value("data", data, _("a run or a non-empty {{name: run}}").format())
     mats = {name: matrix_of(run, exchange) for name, run in runs.items()}
     top = max((b for m in mats.values() for row in m for b in row), default=0) or 1
     cols = min(len(mats), 2)  # two heatmaps a row fit the notebook's width with the colour bar
@@ -93,7 +102,11 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
         n = len(m)
         labels = [f"r{k}" for k in range(n)]
         text = [
-            [f"{m[s][d]:,}" + (" (local)" if s == d else "") for d in range(n)] for s in range(n)
+            [
+                _("{nbytes} (local)").format(nbytes=f"{m[s][d]:,}") if s == d else f"{m[s][d]:,}"
+                for d in range(n)
+            ]
+            for s in range(n)
         ]
         fig.add_trace(
             go.Heatmap(
@@ -107,19 +120,23 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
                 texttemplate="%{text}",
                 showscale=i == 0,
                 textfont=dict(size=12),
-                colorbar=dict(title="bytes", len=min(1.0, 1.2 / rows), y=1.0, yanchor="top"),
-                hovertemplate="from %{y} to %{x}: %{z:,} B<extra></extra>",
+                colorbar=dict(title=_("bytes"), len=min(1.0, 1.2 / rows), y=1.0, yanchor="top"),
+                hovertemplate=_("from %{{y}} to %{{x}}: %{{z:,}} B").format() + "<extra></extra>",
             ),
             row=row,
             col=col,
         )
-        fig.update_xaxes(title_text="to rank", side="bottom", row=row, col=col)
+        fig.update_xaxes(title_text=_("to rank"), side="bottom", row=row, col=col)
         fig.update_yaxes(
-            title_text="from rank" if col == 1 else None, autorange="reversed", row=row, col=col
+            title_text=_("from rank") if col == 1 else None, autorange="reversed", row=row, col=col
         )
     head = f"<b>{title}</b><br>" if title else ""
     fig.update_layout(
-        title=dict(text=f"{head}{exchange} all-to-all: bytes sent, rank x rank", x=0.5),
+        title=dict(
+            text=head
+            + _("{exchange} all-to-all: bytes sent, rank x rank").format(exchange=exchange),
+            x=0.5,
+        ),
         width=min(MAX_WIDTH_PX, 160 + 380 * cols),
         height=130 + 320 * rows + 60 * (rows - 1),
         plot_bgcolor="white",
@@ -143,9 +160,10 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
             go.Bar(
                 x=xs,
                 y=kept[s],
-                name=f"kept, from rank {s}",
+                name=_("kept, from rank {rank}").format(rank=s),
                 marker_color=PALETTE[s % len(PALETTE)],
-                hovertemplate=f"from rank {s}: %{{y}} kept<extra>%{{x}}</extra>",
+                hovertemplate=_("from rank {rank}: %{{y}} kept").format(rank=s)
+                + "<extra>%{x}</extra>",
             )
         )
     dropped = [sum(routed[s][j] - kept[s][j] for s in range(n)) for j in range(e)]
@@ -153,17 +171,22 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
         go.Bar(
             x=xs,
             y=dropped,
-            name="dropped",
+            name=_("dropped"),
             marker_color=DROPPED,
             marker_pattern_shape="/",
-            hovertemplate="%{y} dropped<extra>%{x}</extra>",
+            hovertemplate=_("%{{y}} dropped").format() + "<extra>%{x}</extra>",
         )
     )
     mean = sum(map(sum, routed)) / e
     line = n * cap
     for y, text, dash, where in (
-        (line, f"N x capacity = {n} x {cap} = {line}", "dash", "top right"),
-        (mean, f"mean load {mean:g}", "dot", "bottom right"),
+        (
+            line,
+            _("N x capacity = {n} x {cap} = {line}").format(n=n, cap=cap, line=line),
+            "dash",
+            "top right",
+        ),
+        (mean, _("mean load {mean}").format(mean=f"{mean:g}"), "dot", "bottom right"),
     ):
         fig.add_hline(
             y=y,
@@ -181,14 +204,14 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
         width=760,
         height=430,
         title=dict(
-            text=(
-                f"{head}expert load: max/mean = {max(load) / mean:.2f}, "
-                f"{sum(dropped)} of {sum(load)} assignments dropped"
+            text=head
+            + _("expert load: max/mean = {ratio}, {dropped} of {total} assignments dropped").format(
+                ratio=f"{max(load) / mean:.2f}", dropped=sum(dropped), total=sum(load)
             ),
             x=0.5,
         ),
-        xaxis_title="expert (e0.. on rank 0, then rank 1, ...)",
-        yaxis_title="token-expert assignments",
+        xaxis_title=_("expert (e0.. on rank 0, then rank 1, ...)"),
+        yaxis_title=_("token-expert assignments"),
     )
     fig.layout.meta = dict(kept=[list(r) for r in kept], dropped=dropped, capacity_line=line)
     return fit_layout(fig)
@@ -232,8 +255,14 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
     k = width - per - 1
     ids = [f"r{p['src']}t{p['token']}c{p['choice']}" for p in points]
     hover = [
-        f"rank {p['src']} token {p['token']} choice {p['choice']} -> expert {p['expert']}"
-        + ("" if p["kept"] else " (dropped: over capacity)")
+        (
+            _("rank {src} token {token} choice {choice} -> expert {expert}")
+            if p["kept"]
+            else _(
+                "rank {src} token {token} choice {choice} -> expert {expert} "
+                "(dropped: over capacity)"
+            )
+        ).format(src=p["src"], token=p["token"], choice=p["choice"], expert=p["expert"])
         for p in points
     ]
 
@@ -260,11 +289,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
         )
 
     stages = ("routed", "dispatched", "combined")
-    captions = {
-        "routed": "routed: each token's k choices at its own rank (x = over capacity)",
-        "dispatched": "after dispatch: rows at their expert's rank, one column per local expert",
-        "combined": "after combine: expert outputs back home, weighted and summed; dropped = 0",
-    }
+    captions = {s: _(STAGE_CAPTIONS[s]) for s in stages}
     head = f"<b>{title}</b> · " if title else ""
     fig = go.Figure(data=[scatter("routed")])
     e = _get(report, "experts")
@@ -274,7 +299,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
                 x=[None],
                 y=[None],
                 mode="markers",
-                name=f"e{ex} on r{ex // per}",
+                name=_("e{expert} on r{rank}").format(expert=ex, rank=ex // per),
                 marker=dict(size=11, symbol="square", color=PALETTE[ex % len(PALETTE)]),
             )
         )
@@ -297,7 +322,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
         plot_bgcolor="white",
         width=min(MAX_WIDTH_PX, 200 + 40 * n * width),
         height=min(900, 220 + 14 * height),
-        legend=dict(title=dict(text="expert"), font=dict(size=12)),
+        legend=dict(title=dict(text=_("expert")), font=dict(size=12)),
         xaxis=dict(
             range=[-1, n * width - 1],
             fixedrange=True,
@@ -310,15 +335,18 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
             ],
         ),
         yaxis=dict(
-            range=[height, -1], title="token (home) / slot (at the expert)", fixedrange=True
+            range=[height, -1],
+            title=_("token (home) / slot (at the expert)"),
+            fixedrange=True,
         ),
     )
     controls = play_controls(
         list(stages),
         duration_ms=1200,
+        labels=[_(STAGE_WORDS[s]) for s in stages],
         transition_ms=800,
         redraw=False,
-        prefix="frame: ",
+        prefix=_("frame: "),
         y=-0.09,
         plot_px=fig.layout.width - 80 - 160,  # default left margin, the legend on the right
     )

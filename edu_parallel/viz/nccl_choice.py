@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.nccl_select import nccl_choose
 from ..models.nccl_systems import nccl_system
@@ -64,14 +65,18 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
             lw=1.6,
             label=f"{algo}/{proto}",
         )
-    ax.loglog(xs, [p.time_us for p in picks], color="black", lw=3, alpha=0.25, label="NCCL's pick")
-    ax.set_ylabel("predicted time (µs)", fontsize=10)
+    ax.loglog(
+        xs, [p.time_us for p in picks], color="black", lw=3, alpha=0.25, label=_("NCCL's pick")
+    )
+    ax.set_ylabel(_("predicted time (µs)"), fontsize=10)
     ax.set_xscale("log", base=2)
     ax.tick_params(labelbottom=False, labelsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8.5, loc="upper left", ncol=2)
     ax.set_title(
-        f"{coll}, {system.describe().replace(' (', chr(10) + '(', 1)}: NCCL 2.30.7 tuning model",
+        _("{collective}, {system}: NCCL 2.30.7 tuning model").format(
+            collective=coll, system=system.describe().replace(" (", "\n(", 1)
+        ),
         fontsize=10,
     )
     for lo, hi, label in winner_bands(coll, xs, system):
@@ -84,8 +89,8 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
     strip.set_xscale("log", base=2)
     strip.set_xlim(ax.get_xlim())
     strip.set_yticks([])
-    strip.set_ylabel("winner", fontsize=9)
+    strip.set_ylabel(_("winner"), fontsize=9)
     ticks = [2.0**k for k in range(int(np.log2(xs[0])), int(np.log2(xs[-1])) + 1, 5)]
     strip.set_xticks(ticks, [format_bytes(t) for t in ticks], fontsize=9)
-    strip.set_xlabel("bytes (NCCL's nBytes)", fontsize=10)
+    strip.set_xlabel(_("bytes (NCCL's nBytes)"), fontsize=10)
     return fig

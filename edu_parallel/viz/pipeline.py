@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import check_int
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
@@ -27,7 +28,12 @@ from .rank_timeline import time_axis_label
 
 # blue, green, purple, orange; the kinds are torch.distributed.pipelining's (I: input gradient)
 KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "I": "#7b4fa0", "W": "#e8770e"}
-KIND_NAMES = {"F": "F forward", "B": "B backward", "I": "I input grad", "W": "W weight grad"}
+KIND_NAMES = {
+    "F": N_("F forward"),
+    "B": N_("B backward"),
+    "I": N_("I input grad"),
+    "W": N_("W weight grad"),
+}
 BUBBLE_FILL, BUBBLE_LINE = "#ececec", "#a8a8a8"
 CURSOR_COLOR = "#c0392b"
 # Keys Timeline.to_trace writes when given no meta: such a trace holds modelled times.
@@ -110,7 +116,9 @@ def _trace_is_modelled(meta: dict[str, Any]) -> bool:
 
 
 def _modelled_label(t_f: float) -> str:
-    return "time (t_f = 1)" if abs(t_f - 1.0) < 1e-12 else f"modelled time (t_f = {t_f:g})"
+    if abs(t_f - 1.0) < 1e-12:
+        return _("time (t_f = 1)")
+    return _("modelled time (t_f = {t_f})").format(t_f=f"{t_f:g}")
 
 
 def pipeline_view(
@@ -128,14 +136,16 @@ def pipeline_view(
         return PipelineView(boxes, tl.num_ranks, tl.num_stages, tl.name, label, False)
     if not isinstance(timeline_or_trace, Trace):
         raise TypeError(
-            f"timeline_or_trace={type(timeline_or_trace).__name__} is not valid: expected a "
-            "Timeline (edu_parallel.pipeline_parallel.timing) or a Trace with F/B/I/W compute "
-            "events"
+            _(
+                "timeline_or_trace={value} is not valid: expected a "
+                "Timeline (edu_parallel.pipeline_parallel.timing) or a Trace with F/B/I/W compute "
+                "events"
+            ).format(value=type(timeline_or_trace).__name__)
         )
     trace = timeline_or_trace
     events = [e for e in trace.events if e.kind == "compute" and e.op in KINDS]
     if not events:
-        raise ValueError("trace has no compute events with op F, B, I or W: nothing to draw")
+        raise ValueError(_("trace has no compute events with op F, B, I or W: nothing to draw"))
     origin = min(e.start for e in events)
     boxes = []
     for e in events:
@@ -159,7 +169,9 @@ def pipeline_view(
     elif modelled:
         label = _modelled_label(next((b.end - b.start for b in boxes if b.kind == "F"), 1.0))
     else:
-        label = time_axis_label(trace) + (", 0 = first compute" if origin else "")
+        label = time_axis_label(trace)
+        if origin:
+            label = _("{label}, 0 = first compute").format(label=label)
     measured = not modelled and time_axis_label(trace).endswith("(measured)")
     name = str(trace.meta.get("schedule", trace.meta.get("concept", "run")))
     return PipelineView(boxes, ranks, stages, name, label, measured)
@@ -176,12 +188,22 @@ def _fmt(t: float) -> str:
 
 
 def _default_title(view: PipelineView) -> str:
-    v = f", v={view.chunks}" if view.chunks > 1 else ""
-    how = "measured" if view.measured else "simulated"
-    return (
-        f"{view.name}: P={view.num_ranks} ranks, M={view.num_microbatches} microbatches{v}: "
-        f"bubble {view.bubble_fraction():.1%} of rank-time ({how})"
+    how = _("measured") if view.measured else _("simulated")
+    values = dict(
+        name=view.name,
+        p=view.num_ranks,
+        m=view.num_microbatches,
+        v=view.chunks,
+        bubble=f"{view.bubble_fraction():.1%}",
+        how=how,
     )
+    if view.chunks > 1:
+        return _(
+            "{name}: P={p} ranks, M={m} microbatches, v={v}: bubble {bubble} of rank-time ({how})"
+        ).format(**values)
+    return _(
+        "{name}: P={p} ranks, M={m} microbatches: bubble {bubble} of rank-time ({how})"
+    ).format(**values)
 
 
 def pipeline_gantt(
@@ -214,7 +236,7 @@ def pipeline_gantt(
         x=[g[2] - g[1] for g in gaps],
         orientation="h",
         width=0.78,
-        name="bubble (idle)",
+        name=_("bubble (idle)"),
         meta={"role": "bubble"},
         marker=dict(
             color=BUBBLE_FILL,
@@ -222,7 +244,10 @@ def pipeline_gantt(
             pattern=dict(shape="/", fgcolor=BUBBLE_LINE, size=7, solidity=0.15),
         ),
         hovertext=[
-            f"rank {r} idle {_fmt(a)} to {_fmt(b)} ({_fmt(b - a)}): bubble" for r, a, b in gaps
+            _("rank {rank} idle {start} to {end} ({length}): bubble").format(
+                rank=r, start=_fmt(a), end=_fmt(b), length=_fmt(b - a)
+            )
+            for r, a, b in gaps
         ],
         hoverinfo="text",
     )
@@ -232,9 +257,12 @@ def pipeline_gantt(
             if not mine:
                 continue
             color = tint(KIND_COLORS[kind], 0.5 * chunk / max(v - 1, 1))
-            name = KIND_NAMES[kind] + (
-                f", chunk {chunk} (stages {chunk * p}-{chunk * p + p - 1})" if v > 1 else ""
-            )
+            kind_name = _(KIND_NAMES[kind])
+            name = kind_name
+            if v > 1:
+                name = _("{kind}, chunk {chunk} (stages {first}-{last})").format(
+                    kind=kind_name, chunk=chunk, first=chunk * p, last=chunk * p + p - 1
+                )
             labels = [f"{b.microbatch}" + (f"<br>s{b.stage}" if v > 1 else "") for b in mine]
             fig.add_bar(
                 y=[b.rank for b in mine],
@@ -252,9 +280,18 @@ def pipeline_gantt(
                 textfont=dict(color=text_color(color), size=13),
                 marker=dict(color=color, line=dict(color="white", width=1)),
                 hovertext=[
-                    f"rank {b.rank}: {b.stage}{b.kind}{b.microbatch} ({KIND_NAMES[kind]}, "
-                    f"stage {b.stage}, microbatch {b.microbatch}) {_fmt(b.start)} to "
-                    f"{_fmt(b.end)}"
+                    _(
+                        "rank {rank}: {action} ({kind}, stage {stage}, microbatch {microbatch}) "
+                        "{start} to {end}"
+                    ).format(
+                        rank=b.rank,
+                        action=f"{b.stage}{b.kind}{b.microbatch}",
+                        kind=kind_name,
+                        stage=b.stage,
+                        microbatch=b.microbatch,
+                        start=_fmt(b.start),
+                        end=_fmt(b.end),
+                    )
                     for b in mine
                 ],
                 hoverinfo="text",
@@ -267,7 +304,7 @@ def pipeline_gantt(
         go.Frame(name=n, data=[_cursor(view, t, span)], traces=[cursor_index])
         for n, t in zip(names, times, strict=True)
     ]
-    key = "box label: microbatch" + (" over s + stage" if v > 1 else "")
+    key = _("box label: microbatch over s + stage") if v > 1 else _("box label: microbatch")
     row_px = 44 if p <= 8 else max(12, 480 // p)
     _layout_gantt(fig, title or _default_title(view), key, view, row_px, names, times, span)
     return fit_layout(fig)
@@ -277,7 +314,11 @@ def _cursor(view: PipelineView, t: float, span: float) -> Any:
     import plotly.graph_objects as go
 
     busy = view.busy_at(t)
-    text = f"  t = {_fmt(t)}: {busy} of {view.num_ranks} ranks busy  "
+    text = (
+        "  "
+        + _("t = {t}: {busy} of {n} ranks busy").format(t=_fmt(t), busy=busy, n=view.num_ranks)
+        + "  "
+    )
     side = "middle right" if t < 0.6 * span else "middle left"
     return go.Scatter(
         x=[t, t],
@@ -312,7 +353,9 @@ def _layout_gantt(
     below = lambda px: -px / plot_h  # noqa: E731 - paper y of ``px`` pixels under the plot
     fig.update_layout(
         title=dict(
-            text=f"{title}<br><sup>{key}; hatched grey = bubble (idle)</sup>",
+            text=f"{title}<br><sup>"
+            + _("{key}; hatched grey = bubble (idle)").format(key=key)
+            + "</sup>",
             x=0.01,
             xanchor="left",
             font=dict(size=15),

@@ -11,9 +11,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import check_int
+from ..core.i18n import _
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import gpipe_bubble, time_schedule
 from .fit import fit_layout
+
+# where a one-line ValueError (core/errors.py) says what it expected, in English and in Chinese
+_EXPECTED = (": expected ", "：应为")
+
+
+def _needs(err: ValueError) -> str:
+    """``"needs M >= 4"`` from ``"num_microbatches=2 is not valid: expected M >= 4"``."""
+    text = str(err)
+    for marker in _EXPECTED:
+        if marker in text:
+            text = text.split(marker, 1)[-1]
+            break
+    return _("needs {what}").format(what=text)
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,9 @@ def bubble_curves(
     for name in schedules:
         if name not in SCHEDULES:
             raise ValueError(
-                f"schedules={name!r} is not valid: expected names from {', '.join(SCHEDULES)}"
+                _("schedules={value!r} is not valid: expected names from {names}").format(
+                    value=name, names=", ".join(SCHEDULES)
+                )
             )
         chunks = v if name == "interleaved" else 1
         good, fractions, skipped = [], [], {}
@@ -52,7 +68,7 @@ def bubble_curves(
             try:
                 plan = build_schedule(name, num_ranks, m, chunks)
             except ValueError as err:
-                skipped[m] = "needs " + str(err).split(": expected ", 1)[-1]
+                skipped[m] = _needs(err)
                 continue
             good.append(m)
             fractions.append(time_schedule(plan, t_f, t_b, t_w).bubble_fraction())
@@ -86,9 +102,11 @@ def bubble_vs_microbatches_figure(
     for c in curves:
         name = c.schedule + (f" (v={c.chunks})" if c.schedule == "interleaved" else "")
         if c.skipped:
-            reasons = sorted(set(c.skipped.values()))
-            which = ", ".join(str(m) for m in c.skipped) if c.ms else "every M"
-            name += f": skipped M={which} ({'; '.join(reasons)})"
+            reasons = "; ".join(sorted(set(c.skipped.values())))
+            which = ", ".join(str(m) for m in c.skipped) if c.ms else _("every M")
+            name = _("{name}: skipped M={which} ({reasons})").format(
+                name=name, which=which, reasons=reasons
+            )
         fig.add_scatter(
             x=c.ms,
             y=c.fractions,
@@ -107,28 +125,28 @@ def bubble_vs_microbatches_figure(
         x=ms,
         y=[gpipe_bubble(P, m) for m in ms],
         mode="lines",
-        name="GPipe formula (P-1)/(M+P-1), for reference",
+        name=_("GPipe formula (P-1)/(M+P-1), for reference"),
         line=dict(color="black", dash="dash", width=1.5),
         meta={"role": "formula"},
     )
     log = bool(ms) and ms[-1] / ms[0] >= 16
     fig.update_layout(
         title=dict(
-            text=(
-                f"Bubble against microbatches, P={P} ranks (simulated with "
-                f"time_schedule: t_f={t_f:g}, t_b={t_b:g}, t_w={t_w:g})"
-            ),
+            text=_(
+                "Bubble against microbatches, P={p} ranks (simulated with "
+                "time_schedule: t_f={t_f}, t_b={t_b}, t_w={t_w})"
+            ).format(p=P, t_f=f"{t_f:g}", t_b=f"{t_b:g}", t_w=f"{t_w:g}"),
             x=0.01,
             xanchor="left",
         ),
         xaxis=dict(
-            title="microbatches M" + (" (log scale)" if log else ""),
+            title=_("microbatches M (log scale)") if log else _("microbatches M"),
             type="log" if log else "linear",
             tickvals=ms,
             gridcolor="#e0e0e0",
         ),
         yaxis=dict(
-            title="bubble (idle share of rank-time)",
+            title=_("bubble (idle share of rank-time)"),
             tickformat=".0%",
             rangemode="tozero",
             gridcolor="#e0e0e0",

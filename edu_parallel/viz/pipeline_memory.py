@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.i18n import N_, _
 from ..core.schema import ACTIVATION
 from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .fit import fit_layout
 from .pipeline import pipeline_view, tint
+
+UNIT_NAMES = {"microbatches": N_("microbatches"), "bytes": N_("bytes")}
+
+
+def _unit_label(unit: str) -> str:
+    return _(UNIT_NAMES[unit]) if unit in UNIT_NAMES else unit
 
 
 def live_activation_steps(
@@ -74,10 +81,15 @@ def activation_memory_figure(
     end, n = view.makespan, len(steps)
     peaks = [max(c for _, c in row) for row in steps]
     first = [next(t for t, c in row if c == pk) for row, pk in zip(steps, peaks, strict=True)]
-    how = "measured" if view.measured else "simulated"
-    title = title or f"{view.name}: stashed activations per stage ({unit}, {how})"
+    how = _("measured") if view.measured else _("simulated")
+    if unit == "microbatches":
+        heading = _("{name}: stashed activations per stage (microbatches, {how})")
+    else:
+        heading = _("{name}: stashed activations per stage (bytes, {how})")
+    title = title or heading.format(name=view.name, how=how)
+    shown = _unit_label(unit)
     if n > 8:
-        fig = _memory_heatmap(steps, peaks, first, end, unit, view.num_ranks)
+        fig = _memory_heatmap(steps, peaks, first, end, shown, view.num_ranks)
         fig.update_layout(
             title=dict(text=title, x=0.01, xanchor="left"),
             plot_bgcolor="white",
@@ -97,10 +109,13 @@ def activation_memory_figure(
                 mode="lines",
                 line=dict(shape="hv", color=color, width=2),
                 fill="tozeroy",
-                name=f"stage {s} (rank {s % view.num_ranks})",
+                name=_("stage {stage} (rank {rank})").format(stage=s, rank=s % view.num_ranks),
                 meta={"role": "live", "stage": s},
                 showlegend=False,
-                hovertemplate=f"stage {s}: %{{y}} {unit} stashed from t=%{{x}}<extra></extra>",
+                hovertemplate=_("stage {stage}: %{{y}} {unit} stashed from t=%{{x}}").format(
+                    stage=s, unit=shown
+                )
+                + "<extra></extra>",
             ),
             row=s + 1,
             col=1,
@@ -110,7 +125,7 @@ def activation_memory_figure(
                 x=[first[s]],
                 y=[peaks[s]],
                 mode="markers+text",
-                text=[f"peak {peaks[s]:g}"],
+                text=[_("peak {value}").format(value=f"{peaks[s]:g}")],
                 textposition="top right",
                 cliponaxis=False,
                 textfont=dict(size=12),
@@ -121,13 +136,16 @@ def activation_memory_figure(
                 meta={"role": "peak", "stage": s},
                 showlegend=False,
                 customdata=[[s, peaks[s]]],
-                hovertemplate=f"stage {s} peak: {peaks[s]:g} {unit}<extra></extra>",
+                hovertemplate=_("stage {stage} peak: {value} {unit}").format(
+                    stage=s, value=f"{peaks[s]:g}", unit=shown
+                )
+                + "<extra></extra>",
             ),
             row=s + 1,
             col=1,
         )
         fig.update_yaxes(
-            title_text=f"stage {s}",
+            title_text=_("stage {stage}").format(stage=s),
             row=s + 1,
             col=1,
             title_font=dict(size=11),
@@ -180,14 +198,15 @@ def _memory_heatmap(
             zmin=0,
             colorbar=dict(title=dict(text=unit, side="right")),
             meta={"role": "live"},
-            hovertemplate="stage %{y}, t=%{x}: up to %{z} " + unit + "<extra></extra>",
+            hovertemplate=_("stage %{{y}}, t=%{{x}}: up to %{{z}} {unit}").format(unit=unit)
+            + "<extra></extra>",
         )
     )
     fig.add_scatter(
         x=first,
         y=list(range(n)),
         mode="markers+text" if n <= 32 else "markers",
-        text=[f"peak {pk:g}" for pk in peaks],
+        text=[_("peak {value}").format(value=f"{pk:g}") for pk in peaks],
         textposition="middle right",
         textfont=dict(size=10, color="#c0392b"),
         cliponaxis=False,
@@ -196,9 +215,11 @@ def _memory_heatmap(
         meta={"role": "peak"},
         customdata=[[s, pk] for s, pk in enumerate(peaks)],
         name="peaks",
-        hovertemplate="stage %{customdata[0]}: %{text}<extra></extra>",
+        hovertemplate=_("stage %{{customdata[0]}}: %{{text}}").format() + "<extra></extra>",
     )
-    fig.update_yaxes(title_text=f"stage (on rank stage % {num_ranks})", autorange="reversed")
+    fig.update_yaxes(
+        title_text=_("stage (on rank stage % {n})").format(n=num_ranks), autorange="reversed"
+    )
     return fig
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import check_choice, check_int, check_non_negative, check_positive
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import Timeline, bubble_formula, time_schedule
@@ -122,28 +123,31 @@ class PipelineWidget(WidgetView):
         self.peaks: list[float] = []
         s = self.state
         self.schedule_dropdown = w.Dropdown(
-            options=list(SCHEDULES), value=s.schedule, description="schedule"
+            options=list(SCHEDULES), value=s.schedule, description=_("schedule")
         )
         self.ranks_slider = w.IntSlider(
             value=s.P,
             min=RANKS_RANGE[0],
             max=RANKS_RANGE[1],
-            description="P ranks",
+            description=_("P ranks"),
             continuous_update=False,
         )
         self.microbatches_box = w.BoundedIntText(
-            value=s.M, min=MICROBATCHES_RANGE[0], max=MICROBATCHES_RANGE[1], description="M micro"
+            value=s.M,
+            min=MICROBATCHES_RANGE[0],
+            max=MICROBATCHES_RANGE[1],
+            description=_("M micro"),
         )
         self.chunks_slider = w.IntSlider(
             value=s.v,
             min=CHUNKS_RANGE[0],
             max=CHUNKS_RANGE[1],
-            description="v chunks",
+            description=_("v chunks"),
             continuous_update=False,
         )
         self.tb_box = w.FloatText(value=s.tb_over_tf, description="t_b / t_f", step=0.25)
         self.tw_box = w.FloatText(value=s.tw_over_tf, description="t_w / t_f", step=0.25)
-        self.run_button = w.Button(description="Run again", icon="play", button_style="primary")
+        self.run_button = w.Button(description=_("Run again"), icon="play", button_style="primary")
         self.status = w.HTML()
         self.source_html = w.HTML()
         self.bubble_html = w.HTML()
@@ -162,9 +166,13 @@ class PipelineWidget(WidgetView):
             control.observe(lambda _: self.update(), names="value")
         self.run_button.on_click(lambda _: self.update())
         note = w.HTML(
-            "<small>t_b is the input-gradient pass (I), t_w the weight-gradient pass (W): "
-            "zb-h1 runs them apart; gpipe, 1f1b and interleaved run one full backward (B) of "
-            "t_b + t_w. Times are in units of t_f.</small>"
+            "<small>"
+            + _(
+                "t_b is the input-gradient pass (I), t_w the weight-gradient pass (W): "
+                "zb-h1 runs them apart; gpipe, 1f1b and interleaved run one full backward (B) of "
+                "t_b + t_w. Times are in units of t_f."
+            )
+            + "</small>"
         )
         self.widget = w.VBox(
             [
@@ -185,11 +193,13 @@ class PipelineWidget(WidgetView):
     def why_simulated(self, state: PipelineState) -> str | None:
         """Why ``state`` is not run for real (None: it is)."""
         if self.run_small is None:
-            return "no real runner was given (run_small=None)"
+            return _("no real runner was given (run_small=None)")
         if state.P > self.real_max_ranks or state.M > self.real_max_microbatches:
-            return (
-                f"P={state.P}, M={state.M} is too large for a real run here (real runs: "
-                f"P <= {self.real_max_ranks} and M <= {self.real_max_microbatches})"
+            return _(
+                "P={p}, M={m} is too large for a real run here (real runs: "
+                "P <= {max_p} and M <= {max_m})"
+            ).format(
+                p=state.P, m=state.M, max_p=self.real_max_ranks, max_m=self.real_max_microbatches
             )
         return None
 
@@ -207,14 +217,18 @@ class PipelineWidget(WidgetView):
                 self.tw_box.value,
             )
         except ValueError as err:
-            self.status.value = f"<b style='color:#b00'>{err}</b> (showing the last valid setting)"
+            self.status.value = _("{error} (showing the last valid setting)").format(
+                error=f"<b style='color:#b00'>{err}</b>"
+            )
             return
         try:
             plan = build_schedule(new.schedule, new.P, new.M, new.chunks)
         except ValueError as err:
-            self.status.value = (
-                f"<b style='color:#b00'>{new.describe()} cannot be built: {err}</b> "
-                "(showing the last valid setting)"
+            failed = _("{setting} cannot be built: {error}").format(
+                setting=new.describe(), error=err
+            )
+            self.status.value = _("{error} (showing the last valid setting)").format(
+                error=f"<b style='color:#b00'>{failed}</b>"
             )
             return
         t_f, t_b, t_w = new.times()
@@ -228,7 +242,9 @@ class PipelineWidget(WidgetView):
             try:
                 result = self.run_small(new.schedule, new.P, new.M, new.chunks, rt_f, rt_b, rt_w)
             except Exception as err:  # shown in the widget: a handler's error is easy to miss
-                reason = f"the real run failed: {type(err).__name__}: {err}"
+                reason = _("the real run failed: {error}").format(
+                    error=f"{type(err).__name__}: {err}"
+                )
         self.state, self.result, self.status.value = new, result, ""
         if result is not None:
             self._show_real(new, result, formula)
@@ -248,23 +264,30 @@ class PipelineWidget(WidgetView):
             for n, x in zip(("t_f", "t_b", "t_w"), new.times(self.real_t_f), strict=True)
         )
         if isinstance(self.timeline, Timeline):
-            shows = (
+            shows = _(
                 "the order the ranks really executed, as the run reports it (a Timeline: "
                 "times in units of t_f, not wall-clock)"
             )
         else:
-            shows = f"the run's trace ({pipeline_view(self.timeline, label).time_label})"
-        self.source_html.value = (
-            f"<b>Source: REAL run</b> of {new.describe()} (run_small with {rt}); the Gantt shows "
-            f"{shows}."
-        )
+            shows = _("the run's trace ({label})").format(
+                label=pipeline_view(self.timeline, label).time_label
+            )
+        self.source_html.value = _(
+            "<b>Source: REAL run</b> of {setting} (run_small with {times}); the Gantt shows "
+            "{shows}."
+        ).format(setting=new.describe(), times=rt, shows=shows)
         sim = self.simulated.bubble_fraction() if self.simulated else float("nan")
-        self.bubble_html.value = (
-            f"bubble: <b>{self.bubble:.1%}</b> of rank-time as the real run measured it; the "
-            f"same plan simulated: {sim:.1%}; {_formula_text(formula)}"
+        self.bubble_html.value = _(
+            "bubble: <b>{bubble}</b> of rank-time as the real run measured it; the "
+            "same plan simulated: {simulated}; {formula}"
+        ).format(
+            bubble=f"{self.bubble:.1%}", simulated=f"{sim:.1%}", formula=_formula_text(formula)
         )
-        title = f"REAL run of {new.describe()}: bubble {self.bubble:.1%} of rank-time (real run)"
-        self._figures(title, label, "measured")
+        head = _("REAL run of {setting}").format(setting=new.describe())
+        title = _("{head}: bubble {bubble} of rank-time (real run)").format(
+            head=head, bubble=f"{self.bubble:.1%}"
+        )
+        self._figures(title, head, label, "measured")
 
     def _show_simulated(self, new: PipelineState, reason: str, formula: dict[str, Any]) -> None:
         assert self.simulated is not None
@@ -272,38 +295,49 @@ class PipelineWidget(WidgetView):
         self.timeline = self.simulated
         self.peaks = [float(p) for p in self.simulated.peak_activations_per_stage()]
         self.bubble = self.simulated.bubble_fraction()
-        self.source_html.value = (
-            f"<b>Source: SIMULATION</b> of the same plan, {new.describe()} (time_schedule: "
-            f"modelled times, not measured), because {reason}."
+        self.source_html.value = _(
+            "<b>Source: SIMULATION</b> of the same plan, {setting} (time_schedule: "
+            "modelled times, not measured), because {reason}."
+        ).format(setting=new.describe(), reason=reason)
+        self.bubble_html.value = _(
+            "bubble: <b>{bubble}</b> of rank-time simulated; {formula}"
+        ).format(bubble=f"{self.bubble:.1%}", formula=_formula_text(formula))
+        head = _("SIMULATION of {setting}").format(setting=new.describe())
+        title = _("{head}: bubble {bubble} of rank-time").format(
+            head=head, bubble=f"{self.bubble:.1%}"
         )
-        self.bubble_html.value = (
-            f"bubble: <b>{self.bubble:.1%}</b> of rank-time simulated; {_formula_text(formula)}"
-        )
-        title = f"SIMULATION of {new.describe()}: bubble {self.bubble:.1%} of rank-time"
-        self._figures(title, None, "simulated")
+        self._figures(title, head, None, "simulated")
 
-    def _figures(self, title: str, label: str | None, how: str) -> None:
+    def _figures(self, title: str, head: str, label: str | None, how: str) -> None:
         assert self.timeline is not None
         view = pipeline_view(self.timeline, label)
-        unit = "microbatches, simulated" if how == "simulated" else "as the real run counts them"
+        unit = (
+            _("microbatches, simulated") if how == "simulated" else _("as the real run counts them")
+        )
         shown = " · ".join(f"s{s} {p:g}" for s, p in enumerate(self.peaks[:16]))
         more = (
-            f" · ... ({len(self.peaks) - 16} more, max {max(self.peaks):g})"
+            " · "
+            + _("... ({n} more, max {max})").format(
+                n=len(self.peaks) - 16, max=f"{max(self.peaks):g}"
+            )
             if len(self.peaks) > 16
             else ""
         )
-        self.peaks_html.value = f"peak stashed activations per stage ({unit}): {shown}{more}"
+        self.peaks_html.value = _("peak stashed activations per stage ({unit}): {peaks}").format(
+            unit=unit, peaks=shown + more
+        )
         if len(view.boxes) > MAX_GANTT_BOXES:
             self.gantt = None
-            self.status.value = (
-                f"Gantt not drawn: {len(view.boxes)} boxes (> {MAX_GANTT_BOXES}) would be "
+            self.status.value = _(
+                "Gantt not drawn: {n} boxes (> {limit}) would be "
                 "illegible; the numbers above come from the full run."
-            )
+            ).format(n=len(view.boxes), limit=MAX_GANTT_BOXES)
         else:
             self.gantt = pipeline_gantt(self.timeline, title, time_label=label)
+        how_text = _("measured") if how == "measured" else _("simulated")
         self.memory_figure = activation_memory_figure(
             self.timeline,
-            f"{title.split(':')[0]}: stashed activations per stage ({how})",
+            _("{head}: stashed activations per stage ({how})").format(head=head, how=how_text),
             time_label=label,
         )
 
@@ -314,8 +348,13 @@ class PipelineWidget(WidgetView):
 
 
 def _formula_text(f: dict[str, Any]) -> str:
-    return (
-        f"formula: {f['share_of_total']:.1%} of total time (GPipe convention) = "
-        f"{f['relative_to_ideal']:.1%} relative to the ideal time (Megatron convention); "
-        f"{f['formula']}; exact when {f['exact_when']}."
+    return _(
+        "formula: {share} of total time (GPipe convention) = "
+        "{relative} relative to the ideal time (Megatron convention); "
+        "{formula}; exact when {exact_when}."
+    ).format(
+        share=f"{f['share_of_total']:.1%}",
+        relative=f"{f['relative_to_ideal']:.1%}",
+        formula=f["formula"],
+        exact_when=f["exact_when"],
     )

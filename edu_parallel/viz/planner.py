@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import N_, _
 from ..planner import TERMS, ConfigEstimate, PlannerResult
 from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
@@ -37,13 +38,13 @@ TERM_COLORS = {
     "dp": "#E45756",
     "bubble": "#B279A2",
 }
-TERM_NAMES = {
-    "compute": "compute",
-    "tp": "TP all-reduces",
-    "ep": "EP all-to-alls",
-    "pp": "PP sends",
-    "dp": "DP sync (exposed)",
-    "bubble": "pipeline bubble",
+TERM_NAMES = {  # translated where shown: _(TERM_NAMES[term])
+    "compute": N_("compute"),
+    "tp": N_("TP all-reduces"),
+    "ep": N_("EP all-to-alls"),
+    "pp": N_("PP sends"),
+    "dp": N_("DP sync (exposed)"),
+    "bubble": N_("pipeline bubble"),
 }
 RECOMPUTE_SHORT = {"none": "no-rc", "selective": "sel-rc", "full": "full-rc"}
 
@@ -68,9 +69,10 @@ def config_hover(c: ConfigEstimate) -> str:
     )
     if c.memory_bytes_per_gpu is None:
         return f"{head}<br>{c.reason}"
-    tail = (
-        f"<br>memory {c.memory_bytes_per_gpu / 1e9:.1f} GB per GPU, step {c.step_time_s:.3g} s,"
-        f" MFU {c.mfu:.1%}"
+    tail = "<br>" + _("memory {memory} GB per GPU, step {step} s, MFU {mfu}").format(
+        memory=f"{c.memory_bytes_per_gpu / 1e9:.1f}",
+        step=f"{c.step_time_s:.3g}",
+        mfu=f"{c.mfu:.1%}",
     )
     return head + tail + ("" if c.feasible else f"<br>{c.reason}")
 
@@ -78,7 +80,9 @@ def config_hover(c: ConfigEstimate) -> str:
 def _check_result(result: Any) -> PlannerResult:
     if not isinstance(result, PlannerResult) or not result.feasible:
         raise bad_value(
-            "result", type(result).__name__, "a PlannerResult of plan() with a feasible config"
+            "result",
+            type(result).__name__,
+            _("a PlannerResult of plan() with a feasible config"),
         )
     return result
 
@@ -86,19 +90,29 @@ def _check_result(result: Any) -> PlannerResult:
 def find_config(result: PlannerResult, highlight: Any) -> ConfigEstimate:
     """The best-ranked configuration of ``result`` (with an estimate) whose fields equal
     ``highlight``'s (a dict of :data:`CONFIG_KEYS`, plus an optional ``"name"``)."""
-    valid = f"a dict of configuration fields ({', '.join(CONFIG_KEYS)}) and an optional 'name'"
+    valid = _("a dict of configuration fields ({fields}) and an optional 'name'").format(
+        fields=", ".join(CONFIG_KEYS)
+    )
     if not isinstance(highlight, dict) or not set(highlight) - {"name"}:
         raise bad_value("highlight", highlight, valid)
     unknown = set(highlight) - {*CONFIG_KEYS, "name"}
     if unknown:
-        raise bad_value("highlight", highlight, f"{valid}; unknown: {', '.join(sorted(unknown))}")
+        raise bad_value(
+            "highlight",
+            highlight,
+            _("{valid}; unknown: {unknown}").format(
+                valid=valid, unknown=", ".join(sorted(unknown))
+            ),
+        )
     fields = {k: v for k, v in highlight.items() if k != "name"}
     for c in result.configs:
         if c.memory_bytes_per_gpu is not None and all(
             getattr(c, k) == v for k, v in fields.items()
         ):
             return c
-    raise bad_value("highlight", highlight, "fields matching a configuration this plan estimated")
+    raise bad_value(
+        "highlight", highlight, _("fields matching a configuration this plan estimated")
+    )
 
 
 def log_ticks(values: list[float]) -> list[float]:
@@ -113,10 +127,10 @@ def _point_trace(configs: list[tuple[int, ConfigEstimate]], name: str, **style: 
     import plotly.graph_objects as go
 
     return go.Scatter(
-        x=[c.memory_bytes_per_gpu / 1e9 for _, c in configs],
-        y=[c.step_time_s for _, c in configs],
-        customdata=[i for i, _ in configs],  # index into result.configs
-        hovertext=[config_hover(c) for _, c in configs],
+        x=[c.memory_bytes_per_gpu / 1e9 for _i, c in configs],
+        y=[c.step_time_s for _i, c in configs],
+        customdata=[i for i, _c in configs],  # index into result.configs
+        hovertext=[config_hover(c) for _i, c in configs],
         hoverinfo="text",
         name=name,
         **style,
@@ -146,7 +160,7 @@ def pareto_figure(
         fig.add_trace(
             _point_trace(
                 oom,
-                "out of memory",
+                _("out of memory"),
                 mode="markers",
                 marker=dict(symbol="x-thin", size=6, color="#9a9a9a", line=dict(width=1)),
                 opacity=0.45,
@@ -159,7 +173,7 @@ def pareto_figure(
             fig.add_trace(
                 _point_trace(
                     points,
-                    f"feasible, recompute={rc}",
+                    _("feasible, recompute={rc}").format(rc=rc),
                     mode="markers",
                     marker=dict(size=6, color=color, opacity=0.6),
                 )
@@ -168,7 +182,7 @@ def pareto_figure(
     fig.add_trace(
         _point_trace(
             front,
-            f"Pareto front ({len(front)})",
+            _("Pareto front ({n})").format(n=len(front)),
             mode="lines+markers",
             line=dict(color="black", width=2),
             marker=dict(size=8, color="black"),
@@ -178,7 +192,7 @@ def pareto_figure(
     fig.add_trace(
         _point_trace(
             [(0, best)],
-            f"best: {layout_label(best)}",
+            _("best: {config}").format(config=layout_label(best)),
             mode="markers",
             marker=dict(symbol="star", size=20, color="#FFD700", line=dict(color="black", width=1)),
         )
@@ -186,7 +200,7 @@ def pareto_figure(
     if marked is not None:
         name = highlight.get("name") or ", ".join(f"{k}={v}" for k, v in highlight.items())
         rank = result.rank_of(**{k: getattr(marked, k) for k in CONFIG_KEYS})
-        where = f"rank {rank}" if rank else "does not fit"
+        where = f"rank {rank}" if rank else _("does not fit")
         fig.add_trace(
             _point_trace(
                 [(result.configs.index(marked), marked)],
@@ -195,7 +209,7 @@ def pareto_figure(
                 marker=dict(symbol="diamond-open", size=18, color="#D62728", line=dict(width=3)),
             )
         )
-    shown = [c for _, c in (oom if infeasible else [])] + result.feasible
+    shown = [c for _i, c in (oom if infeasible else [])] + result.feasible
     times = [c.step_time_s for c in shown]
     mems = [c.memory_bytes_per_gpu / 1e9 for c in shown]
     budget = result.memory_budget / 1e9
@@ -206,19 +220,26 @@ def pareto_figure(
             y=[min(times) / 1.15, max(times) * 1.15],
             mode="lines",
             line=dict(color="#D62728", dash="dash", width=2),
-            name=f"{'GPU memory' if is_gpu else 'memory budget'}: {budget:.4g} GB",
+            name=(
+                _("GPU memory: {budget} GB") if is_gpu else _("memory budget: {budget} GB")
+            ).format(budget=f"{budget:.4g}"),
             hoverinfo="name",
         )
     )
     cluster = result.cluster
     n, ok = len(result.configs), len(result.feasible)
-    head = title or (
-        f"{result.model.name} on {cluster.world_size} {cluster.gpu.name.upper()}:"
-        f" {ok} of {n} configurations fit"
+    head = title or _("{model} on {n} {gpu}: {ok} of {total} configurations fit").format(
+        model=result.model.name, n=cluster.world_size, gpu=cluster.gpu.name.upper(), ok=ok, total=n
     )
-    sub = (
-        f"batch {result.global_batch} × {result.seq} tokens, efficiency {result.efficiency:g};"
-        f" best {layout_label(best)}: {best.step_time_s:.3g} s, MFU {best.mfu:.1%}"
+    sub = _(
+        "batch {batch} × {seq} tokens, efficiency {efficiency}; best {config}: {step} s, MFU {mfu}"
+    ).format(
+        batch=result.global_batch,
+        seq=result.seq,
+        efficiency=f"{result.efficiency:g}",
+        config=layout_label(best),
+        step=f"{best.step_time_s:.3g}",
+        mfu=f"{best.mfu:.1%}",
     )
     height, margin = 600, dict(l=80, r=30, t=90, b=150)
     fig.update_layout(
@@ -230,10 +251,10 @@ def pareto_figure(
         legend=legend_below(height, margin, 60),
         xaxis=dict(
             type="log",
-            title_text="memory per GPU (GB, log scale)",
+            title_text=_("memory per GPU (GB, log scale)"),
             tickvals=log_ticks([*mems, budget]),
         ),
-        yaxis=dict(type="log", title_text="step time (s, log scale)", tickvals=log_ticks(times)),
+        yaxis=dict(type="log", title_text=_("step time (s, log scale)"), tickvals=log_ticks(times)),
         hovermode="closest",
     )
     return fit_layout(fig)
@@ -264,10 +285,13 @@ def time_terms_figure(
             y=labels,
             x=xs,
             orientation="h",
-            name=TERM_NAMES[term],
+            name=_(TERM_NAMES[term]),
             marker_color=TERM_COLORS[term],
             hovertext=[
-                f"{lab}<br>{TERM_NAMES[term]}: {x:.4g} s ({x / c.step_time_s:.1%} of the step)"
+                f"{lab}<br>"
+                + _("{term}: {seconds} s ({share} of the step)").format(
+                    term=_(TERM_NAMES[term]), seconds=f"{x:.4g}", share=f"{x / c.step_time_s:.1%}"
+                )
                 for lab, x, c in zip(labels, xs, configs, strict=True)
             ],
             hoverinfo="text",
@@ -279,7 +303,11 @@ def time_terms_figure(
         mode="text",
         text=[
             f"  {'+' * overhead_only}{e:.3g} s"
-            + (f" (step {c.step_time_s:.3g} s)" if overhead_only else f", MFU {c.mfu:.0%}")
+            + (
+                " " + _("(step {step} s)").format(step=f"{c.step_time_s:.3g}")
+                if overhead_only
+                else f", MFU {c.mfu:.0%}"
+            )
             for c, e in zip(configs, ends, strict=True)
         ],
         textposition="middle right",
@@ -287,11 +315,13 @@ def time_terms_figure(
         showlegend=False,
         hoverinfo="skip",
     )
-    head = title or f"Why the fastest win: {result.model.name}, the top {len(configs)} step times"
+    head = title or _("Why the fastest win: {model}, the top {n} step times").format(
+        model=result.model.name, n=len(configs)
+    )
     sub = (
-        "each bar: one configuration's time beyond compute, split into exposed terms (s)"
+        _("each bar: one configuration's time beyond compute, split into exposed terms (s)")
         if overhead_only
-        else "each bar: one configuration's step time, split into exposed terms (s)"
+        else _("each bar: one configuration's step time, split into exposed terms (s)")
     )
     height = max(320, 150 + 30 * len(configs)) + 110
     margin = dict(l=230, r=30, t=90, b=110)
@@ -304,7 +334,7 @@ def time_terms_figure(
         font=FONT,
         legend=legend_below(height, margin, 55) | dict(traceorder="normal"),
         xaxis=dict(
-            title_text="time beyond compute (s)" if overhead_only else "step time (s)",
+            title_text=_("time beyond compute (s)") if overhead_only else _("step time (s)"),
             range=[0, max(ends) * 1.28 or 1.0],
         ),
         yaxis=dict(autorange="reversed", categoryorder="array", categoryarray=labels),

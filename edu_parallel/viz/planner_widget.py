@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import _
 from ..memory.presets import PRESETS
 from ..planner import GPUS, TERMS, ClusterSpec, PlannerResult, configs_table, plan
 from .controls import WidgetView, show_in
@@ -67,10 +68,13 @@ class PlannerState:
         elif name == "seq":
             value = check_int("seq", value, *SEQ_RANGE)
         elif name == "efficiency":
-            value = _number("efficiency", value, 0.0, 1.0, "a number in (0, 1]", open_low=True)
+            value = _number("efficiency", value, 0.0, 1.0, _("a number in (0, 1]"), open_low=True)
         elif name == "memory_budget_gb" and value is not None:
             low, high = BUDGET_GB_RANGE
-            value = _number(name, value, low, high, f"None or a number in [{low:g}, {high:g}]")
+            valid = _("None or a number in [{low}, {high}]").format(
+                low=f"{low:g}", high=f"{high:g}"
+            )
+            value = _number(name, value, low, high, valid)
         object.__setattr__(self, name, value)
 
     @property
@@ -83,11 +87,20 @@ class PlannerState:
         return None if self.memory_budget_gb is None else self.memory_budget_gb * 1e9
 
     def describe(self) -> str:
-        budget = "" if self.memory_budget_gb is None else f", budget {self.memory_budget_gb:g} GB"
-        return (
-            f"{self.model} on {self.nodes} x {self.gpus_per_node} {self.gpu}, batch"
-            f" {self.global_batch} x {self.seq} tokens, efficiency {self.efficiency:g}{budget}"
+        text = _(
+            "{model} on {nodes} x {gpus} {gpu}, batch {batch} x {seq} tokens, efficiency {eff}"
+        ).format(
+            model=self.model,
+            nodes=self.nodes,
+            gpus=self.gpus_per_node,
+            gpu=self.gpu,
+            batch=self.global_batch,
+            seq=self.seq,
+            eff=f"{self.efficiency:g}",
         )
+        if self.memory_budget_gb is None:
+            return text
+        return text + ", " + _("budget {budget} GB").format(budget=f"{self.memory_budget_gb:g}")
 
 
 def _number(name: str, value: Any, low: float, high: float, valid: str, open_low=False) -> float:
@@ -106,10 +119,17 @@ def _options(values: list[int], current: int) -> list[int]:
 def status_line(result: PlannerResult) -> str:
     """``"606 feasible of 7116; best: 8×2×4 v4 Z3 mb1 M64 sel-rc, 31.2 s per step, ..."``."""
     b = result.best
-    return (
-        f"{len(result.feasible)} feasible of {len(result.configs)}; best: {layout_label(b)},"
-        f" {b.step_time_s:.3g} s per step, {b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.1%},"
-        f" {b.memory_bytes_per_gpu / 1e9:.1f} GB per GPU"
+    return _(
+        "{ok} feasible of {total}; best: {config}, {step} s per step, {tokens} tokens/s, "
+        "MFU {mfu}, {memory} GB per GPU"
+    ).format(
+        ok=len(result.feasible),
+        total=len(result.configs),
+        config=layout_label(b),
+        step=f"{b.step_time_s:.3g}",
+        tokens=f"{b.tokens_per_s:,.0f}",
+        mfu=f"{b.mfu:.1%}",
+        memory=f"{b.memory_bytes_per_gpu / 1e9:.1f}",
     )
 
 
@@ -167,37 +187,39 @@ class PlannerWidget(WidgetView):
         self.terms_figure: Any = None
         self.table: Any = None
         slider = dict(continuous_update=False)
-        self.model_dropdown = w.Dropdown(options=list(PRESETS), value=s.model, description="model")
+        self.model_dropdown = w.Dropdown(
+            options=list(PRESETS), value=s.model, description=_("model")
+        )
         self.gpu_dropdown = w.Dropdown(options=list(GPUS), value=s.gpu, description="GPU")
         self.nodes_slider = w.SelectionSlider(
             options=_options([2**k for k in range(13)], s.nodes),
             value=s.nodes,
-            description="nodes",
+            description=_("nodes"),
             **slider,
         )
         self.gpus_slider = w.SelectionSlider(
             options=_options([1, 2, 4, 8, 16], s.gpus_per_node),
             value=s.gpus_per_node,
-            description="GPUs/node",
+            description=_("GPUs/node"),
             **slider,
         )
         self.batch_slider = w.SelectionSlider(
             options=_options([2**k for k in range(15)], s.global_batch),
             value=s.global_batch,
-            description="batch",
+            description=_("batch"),
             **slider,
         )
         self.seq_slider = w.SelectionSlider(
             options=_options([2**k for k in range(9, 17)], s.seq),
             value=s.seq,
-            description="seq",
+            description=_("seq"),
             **slider,
         )
         self.efficiency_slider = w.FloatSlider(
-            value=s.efficiency, min=0.05, max=1.0, step=0.05, description="efficiency", **slider
+            value=s.efficiency, min=0.05, max=1.0, step=0.05, description=_("efficiency"), **slider
         )
         self.budget_box = w.FloatText(
-            value=s.memory_budget_gb or 0.0, description="budget GB", step=10
+            value=s.memory_budget_gb or 0.0, description=_("budget GB"), step=10
         )
         self.status = w.HTML()
         self.table_html = w.HTML()
@@ -216,8 +238,12 @@ class PlannerWidget(WidgetView):
         for control in self.controls:
             control.observe(lambda _: self.update(), names="value")
         note = w.HTML(
-            "<small>budget GB: memory per GPU the plan may use (0: the GPU's memory). Batch in"
-            " sequences, seq in tokens; efficiency: the fraction of peak FLOP/s reached.</small>"
+            "<small>"
+            + _(
+                "budget GB: memory per GPU the plan may use (0: the GPU's memory). Batch in"
+                " sequences, seq in tokens; efficiency: the fraction of peak FLOP/s reached."
+            )
+            + "</small>"
         )
         self.widget = w.VBox(
             [
@@ -252,7 +278,9 @@ class PlannerWidget(WidgetView):
         try:
             new = self.read_controls()
         except ValueError as err:
-            self.status.value = _error_html(err, " (showing the last valid setting)")
+            self.status.value = _("{error} (showing the last valid setting)").format(
+                error=_error_html(err)
+            )
             return
         self.state = new
         try:

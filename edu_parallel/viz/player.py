@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import check_int
+from ..core.i18n import _
 from ..core.trace import Trace
 from .controls import WidgetView, show_in
 from .ring import RingDrawing
@@ -46,7 +47,9 @@ class PlayerState:
             step = self.__dict__.get("step", 0)
             if step > value - 1:
                 raise ValueError(
-                    f"num_frames={value!r} is not valid: expected an integer > step={step}"
+                    _(
+                        "num_frames={value!r} is not valid: expected an integer > step={step}"
+                    ).format(value=value, step=step)
                 )
         elif name == "step":
             frames = self.__dict__.get("num_frames")
@@ -75,24 +78,24 @@ class RingPlayer(WidgetView):
         self.figure: Any = None
         self._syncing = False
         last = len(self.drawing) - 1
-        self.play = w.Play(value=0, min=0, max=last, step=1, interval=1000, description="play")
+        self.play = w.Play(value=0, min=0, max=last, step=1, interval=1000, description=_("play"))
         self.step_slider = w.IntSlider(
-            value=0, min=0, max=last, description="step", continuous_update=True
+            value=0, min=0, max=last, description=_("step"), continuous_update=True
         )
-        self.back_button = w.Button(description="\u25c0 back", layout=w.Layout(width="80px"))
-        self.forward_button = w.Button(description="next \u25b6", layout=w.Layout(width="80px"))
+        self.back_button = w.Button(description=_("\u25c0 back"), layout=w.Layout(width="80px"))
+        self.forward_button = w.Button(description=_("next \u25b6"), layout=w.Layout(width="80px"))
         self.world_slider = w.IntSlider(
             value=world_size,
             min=WORLD_RANGE[0],
             max=WORLD_RANGE[1],
-            description="ranks",
+            description=_("ranks"),
             continuous_update=False,
         )
         sizes = sorted(set(SIZES) | {nbytes})
         self.size_dropdown = w.Dropdown(
-            options=[(f"{s} B", s) for s in sizes], value=nbytes, description="bytes/rank"
+            options=[(f"{s} B", s) for s in sizes], value=nbytes, description=_("bytes/rank")
         )
-        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.run_button = w.Button(description=_("Run"), button_style="primary", icon="play")
         self.status = w.HTML()
         self.caption = w.HTML()
         self.output = w.Output()
@@ -136,7 +139,8 @@ class RingPlayer(WidgetView):
             trace = self.runner(new.world_size, new.nbytes)
             drawing = RingDrawing(trace)
         except Exception as err:  # shown in the widget: a click handler's error is easy to miss
-            self.status.value = f"<b style='color:#b00'>run failed: {type(err).__name__}: {err}</b>"
+            failed = _("run failed: {error}").format(error=f"{type(err).__name__}: {err}")
+            self.status.value = f"<b style='color:#b00'>{failed}</b>"
             return
         self.trace, self.drawing = trace, drawing
         new.num_frames = len(self.drawing)
@@ -153,10 +157,14 @@ class RingPlayer(WidgetView):
 
     def _describe_run(self) -> None:
         m = self.trace.meta
-        self.status.value = (
-            f"{m.get('concept', 'run')} on {self.state.world_size} ranks, "
-            f"{m.get('nbytes', self.state.nbytes)} B per rank, {len(self.drawing) - 1} steps "
-            f"(source: {m.get('source', '?')})"
+        self.status.value = _(
+            "{concept} on {n} ranks, {nbytes} B per rank, {steps} steps (source: {source})"
+        ).format(
+            concept=m.get("concept", _("run")),
+            n=self.state.world_size,
+            nbytes=m.get("nbytes", self.state.nbytes),
+            steps=len(self.drawing) - 1,
+            source=m.get("source", "?"),
         )
 
     def render(self) -> None:

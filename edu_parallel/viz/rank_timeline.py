@@ -9,21 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.i18n import _
 from ..core.trace import Trace
 from .bars import PHASE_COLORS
 from .fit import fit_layout
+from .model import phase_label
 
 KINDS = ("send", "recv", "compute", "collective")
 
 
-def time_axis_label(trace: Trace) -> str:
-    """Where the times come from: measured, modelled (retimed) or plan steps (simulated)."""
+def time_axis_label(trace: Trace, unit: str | None = None) -> str:
+    """Where the times come from: measured, modelled (retimed) or plan steps (simulated).
+    ``unit`` (e.g. ``"ms"``) replaces the default, seconds."""
     meta = trace.meta
-    if meta.get("retimed_with"):
-        return f"modelled seconds (retimed: {meta['retimed_with']})"
     if meta.get("time_unit") == "step":
-        return "plan steps (simulated, not measured)"
-    return "wall-clock seconds (measured)"
+        return _("plan steps (simulated, not measured)")
+    unit = _("seconds") if unit is None else unit
+    if meta.get("retimed_with"):
+        return _("modelled {unit} (retimed: {preset})").format(
+            unit=unit, preset=meta["retimed_with"]
+        )
+    return _("wall-clock {unit} (measured)").format(unit=unit)
 
 
 def timeline(trace: Trace, title: str | None = None) -> Any:
@@ -49,7 +55,7 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
                 x=[e.end - e.start for e in spans],
                 base=[e.start for e in spans],
                 orientation="h",
-                name=phase,
+                name=phase_label(phase),
                 legendgroup=phase,
                 marker=dict(color=color, line=dict(color="white", width=1.5)),
                 hovertext=[e.line() for e in spans],
@@ -61,17 +67,18 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
                 x=[e.start for e in points],
                 mode="markers",
                 marker=dict(symbol="diamond", size=9, color=color),
-                name=phase,
+                name=phase_label(phase),
                 legendgroup=phase,
                 showlegend=not spans,
                 hovertext=[e.line() for e in points],
                 hoverinfo="text",
             )
     fig.update_layout(
-        title=title or f"{trace.meta.get('concept', 'run')}: what each rank did",
+        title=title
+        or _("{concept}: what each rank did").format(concept=trace.meta.get("concept", _("run"))),
         barmode="overlay",
         height=max(320, 150 + 26 * len(names)),
-        legend_title_text="phase",
+        legend_title_text=_("phase"),
         xaxis_title=time_axis_label(trace),
         yaxis=dict(
             categoryorder="array",

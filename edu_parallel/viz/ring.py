@@ -14,16 +14,28 @@ Cell ``customdata`` is ``[rank, chunk, value]``; arrow-head ``customdata`` is
 from __future__ import annotations
 
 import math
-import textwrap
 from typing import Any
 
+from ..core.i18n import N_, _
 from ..core.trace import Trace
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, MODEBAR_PX, title_y
-from .model import OP_COLORS, Arrow, RingFrames, StepView, build_frames, text_color
+from .fit import MAX_WIDTH_PX, MODEBAR_PX, title_y, wrap_text
+from .model import (
+    OP_COLORS,
+    Arrow,
+    RingFrames,
+    StepView,
+    arrow_hover,
+    build_frames,
+    text_color,
+)
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
 _MARGIN = dict(l=20, r=20, t=110, b=70)
+_ARROW_LEGEND = {
+    "reduce": N_("reduce (+): receiver adds"),
+    "copy": N_("copy (=): receiver overwrites"),
+}
 
 
 class RingDrawing:
@@ -115,7 +127,7 @@ class RingDrawing:
     # ----------------------------------------------------------------- per-step traces
     def title(self, index: int) -> str:
         """The figure title of frame ``index`` (0 = input)."""
-        text = "<br>".join(textwrap.wrap(self.frames.steps[index].title, self.width // 8))
+        text = "<br>".join(wrap_text(self.frames.steps[index].title, self.width // 8))
         return f"<b>{self.user_title}</b><br>{text}" if self.user_title else text
 
     def traces(self, index: int) -> list[Any]:
@@ -191,16 +203,15 @@ class RingDrawing:
             hy.append(py[-1])
             angle.append(math.degrees(math.atan2(px[-1] - px[-2], py[-1] - py[-2])))
             data.append([a.src, a.dst, a.chunk, a.nbytes])
-            hover.append(f"{a.text()} ({a.op}), {a.nbytes} B")
+            hover.append(arrow_hover(a))
         color = OP_COLORS[op]
-        name = {"reduce": "reduce (+): receiver adds", "copy": "copy (=): receiver overwrites"}
         line = go.Scatter(
             x=lx,
             y=ly,
             mode="lines",
             line=dict(color=color, width=2.5),
             hoverinfo="skip",
-            name=name[op],
+            name=_(_ARROW_LEGEND[op]),
             legendgroup=op,
         )
         heads = go.Scatter(
@@ -286,6 +297,9 @@ class RingDrawing:
 
         fig = self.figure(0)
         names = [_frame_name(v) for v in self.frames.steps]
+        labels = [
+            _("input") if v.step < 0 else n for v, n in zip(self.frames.steps, names, strict=True)
+        ]
         fig.frames = [
             go.Frame(
                 name=names[i],
@@ -296,7 +310,7 @@ class RingDrawing:
             for i in range(len(self))
         ]
         plot_px = self.width - self.margin["l"] - self.margin["r"]
-        controls = play_controls(names, duration_ms=1100, prefix="step: ", y=-0.06, plot_px=plot_px)
+        controls = play_controls(names, duration_ms=1100, labels=labels, y=-0.06, plot_px=plot_px)
         fig.update_layout(**controls)
         height = self.height + 60
         y = title_y(height, self.title_lines)
@@ -327,6 +341,8 @@ def ring_step_figure(trace: Trace, step: int, title: str | None = None) -> Any:
     drawing = RingDrawing(trace, title)
     if not 0 <= step < len(drawing):
         raise ValueError(
-            f"step={step!r} is not valid: expected an integer in [0, {len(drawing) - 1}]"
+            _("step={step!r} is not valid: expected an integer in [0, {last}]").format(
+                step=step, last=len(drawing) - 1
+            )
         )
     return drawing.figure(step)

@@ -19,15 +19,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from .fit import MAX_WIDTH_PX, fit_layout
 
 METRICS = (
-    ("param_bytes", "parameter bytes"),
-    ("activation_bytes", "activation bytes"),
-    ("sent_bytes", "bytes sent / step"),
-    ("messages", "messages / step"),
+    ("param_bytes", N_("parameter bytes")),
+    ("activation_bytes", N_("activation bytes")),
+    ("sent_bytes", N_("bytes sent / step")),
+    ("messages", N_("messages / step")),
 )
 PASS_COLORS = {"forward": "#4C78A8", "backward": "#F58518", "grad_sync": "#54A24B"}
+PASS_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "grad_sync": N_("grad sync")}
 
 
 def report_data(report: Any) -> dict[str, Any]:
@@ -37,13 +39,14 @@ def report_data(report: Any) -> dict[str, Any]:
         raise bad_value(
             "report",
             type(report).__name__,
-            "a StrategyMapReport or its to_json_dict() (concept 'map')",
+            _("a StrategyMapReport or its to_json_dict() (concept 'map')"),
         )
     return data
 
 
 def table_cells(report: Any) -> tuple[list[str], list[str], list[list[float]]]:
-    """Row labels ("DP r0"), column labels and values of :func:`map_table_figure`."""
+    """Row labels ("DP r0"), column labels (English; :func:`map_table_figure` shows them in the
+    learner's language) and values of :func:`map_table_figure`."""
     data = report_data(report)
     labels, values = [], []
     for run in data["runs"].values():
@@ -59,6 +62,7 @@ def map_table_figure(report: Any, title: str | None = None) -> Any:
 
     data = report_data(report)
     rows, cols, values = table_cells(data)
+    cols = [_(label) for _key, label in METRICS]
     tops = [max((v[j] for v in values), default=0.0) or 1.0 for j in range(len(cols))]
     z = [[v[j] / tops[j] for j in range(len(cols))] for v in values]
     text = [[f"{x:,.0f}" for x in v] for v in values]
@@ -79,8 +83,10 @@ def map_table_figure(report: Any, title: str | None = None) -> Any:
     n = data["world_size"]
     fig.update_layout(
         title=title
-        or f"Measured per rank, one training step, N = {n} "
-        "(each column coloured relative to its largest value)",
+        or _(
+            "Measured per rank, one training step, N = {n} "
+            "(each column coloured relative to its largest value)"
+        ).format(n=n),
         yaxis={"autorange": "reversed"},
         height=120 + 26 * len(rows),
     )
@@ -102,14 +108,14 @@ def sent_bars_figure(report: Any, title: str | None = None) -> Any:
                 by_pass[p].append(float(row["sent_by_pass"].get(p, 0.0)))
     fig = go.Figure(
         [
-            go.Bar(name=p.replace("_", " "), x=x, y=ys, marker_color=PASS_COLORS[p])
+            go.Bar(name=_(PASS_NAMES[p]), x=x, y=ys, marker_color=PASS_COLORS[p])
             for p, ys in by_pass.items()
         ]
     )
     fig.update_layout(
         barmode="stack",
-        yaxis_title="bytes sent by the rank",
-        title=title or "Bytes sent per step, by pass (from the traces)",
+        yaxis_title=_("bytes sent by the rank"),
+        title=title or _("Bytes sent per step, by pass (from the traces)"),
     )
     return fit_layout(fig)
 
@@ -126,11 +132,13 @@ def split_grid(run: dict[str, Any]) -> tuple[list[str], list[list[float]], list[
         hover.append(
             [
                 (
-                    f"rank {r} holds {t}"
-                    + "".join(f"[{lo}:{hi}]" for lo, hi in h[t]["index"])
-                    + f" of shape {tuple(h[t]['shape'])}"
+                    _("rank {rank} holds {tensor} of shape {shape}").format(
+                        rank=r,
+                        tensor=t + "".join(f"[{lo}:{hi}]" for lo, hi in h[t]["index"]),
+                        shape=tuple(h[t]["shape"]),
+                    )
                     if t in h
-                    else f"rank {r}: no {t}"
+                    else _("rank {rank}: no {tensor}").format(rank=r, tensor=t)
                 )
                 for t in names
             ]
@@ -146,7 +154,10 @@ def split_figure(report: Any, title: str | None = None) -> Any:
 
     data = report_data(report)
     runs = list(data["runs"].values())
-    subtitles = [f"{run['name']} ({run['model']} model)" for run in runs]
+    subtitles = [
+        _("{strategy} ({model} model)").format(strategy=run["name"], model=run["model"])
+        for run in runs
+    ]
     fig = make_subplots(rows=len(runs), cols=1, subplot_titles=subtitles, vertical_spacing=0.12)
     for i, run in enumerate(runs, start=1):
         names, frac, hover = split_grid(run)
@@ -160,7 +171,7 @@ def split_figure(report: Any, title: str | None = None) -> Any:
                 zmax=1,
                 colorscale="Greens",
                 showscale=i == 1,
-                colorbar={"title": "fraction held"},
+                colorbar={"title": _("fraction held")},
                 hovertemplate="%{customdata}: %{z:.2f}<extra></extra>",
             ),
             row=i,
@@ -169,7 +180,7 @@ def split_figure(report: Any, title: str | None = None) -> Any:
         fig.update_yaxes(autorange="reversed", row=i, col=1)
         fig.update_xaxes(tickangle=45, tickfont={"size": 11}, row=i, col=1)
     fig.update_layout(
-        title=title or "What each strategy splits: fraction of each parameter tensor per rank",
+        title=title or _("What each strategy splits: fraction of each parameter tensor per rank"),
         height=280 * len(runs),
         width=MAX_WIDTH_PX,
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import N_, _
 from .controls import play_controls
 from .fit import MAX_WIDTH_PX, fit_layout
 
@@ -35,13 +36,29 @@ KIND_COLORS = {
     "full": "#31a354",
     "wrong": "#de2d26",
 }
-KIND_NAMES = {
-    "replicated": "replicated input (same on every rank)",
-    "shard": "weight shard",
-    "slice": "slice: one block of the full tensor",
-    "partial": "partial sum: full shape, must be summed over ranks",
-    "full": "the full tensor",
-    "wrong": "not the dense result (the syllabus rule)",
+KIND_NAMES = {  # legend entries, translated where shown
+    "replicated": N_("replicated input (same on every rank)"),
+    "shard": N_("weight shard"),
+    "slice": N_("slice: one block of the full tensor"),
+    "partial": N_("partial sum: full shape, must be summed over ranks"),
+    "full": N_("the full tensor"),
+    "wrong": N_("not the dense result (the syllabus rule)"),
+}
+KIND_WORDS = {  # the short labels under each block
+    "replicated": N_("replicated"),
+    "shard": N_("shard"),
+    "slice": N_("slice"),
+    "partial": N_("partial"),
+    "full": N_("full"),
+    "wrong": N_("wrong"),
+}
+PHASE_WORDS = {"forward": N_("forward"), "backward": N_("backward")}
+# the forward frame after the local matmul, by what each rank's output is
+_LOCAL = {
+    "slice": N_("forward, local matmul: each rank's {output} is a slice of Y (measured)"),
+    "partial": N_("forward, local matmul: each rank's {output} is a partial sum of Y (measured)"),
+    "full": N_("forward, local matmul: each rank's {output} is all of Y (measured)"),
+    "wrong": N_("forward, local matmul: each rank's {output} is not Y (measured)"),
 }
 MEASURED = {"slice": "slice", "partial_sum": "partial", "full": "full", "other": "wrong"}
 Region = tuple[str, str, int]  # (kind, "all" | "col" | "row", block)
@@ -84,7 +101,7 @@ def tp_story(report: Any) -> list[TPFrame]:
     mode, t, rule = _get(report, "mode"), int(_get(report, "world_size")), _get(report, "rule")
     kinds = set(_get(report, "local_output_kind"))
     if len(kinds) != 1:
-        raise bad_value("report.local_output_kind", sorted(kinds), "the same kind on every rank")
+        raise bad_value("report.local_output_kind", sorted(kinds), _("the same kind on every rank"))
     local = MEASURED[kinds.pop()]
     names = list(matrices(report))
     state: dict[str, list[list[Region]]] = {m: [[] for _ in range(t)] for m in names}
@@ -105,14 +122,24 @@ def tp_story(report: Any) -> list[TPFrame]:
 
     def collective(op: str, phase: str, m: str, axis: str, what: str) -> None:
         done.append((phase, op))
+        call = f"{op}({m})"
+        when = _(PHASE_WORDS[phase])
         if rule == "syllabus":
             put(m, "wrong")
-            return snap(f"{phase}: {op}({m}) as the outline says: {what}", phase, op)
+            return snap(
+                _("{phase}: {call} as the outline says: {what}").format(
+                    phase=when, call=call, what=what
+                ),
+                phase,
+                op,
+            )
         # ring reduce-scatter: rank r owns the summed block r
         if op in ("all_reduce", "reduce_scatter"):
             put(m, "slice", axis)
             snap(
-                f"{phase}: {op}({m}), reduce-scatter part: rank r holds the SUM of block r",
+                _("{phase}: {call}, reduce-scatter part: rank r holds the SUM of block r").format(
+                    phase=when, call=call
+                ),
                 phase,
                 op,
             )
@@ -123,8 +150,14 @@ def tp_story(report: Any) -> list[TPFrame]:
                 put(m, "full")
             else:
                 put(m, "slice", axis, lambda r, k=k: [(r - j) % t for j in range(k + 1)])
-            now = what if k == t - 1 else f"rank r holds blocks r .. r-{k}"
-            snap(f"{phase}: {op}({m}), all-gather step {k}/{t - 1}: {now}", phase, op)
+            now = what if k == t - 1 else _("rank r holds blocks r .. r-{k}").format(k=k)
+            snap(
+                _("{phase}: {call}, all-gather step {k}/{n}: {now}").format(
+                    phase=when, call=call, k=k, n=t - 1, now=now
+                ),
+                phase,
+                op,
+            )
 
     # forward, local compute
     sp, mlp = mode == "mlp-sp", mode in ("mlp", "mlp-sp")
@@ -133,8 +166,8 @@ def tp_story(report: Any) -> list[TPFrame]:
         put("B", "shard", "row")
     if sp:
         put("X", "slice", "row")
-        snap("forward: X split along the sequence (rank r: tokens block r)", "forward")
-        collective("all_gather", "forward", "X", "row", "every rank gets the whole sequence")
+        snap(_("forward: X split along the sequence (rank r: tokens block r)"), "forward")
+        collective("all_gather", "forward", "X", "row", _("every rank gets the whole sequence"))
     elif mode == "row":
         put("X", "slice", "col")
     else:
@@ -142,48 +175,38 @@ def tp_story(report: Any) -> list[TPFrame]:
     if mlp:
         put("Z", "slice", "col")  # GeLU(X A_r): whole columns of XA, no communication
     put("Y", local, "col" if local == "slice" else "all")
-    where = {
-        "slice": "a slice of",
-        "partial": "a partial sum of",
-        "full": "all of",
-        "wrong": "not",
-    }[local]
-    snap(
-        f"forward, local matmul: each rank's {'GeLU(X A_r) B_r' if mlp else 'Y_r'} is {where} Y"
-        " (measured)",
-        "forward",
-    )
+    snap(_(_LOCAL[local]).format(output="GeLU(X A_r) B_r" if mlp else "Y_r"), "forward")
     if mode == "column" and _get(report, "gather_output"):
-        collective("all_gather", "forward", "Y", "col", "the full Y on every rank")
+        collective("all_gather", "forward", "Y", "col", _("the full Y on every rank"))
     elif mode == "column" and rule == "syllabus":
-        collective("all_reduce", "forward", "Y", "col", "sum of slices, shape (s, ffn/t): not Y")
+        collective("all_reduce", "forward", "Y", "col", _("sum of slices, shape (s, ffn/t): not Y"))
     elif mode == "row" and rule == "syllabus":
         collective(
-            "all_gather", "forward", "Y", "col", "partial sums side by side, (s, t*h): not Y"
+            "all_gather", "forward", "Y", "col", _("partial sums side by side, (s, t*h): not Y")
         )
     elif mode in ("row", "mlp"):
-        collective("all_reduce", "forward", "Y", "col", "g: the full Y on every rank")
+        collective("all_reduce", "forward", "Y", "col", _("g: the full Y on every rank"))
     elif sp:
         collective(
-            "reduce_scatter", "forward", "Y", "row", "rank r keeps the summed sequence block r"
+            "reduce_scatter", "forward", "Y", "row", _("rank r keeps the summed sequence block r")
         )
         put("X", "slice", "row")
         snap(
-            "forward done: the gathered X is dropped; each rank saved only its sequence block",
+            _("forward done: the gathered X is dropped; each rank saved only its sequence block"),
             "forward",
         )
     if rule == "megatron":  # backward
         if sp:
             put("dY", "slice", "row")
-            snap("backward: dY arrives split along the sequence", "backward")
-            collective("all_gather", "backward", "dY", "row", "the whole sequence's dY")
+            snap(_("backward: dY arrives split along the sequence"), "backward")
+            collective("all_gather", "backward", "dY", "row", _("the whole sequence's dY"))
         elif mode == "column" and not _get(report, "gather_output"):
             put("dY", "slice", "col")
         else:
             put("dY", "replicated")
         if mode == "row":
             put("dX", "slice", "col")
-            snap("backward: dX_r = dY A_r^T is a slice of dX: no communication", "backward")
+            snap(_("backward: dX_r = dY A_r^T is a slice of dX: no communication"), "backward")
         else:
             if sp:  # dW = dZ^T X needs every token: gather X again instead of having kept it
                 collective(
@@ -191,11 +214,13 @@ def tp_story(report: Any) -> list[TPFrame]:
                     "backward",
                     "X",
                     "row",
-                    "X gathered again for dW (SP saved only its block)",
+                    _("X gathered again for dW (SP saved only its block)"),
                 )
             put("dX", "partial")
             snap(
-                f"backward: dX_r = {'dZ_r' if mlp else 'dY_r'} A_r^T is a PARTIAL SUM of dX",
+                _("backward: dX_r = {grad} A_r^T is a PARTIAL SUM of dX").format(
+                    grad="dZ_r" if mlp else "dY_r"
+                ),
                 "backward",
             )
             if sp:
@@ -204,13 +229,17 @@ def tp_story(report: Any) -> list[TPFrame]:
                     "backward",
                     "dX",
                     "row",
-                    "rank r keeps its sequence block of dX",
+                    _("rank r keeps its sequence block of dX"),
                 )
             else:
-                collective("all_reduce", "backward", "dX", "col", "f: the full dX on every rank")
+                collective("all_reduce", "backward", "dX", "col", _("f: the full dX on every rank"))
     if done != ran:
         raise bad_value(
-            "report collectives", ran, f"the collectives of mode={mode!r} rule={rule!r}: {done}"
+            "report collectives",
+            ran,
+            _("the collectives of mode={mode!r} rule={rule!r}: {done}").format(
+                mode=mode, rule=rule, done=done
+            ),
         )
     return frames
 
@@ -220,7 +249,7 @@ GAP_X, GAP_Y = 0.45, 0.75
 
 
 def _rect(x0: float, y0: float, kind_region: Region, t: int) -> tuple[list[float], list[float]]:
-    _, axis, b = kind_region
+    _kind, axis, b = kind_region
     if axis == "col":
         x0, x1, y1 = x0 + b / t, x0 + (b + 1) / t, y0 + 1
     elif axis == "row":
@@ -245,11 +274,12 @@ def _frame_traces(frame: TPFrame, names: list[str], t: int) -> list[Any]:
                 px, py = _rect(x0, y0, reg, t)
                 xs[reg[0]] += px
                 ys[reg[0]] += py
-            kinds = sorted({k for k, _, _ in regions})
-            blocks = sorted({b for _, a, b in regions if a != "all"})
+            kinds = sorted({k for k, _a, _b in regions})
+            blocks = sorted({b for _k, a, b in regions if a != "all"})
             tx.append(x0 + 0.5)
             ty.append(y0 - 0.13)
-            tt.append(", ".join(kinds) + (f" {blocks}" if blocks and len(blocks) < t else ""))
+            words = [_(KIND_WORDS[k]) if k in KIND_WORDS else k for k in kinds]
+            tt.append(", ".join(words) + (f" {blocks}" if blocks and len(blocks) < t else ""))
     traces = [
         go.Scatter(
             x=xs[k],
@@ -258,7 +288,7 @@ def _frame_traces(frame: TPFrame, names: list[str], t: int) -> list[Any]:
             mode="lines",
             fillcolor=KIND_COLORS[k],
             line=dict(color="white", width=1),
-            name=KIND_NAMES[k],
+            name=_(KIND_NAMES[k]),
             hoverinfo="name",
             legendgroup=k,
         )
@@ -321,16 +351,13 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
         )
         for r in range(t)
     ]
-    mode = _get(report, "mode") + ("" if _get(report, "rule") == "megatron" else ", syllabus rule")
-    head = f"<b>{title}</b><br>" if title else ""
+    prefix = _title_prefix(report, title)
     # Equal x and y scales: the width (<= MAX_WIDTH_PX) sets a matrix's size, and so the height.
     width = min(MAX_WIDTH_PX, max(700, 150 * len(names) + 120))
     x_span, y_span = len(names) * (1 + GAP_X) + 0.9, (t - 1) * (1 + GAP_Y) + 1.7
     height = round((width - 90) * y_span / x_span) + 110 + 150
     fig.update_layout(
-        title=dict(
-            text=f"{head}TP {mode} on {t} ranks: {story[k].label}", x=0.5, font=dict(size=14)
-        ),
+        title=dict(text=_frame_title(prefix, story[k].label), x=0.5, font=dict(size=14)),
         shapes=_outlines(names, t),
         annotations=notes,
         plot_bgcolor="white",
@@ -350,6 +377,19 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
     return fig
 
 
+def _title_prefix(report: Any, title: str | None) -> str:
+    """``<b>title</b><br>TP column on 4 ranks`` (the part every frame's title shares)."""
+    mode, t = _get(report, "mode"), int(_get(report, "world_size"))
+    head = f"<b>{title}</b><br>" if title else ""
+    if _get(report, "rule") == "megatron":
+        return head + _("TP {mode} on {n} ranks").format(mode=mode, n=t)
+    return head + _("TP {mode}, syllabus rule on {n} ranks").format(mode=mode, n=t)
+
+
+def _frame_title(prefix: str, label: str) -> str:
+    return _("{head}: {description}").format(head=prefix, description=label)
+
+
 def tp_blocks(report: Any, frame: int = 0, title: str | None = None) -> Any:
     """One frame of :func:`tp_story` (default: the first, after the local matmul)."""
     story = tp_story(report)
@@ -358,7 +398,11 @@ def tp_blocks(report: Any, frame: int = 0, title: str | None = None) -> Any:
         or not isinstance(frame, int)
         or not -len(story) <= frame < len(story)
     ):
-        raise bad_value("frame", frame, f"an integer in [{-len(story)}, {len(story) - 1}]")
+        raise bad_value(
+            "frame",
+            frame,
+            _("an integer in [{low}, {high}]").format(low=-len(story), high=len(story) - 1),
+        )
     return fit_layout(_figure(report, story, frame % len(story), title))
 
 
@@ -369,12 +413,12 @@ def tp_animation(report: Any, title: str | None = None) -> Any:
     story = tp_story(report)
     fig = _figure(report, story, 0, title)
     names, t = list(matrices(report)), int(_get(report, "world_size"))
-    mode = fig.layout.title.text.split(": ")[0]
+    prefix = _title_prefix(report, title)
     fig.frames = [
         go.Frame(
             name=str(k),
             data=_frame_traces(f, names, t),
-            layout=dict(title=dict(text=f"{mode}: {f.label}")),
+            layout=dict(title=dict(text=_frame_title(prefix, f.label))),
         )
         for k, f in enumerate(story)
     ]
@@ -382,7 +426,7 @@ def tp_animation(report: Any, title: str | None = None) -> Any:
     plot_px = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r
     fig.update_layout(
         **play_controls(
-            frames, duration_ms=1100, prefix="frame: ", y=-0.25, font_size=12, plot_px=plot_px
+            frames, duration_ms=1100, prefix=_("frame: "), y=-0.25, font_size=12, plot_px=plot_px
         )
     )
     return fit_layout(fig)

@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from .controls import play_controls
 from .figure import new_figure
 from .fit import MAX_WIDTH_PX, fit_layout
 from .memory_ledger import (
-    CATEGORY_NAMES,
     Ledger,
     LedgerFrame,
     category_color,
+    category_name,
     order_categories,
 )
 
@@ -125,7 +126,7 @@ def memory_bars_animation(
         width=width,
         height=450 + 330 * rows,
         title=dict(
-            text=f"{head}Memory per rank by category{which}",
+            text=head + which,
             x=0.5,
             xanchor="center",
             y=0.98,
@@ -155,7 +156,10 @@ def memory_bars_animation(
             title=dict(text=_panel_caption(spec, p, 0), font=dict(size=12), standoff=6),
         )
     fig.update_yaxes(range=[0, top], gridcolor="#e5e5e5", fixedrange=True)
-    fig.update_yaxes(title=dict(text=f"{spec.unit} held per rank", font=dict(size=13)), col=1)
+    fig.update_yaxes(
+        title=dict(text=_("{unit} held per rank").format(unit=spec.unit), font=dict(size=13)),
+        col=1,
+    )
     ntraces = len(fig.data)
     names = [str(k) for k in range(spec.length)]
     fig.frames = [
@@ -170,7 +174,7 @@ def memory_bars_animation(
         for k in range(spec.length)
     ]
     fig.update_layout(
-        **play_controls(names, duration_ms=700, prefix="event: ", y=-0.2 / rows, font_size=12)
+        **play_controls(names, duration_ms=700, prefix=_("event: "), y=-0.2 / rows, font_size=12)
     )
     fig.layout.meta = dict(unit=spec.unit, scale=spec.scale, panels=spec.names)
     return fit_layout(fig)
@@ -185,9 +189,11 @@ def _animation_spec(
         traces = dict(trace_or_traces)
         for name, t in traces.items():
             if not isinstance(t, Trace):
-                raise bad_value(f"trace_or_traces[{name!r}]", t, "a Trace")
+                raise bad_value(f"trace_or_traces[{name!r}]", t, _("a Trace"))
     else:
-        raise bad_value("trace_or_traces", trace_or_traces, "a Trace or a non-empty {name: Trace}")
+        raise bad_value(
+            "trace_or_traces", trace_or_traces, _("a Trace or a non-empty {{name: Trace}}").format()
+        )
     ledgers, ranges, steps = [], [], []
     for name, t in traces.items():
         lg = Ledger(t)
@@ -195,7 +201,7 @@ def _animation_spec(
             raise bad_value(
                 f"trace {name!r}" if name else "trace",
                 t.meta.get("concept", "run"),
-                "a trace with memory events",
+                _("a trace with memory events"),
             )
         chosen = step
         if step == -1:
@@ -220,12 +226,13 @@ def _animation_spec(
 
 
 def _steps_text(spec: MemoryAnimation) -> str:
+    """The title: "Memory per rank by category" and which events it animates."""
     steps = set(spec.steps)
     if steps == {None}:
-        return ", every memory event"
+        return _("Memory per rank by category, every memory event")
     if len(steps) == 1:
-        return f", events of step {spec.steps[0]}"
-    return ", events of one step"
+        return _("Memory per rank by category, events of step {step}").format(step=spec.steps[0])
+    return _("Memory per rank by category, events of one step")
 
 
 def _axis_key(panel: int) -> str:
@@ -238,10 +245,11 @@ def _panel_caption(spec: MemoryAnimation, panel: int, k: int) -> str:
     count = last - first
     pos = min(k, count)
     if pos == 0:
-        what = "before the step" if spec.steps[panel] is not None else "start"
-        return f"event 0/{count}: {what}<br> "
-    head, _, where = frame.label.partition(" (")
-    return f"event {pos}/{count}: <b>{head}</b>" + (f"<br>({where}" if where else "")
+        what = _("before the step") if spec.steps[panel] is not None else _("start")
+        return _("event {pos}/{count}: {what}").format(pos=0, count=count, what=what) + "<br> "
+    head, _sep, where = frame.label.partition(" (")
+    text = _("event {pos}/{count}: {what}").format(pos=pos, count=count, what=f"<b>{head}</b>")
+    return text + (f"<br>({where}" if where else "")
 
 
 def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
@@ -256,15 +264,16 @@ def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
     for i, cat in enumerate(spec.categories):
         held = [frame.per_rank[r].get(cat, 0) for r in lg.ranks]
         hover = [
-            f"<b>rank {r}</b> ({spec.names[panel] or 'run'})<br>{CATEGORY_NAMES.get(cat, cat)}: "
-            f"{b:,} B ({format_bytes(b)})<br>total: {frame.total(r):,} B"
+            f"<b>rank {r}</b> ({spec.names[panel] or _('run')})<br>{category_name(cat)}: "
+            f"{b:,} B ({format_bytes(b)})<br>"
+            + _("total: {nbytes} B").format(nbytes=f"{frame.total(r):,}")
             for r, b in zip(lg.ranks, held, strict=True)
         ]
         out.append(
             go.Bar(
                 x=xs,
                 y=[b / spec.scale for b in held],
-                name=CATEGORY_NAMES.get(cat, cat),
+                name=category_name(cat),
                 legendgroup=cat,
                 showlegend=panel == 0,
                 customdata=[[r, cat, b] for r, b in zip(lg.ranks, held, strict=True)],
@@ -296,12 +305,14 @@ def memory_bars(
     the GPU's memory as a dashed line; ``highlight`` names the bar to outline.
     """
     if not isinstance(estimates, Mapping) or not estimates:
-        raise bad_value("estimates", estimates, "a non-empty {name: estimate with .breakdown}")
+        raise bad_value(
+            "estimates", estimates, _("a non-empty {{name: estimate with .breakdown}}").format()
+        )
     breakdowns: dict[str, dict[str, float]] = {}
     for name, est in estimates.items():
         bd = getattr(est, "breakdown", est if isinstance(est, Mapping) else None)
         if not isinstance(bd, Mapping):
-            raise bad_value(f"estimates[{name!r}]", est, "an object with a .breakdown dict")
+            raise bad_value(f"estimates[{name!r}]", est, _("an object with a .breakdown dict"))
         breakdowns[str(name)] = {str(c): float(b) for c, b in bd.items()}
     categories = order_categories(c for bd in breakdowns.values() for c in bd)
     totals = {n: sum(bd.values()) for n, bd in breakdowns.items()}
@@ -319,7 +330,7 @@ def memory_bars(
             heights,
             bottom=bottoms,
             color=category_color(cat, i),
-            label=CATEGORY_NAMES.get(cat, cat),
+            label=category_name(cat),
             edgecolor="white",
             linewidth=0.6,
         )
@@ -338,7 +349,7 @@ def memory_bars(
     if gpu_bytes is not None:
         ax.axhline(gpu_bytes / scale, color="#222222", linestyle="--", linewidth=1.2)
         ax.annotate(
-            f"GPU memory {format_bytes(gpu_bytes)}",
+            _("GPU memory {size}").format(size=format_bytes(gpu_bytes)),
             (len(names) - 0.5, gpu_bytes / scale),
             ha="right",
             va="bottom",
@@ -359,9 +370,9 @@ def memory_bars(
         )
         ax.set_xticks(range(len(names)), labels=names)
         ax.get_xticklabels()[x].set_fontweight("bold")
-    ax.set_ylabel(f"{unit} per GPU")
+    ax.set_ylabel(_("{unit} per GPU").format(unit=unit))
     ax.set_ylim(0, max(top * 1.12, 1e-9))
-    ax.set_title(title or "Memory per GPU by category")
+    ax.set_title(title or _("Memory per GPU by category"))
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     return fig

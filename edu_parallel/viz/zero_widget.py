@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import _
 from ..core.units import format_bytes
 from ..memory.communication import comm_estimate
 from ..memory.model_states import (
@@ -22,7 +23,7 @@ from ..memory.model_states import (
 )
 from ..memory.presets import PRESETS, count_params
 from .controls import WidgetView, show_in
-from .memory_ledger import CATEGORY_NAMES
+from .memory_ledger import category_name
 from .zero import memory_bars
 
 # ----------------------------------------------------------------- explorer widget
@@ -64,7 +65,13 @@ class ZeroState:
             offload = self.__dict__.get("offload", "none")
             if value not in OFFLOAD_STAGES[offload]:
                 allowed = ", ".join(map(str, OFFLOAD_STAGES[offload]))
-                raise bad_value("stage", value, f"one of {allowed} with offload={offload!r}")
+                raise bad_value(
+                    "stage",
+                    value,
+                    _("one of {options} with offload={offload!r}").format(
+                        options=allowed, offload=offload
+                    ),
+                )
         elif name == "precision":
             value = check_choice("precision", value, PRECISIONS)
         elif name == "offload":
@@ -73,7 +80,11 @@ class ZeroState:
             if stage is not None and stage not in OFFLOAD_STAGES[value]:
                 allowed = [o for o in OFFLOADS if stage in OFFLOAD_STAGES[o]]
                 raise bad_value(
-                    "offload", value, f"one of {', '.join(map(repr, allowed))} with stage={stage}"
+                    "offload",
+                    value,
+                    _("one of {options} with stage={stage}").format(
+                        options=", ".join(map(repr, allowed)), stage=stage
+                    ),
                 )
         elif name == "gpu_gib":
             value = _check_range("gpu_gib", value, *GPU_GIB_RANGE)
@@ -91,16 +102,26 @@ class ZeroState:
         return self.gpu_gib * 1024**3
 
     def describe(self) -> str:
-        model = self.model if isinstance(self.model, str) else f"{self.params:.4g} parameters"
+        model = (
+            self.model
+            if isinstance(self.model, str)
+            else _("{n} parameters").format(n=f"{self.params:.4g}")
+        )
         off = f", offload={self.offload}" if self.offload != "none" else ""
         return (
-            f"{model} on {self.gpus} GPUs of {self.gpu_gib:g} GiB, {ZERO_STAGE_NAMES[self.stage]}, "
-            f"{self.precision}{off}"
+            _("{model} on {gpus} GPUs of {gib} GiB, {stage}, {precision}").format(
+                model=model,
+                gpus=self.gpus,
+                gib=f"{self.gpu_gib:g}",
+                stage=ZERO_STAGE_NAMES[self.stage],
+                precision=self.precision,
+            )
+            + off
         )
 
 
 def _check_range(name: str, value: Any, low: float, high: float) -> float:
-    valid = f"a number in [{low:g}, {high:g}]"
+    valid = _("a number in [{low}, {high}]").format(low=f"{low:g}", high=f"{high:g}")
     if isinstance(value, bool):
         raise bad_value(name, value, valid)
     try:
@@ -123,7 +144,9 @@ def _check_model(value: Any) -> str | float:
             raise bad_value(
                 "model",
                 value,
-                f"one of {', '.join(map(repr, presets))} or a parameter count in [1, 1e15]",
+                _("one of {options} or a parameter count in [1, 1e15]").format(
+                    options=", ".join(map(repr, presets))
+                ),
             ) from None
     return _check_range("model", value, *PARAMS_RANGE)
 
@@ -161,22 +184,26 @@ class ZeroWidget(WidgetView):
         presets = list(_presets())
         custom = not isinstance(s.model, str)
         self.model_dropdown = w.Dropdown(
-            options=presets + ["custom"], value="custom" if custom else s.model, description="model"
+            options=[(p, p) for p in presets] + [(_("custom"), "custom")],
+            value="custom" if custom else s.model,
+            description=_("model"),
         )
         self.params_box = w.FloatText(
-            value=s.params / 1e9, description="params (B)", step=0.5, disabled=not custom
+            value=s.params / 1e9, description=_("params (B)"), step=0.5, disabled=not custom
         )
         self.gpus_box = w.IntText(value=s.gpus, description="GPUs")
         self.stage_buttons = w.ToggleButtons(
-            options=[(ZERO_STAGE_NAMES[k], k) for k in range(4)], value=s.stage, description="stage"
+            options=[(ZERO_STAGE_NAMES[k], k) for k in range(4)],
+            value=s.stage,
+            description=_("stage"),
         )
         self.precision_dropdown = w.Dropdown(
-            options=list(PRECISIONS), value=s.precision, description="precision"
+            options=list(PRECISIONS), value=s.precision, description=_("precision")
         )
         self.offload_dropdown = w.Dropdown(
-            options=list(OFFLOADS), value=s.offload, description="offload"
+            options=list(OFFLOADS), value=s.offload, description=_("offload")
         )
-        self.gpu_box = w.FloatText(value=s.gpu_gib, description="GPU GiB", step=8)
+        self.gpu_box = w.FloatText(value=s.gpu_gib, description=_("GPU GiB"), step=8)
         self.status = w.HTML()
         self.summary = w.HTML()
         self.output = w.Output()
@@ -222,7 +249,9 @@ class ZeroWidget(WidgetView):
         try:
             new = self.read_controls()
         except ValueError as err:
-            self.status.value = f"<b style='color:#b00'>{err}</b> (showing the last valid setting)"
+            self.status.value = _("{error} (showing the last valid setting)").format(
+                error=f"<b style='color:#b00'>{err}</b>"
+            )
             return
         params = new.params
         self.estimate = model_state_bytes(params, new.gpus, new.stage, new.precision, new.offload)
@@ -243,27 +272,50 @@ class ZeroWidget(WidgetView):
         """The numbers shown under the controls."""
         s, est = self.state, self.estimate
         verdict = (
-            "<b style='color:#2a7a2a'>fits</b>"
+            "<b style='color:#2a7a2a'>" + _("fits") + "</b>"
             if self.fits
-            else "<b style='color:#b00'>does not fit</b>"
+            else "<b style='color:#b00'>" + _("does not fit") + "</b>"
         )
         parts = ", ".join(
-            f"{CATEGORY_NAMES.get(c, c)} {format_bytes(b)}" for c, b in est.breakdown.items() if b
+            f"{category_name(c)} {format_bytes(b)}" for c, b in est.breakdown.items() if b
         )
         cpu = (
-            f"<br>CPU memory per GPU (offloaded): <b>{format_bytes(est.cpu_bytes_per_gpu)}</b>"
+            "<br>"
+            + _("CPU memory per GPU (offloaded): {size}").format(
+                size=f"<b>{format_bytes(est.cpu_bytes_per_gpu)}</b>"
+            )
             if est.cpu_bytes_per_gpu
             else ""
         )
         return (
-            f"<b>{s.describe()}</b> ({s.params:,.0f} parameters)<br>"
-            f"Model states per GPU: <b>{format_bytes(est.bytes_per_gpu)}</b> "
-            f"({est.bytes_per_gpu:,.0f} B) of {format_bytes(s.gpu_bytes)}: {verdict} "
-            f"(activations not counted)<br>{parts}{cpu}<br>"
-            f"Largest model whose states fit {s.gpu_gib:g} GiB per GPU here: "
-            f"<b>{self.largest / 1e9:,.2f} B parameters</b> ({self.largest:,})<br>"
-            f"Communication per step, sent by each GPU: <b>{format_bytes(self.comm.bytes_per_gpu)}"
-            f"</b><br><small>{est.formula}<br>{self.comm.formula}</small>"
+            _("{setting} ({n} parameters)").format(
+                setting=f"<b>{s.describe()}</b>", n=f"{s.params:,.0f}"
+            )
+            + "<br>"
+            + _(
+                "Model states per GPU: {size} ({nbytes} B) of {gpu}: {verdict} "
+                "(activations not counted)"
+            ).format(
+                size=f"<b>{format_bytes(est.bytes_per_gpu)}</b>",
+                nbytes=f"{est.bytes_per_gpu:,.0f}",
+                gpu=format_bytes(s.gpu_bytes),
+                verdict=verdict,
+            )
+            + f"<br>{parts}{cpu}<br>"
+            + _(
+                "Largest model whose states fit {gib} GiB per GPU here: {largest} ({exact})"
+            ).format(
+                gib=f"{s.gpu_gib:g}",
+                largest="<b>"
+                + _("{n} B parameters").format(n=f"{self.largest / 1e9:,.2f}")
+                + "</b>",
+                exact=f"{self.largest:,}",
+            )
+            + "<br>"
+            + _("Communication per step, sent by each GPU: {size}").format(
+                size=f"<b>{format_bytes(self.comm.bytes_per_gpu)}</b>"
+            )
+            + f"<br><small>{est.formula}<br>{self.comm.formula}</small>"
         )
 
     def render(self) -> None:
@@ -271,7 +323,7 @@ class ZeroWidget(WidgetView):
         s = self.state
         self.figure = memory_bars(
             self.compare,
-            title=f"Model states per GPU: {s.describe()}",
+            title=_("Model states per GPU: {setting}").format(setting=s.describe()),
             gpu_bytes=s.gpu_bytes,
             highlight=ZERO_STAGE_NAMES[s.stage],
         )

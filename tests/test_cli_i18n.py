@@ -1,0 +1,139 @@
+"""The command line in Chinese (``EDU_PARALLEL_LANG=zh``) and in English: help texts, argparse's
+own words and one-line errors. No cluster starts: only ``--help`` and argument errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edu_parallel.app.cli import argparse_in_language, build_parser
+from edu_parallel.core.i18n import language
+
+ROOT = Path(__file__).resolve().parent.parent
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# argparse's English words that must not show through in Chinese
+ARGPARSE_ENGLISH = ("usage:", "options:", "positional arguments", "show this help message")
+
+
+def cli(lang: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("LANGUAGE", "LC_ALL", "LC_MESSAGES")}
+    env["EDU_PARALLEL_LANG"] = lang
+    return subprocess.run(
+        [sys.executable, "-m", "edu_parallel", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def test_top_level_help_in_chinese():
+    out = cli("zh", "--help")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert CJK.search(text)
+    assert text.startswith("用法：edu-parallel")
+    assert "显示此帮助信息并退出" in text and "位置参数" in text
+    for command in ("run", "plan", "model", "memory", "planner", "exercise", "lab", "-h, --help"):
+        assert command in text
+    for word in ARGPARSE_ENGLISH:
+        assert word not in text
+
+
+def test_run_ring_help_in_chinese_keeps_options_and_values():
+    out = cli("zh", "run", "ring", "--help")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "用法：edu-parallel run ring" in text and "选项" in text
+    assert "全归约算法" in text and "进程总数" in text  # the glossary's terms
+    for kept in (
+        "--world-size",
+        "--backend",
+        "--chrome-trace",
+        "--algo",
+        "--servers",
+        "gloo",
+        "nccl",
+        "rabenseifner",
+        "1MiB",
+        "float32",
+        "ps/ps-sharded",
+    ):
+        assert kept in text, kept
+    for word in ARGPARSE_ENGLISH + ("default", "ranks,", "bytes per rank"):
+        assert word not in text, word
+
+
+@pytest.mark.parametrize(
+    "args, kept",
+    [
+        (("run", "nosuch"), ("'nosuch'", "CONCEPT", "无效的选择")),  # argparse's choice error
+        (("run", "ring", "--world-size", "x"), ("--world-size", "'x'", "int")),  # argparse's type
+        (("run", "ring", "--world-size", "0"), ("world_size=0", "[1, 16]")),  # the package's
+        (("plan", "ring", "--world-size", "300"), ("world_size=300", "`edu-parallel model`")),
+    ],
+)
+def test_errors_in_chinese_are_one_line(args, kept):
+    out = cli("zh", *args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    line = out.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith("错误：")
+    assert CJK.search(line.removeprefix("错误："))
+    for text in kept:
+        assert text in line, text
+    assert "error:" not in line and "invalid choice" not in line and "expected" not in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("run", "ring", "--help"),
+        ("run", "nosuch"),
+        ("run", "ring", "--world-size", "x"),
+        ("run", "ring", "--world-size", "0"),
+    ],
+)
+def test_english_has_no_chinese(args):
+    out = cli("en", *args)
+    text = out.stdout + out.stderr
+    assert not CJK.search(text), text
+    if "--help" in args:
+        assert out.returncode == 0 and out.stdout.startswith("usage: edu-parallel")
+    else:
+        assert out.returncode == 2 and out.stderr.startswith("error: ")
+        assert "\n" not in out.stderr.strip()
+
+
+def every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command's parser below it, once each."""
+    out = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += every_parser(sub)
+    return out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_commands_help_formats_in_both_languages(lang):
+    """argparse %-formats each help text: a stray % (say "80%") in either language would crash
+    ``--help``; and every command's help reads in the chosen language."""
+    with language(lang), argparse_in_language():
+        parsers = every_parser(build_parser())
+        helps = {p.prog: p.format_help() for p in parsers}
+    assert len(helps) > 25 and "edu-parallel run compress" in helps
+    for prog, text in helps.items():
+        if lang == "zh":
+            assert text.startswith("用法：") and CJK.search(text), prog
+        else:  # the --lang options name 简体中文 in English too
+            assert text.startswith("usage: ") and not CJK.search(text.replace("简体中文", "")), prog
