@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_exercise_ring import off_by_one_chunk  # the planted bug, graded in both
 
 from edu_parallel.core.errors import JobTimeoutError
 from edu_parallel.core.i18n import language
@@ -26,30 +27,6 @@ def chinese(text: str) -> bool:
 
 def numbers(text: str) -> list[str]:
     return re.findall(r"\d+", text)
-
-
-def off_by_one_chunk(ctx, tensor):
-    """A planted bug: adds the incoming chunk into (r - s + 1) mod N, not (r - s - 1) mod N."""
-    import torch
-
-    n, r = ctx.world_size, ctx.rank
-    right, left = (r + 1) % n, (r - 1) % n
-    chunks = torch.tensor_split(tensor, n)
-    for s in range(n - 1):
-        send, recv = (r - s) % n, (r - s + 1) % n
-        with ctx.step(s, "reduce-scatter"):
-            incoming = torch.empty_like(chunks[recv])
-            ctx.wait_all(
-                [ctx.isend(chunks[send], right, chunk=send), ctx.irecv(incoming, left, chunk=recv)]
-            )
-            chunks[recv].add_(incoming)
-    for s in range(n - 1):
-        send, recv = (r + 1 - s) % n, (r - s) % n
-        with ctx.step(n - 1 + s, "all-gather"):
-            ctx.wait_all(
-                [ctx.isend(chunks[send], right, chunk=send), ctx.irecv(chunks[recv], left)]
-            )
-    return tensor
 
 
 @pytest.mark.multiprocess

@@ -13,13 +13,11 @@ import re
 from typing import Any
 
 import pytest
+from quiz_lang import answers, texts
 
 from edu_parallel.core.i18n import language
 from edu_parallel.quiz import (
-    MultipleChoice,
-    Numeric,
     PredictThenRun,
-    Quiz,
     banks_3d,
     banks_async,
     banks_compress,
@@ -48,38 +46,6 @@ IDENTIFIERS = ("mesh_groups.choice", "rocm_backend.choice")
 @pytest.fixture(autouse=True)
 def quiet_workspace(monkeypatch, tmp_path):
     monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
-
-
-def texts(quiz: Quiz) -> list[tuple[str, str]]:
-    """``(where, text)`` for every learner text of ``quiz``, runs revealed."""
-    out = [("title", quiz.title)]
-    for q in quiz:
-        out += [(f"{q.key}.prompt", q.prompt), (f"{q.key}.explanation", q.explanation)]
-        inner = q
-        if isinstance(q, PredictThenRun):
-            inner = q.predict
-            out += [(f"{q.key}.predict.prompt", inner.prompt)]
-            out += [(f"{q.key}.predict.explanation", inner.explanation)]
-            out += [(f"{q.key}.reveal", q.reveal(q.result()))]
-        if isinstance(inner, MultipleChoice):
-            out += [(f"{q.key}.choice{i}", c) for i, c in enumerate(inner.choices)]
-    return out
-
-
-def answers(quiz: Quiz) -> list[Any]:
-    """What code compares, per question: key, params, config and the right answer."""
-    out = []
-    for q in quiz:
-        inner = q.predict if isinstance(q, PredictThenRun) else q
-        row = [q.key, q.params, getattr(q, "config", None), type(inner).__name__]
-        if isinstance(inner, Numeric):
-            row += [inner.answer, inner.units, inner.tolerance, inner.abs_tolerance]
-        else:
-            row += [inner.correct_indices, inner.order, len(inner.choices), inner.multiple]
-        if isinstance(q, PredictThenRun) and q.truth is not None:
-            row.append(q.truth(q.result()))
-        out.append(row)
-    return out
 
 
 @pytest.mark.parametrize("bank", sorted(BANKS))
