@@ -180,7 +180,10 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(browser, tmp_pat
             page.goto(server.url("/"))
             page.wait_for_selector(".lm-TabBar-tab.lm-mod-current:has-text('index.ipynb')")
             page.wait_for_selector(".jp-BreadCrumbs:has-text('zh')")  # the Chinese index
-            assert _has_chinese(page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)"))
+            page.wait_for_selector(
+                ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown:has-text('课程目录')",
+                timeout=60_000,
+            )
             page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
             page.click(".jp-BreadCrumbs-home")
             lesson = Lesson(page, server, ZH_LESSON, shots)

@@ -15,6 +15,7 @@ never at import; it is idempotent and cheap. mplfonts' own command line (which e
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 CJK_FAMILY = "Noto Sans CJK SC"
@@ -51,4 +52,8 @@ def use_cjk_font() -> str | None:
     family = [family] if isinstance(family, str) else list(family)
     if CJK_FAMILY not in family:
         matplotlib.rcParams["font.family"] = [*family, CJK_FAMILY]
+        # mplfonts ships the Regular weight only: a bold title's CJK glyphs are drawn Regular, as
+        # intended, and font_manager's "Failed to find font weight bold" warning is not for the
+        # learner (it would print on stderr under every bold title)
+        logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     return CJK_FAMILY
