@@ -93,6 +93,13 @@ def test_the_command_line_speaks_chinese_when_asked():
         cmd[:3] + ["tour", "--lang", "fr"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode != 0 and "--lang" in bad.stderr and "'fr'" in bad.stderr
+    env["EDU_PARALLEL_LANG"] = "klingon"
+    named = subprocess.run(cmd[:3] + ["tour"], capture_output=True, text=True, env=env, timeout=120)
+    assert named.returncode == 2 and named.stdout == ""
+    assert named.stderr.strip() == (
+        "error: EDU_PARALLEL_LANG='klingon' is not valid: expected one of 'en', 'zh'"
+        " (also zh_CN, zh-Hans, en_US)"
+    )
 
 
 # --- the package's messages ------------------------------------------------------------------

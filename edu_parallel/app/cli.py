@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import EngineError, bad_value, check_timeout
-from ..core.i18n import LANGUAGES, N_, _, set_language
+from ..core.i18n import LANGUAGES, N_, _, get_language, set_language
 from ..core.units import check_dtype
 from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
@@ -346,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        get_language()  # a bad EDU_PARALLEL_LANG is named here, before any work
         with argparse_in_language():
             args = build_parser().parse_args(argv)
         return args.func(args)
