@@ -19,9 +19,9 @@ import time
 import torch
 
 from edu_parallel import Cluster
-from edu_parallel.data_parallel import compare_regimes, replay, run_async
-from edu_parallel.data_parallel.async_replay import clear_cache
-from edu_parallel.data_parallel.async_report import MODES_ORDER, applies_of
+from edu_parallel.async_training import compare_regimes, replay, run_async
+from edu_parallel.async_training.replay_run import clear_cache
+from edu_parallel.async_training.report import MODES_ORDER, applies_of
 
 SETTINGS = (
     {"straggler": "none"},

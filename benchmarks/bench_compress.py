@@ -23,10 +23,10 @@ import torch
 
 from edu_parallel import Cluster
 from edu_parallel.comm import run_allreduce
-from edu_parallel.data_parallel import sweep_compress
-from edu_parallel.data_parallel.compress_config import CompressConfig, messages_per_step
-from edu_parallel.data_parallel.compress_sweep import SWEEP
-from edu_parallel.data_parallel.ddp_config import TARGET_STEPS
+from edu_parallel.compression import sweep_compress
+from edu_parallel.compression.config import CompressConfig, messages_per_step
+from edu_parallel.compression.sweep import SWEEP
+from edu_parallel.task.targets import TARGET_STEPS
 
 
 def main() -> None:

@@ -5,9 +5,9 @@
 
 Each lesson is copied into a temporary folder and executed there by nbclient, as Run All would in
 a fresh kernel (kernel start included); the checkout's notebooks are never touched. The seconds,
-with this machine's description and the date, go to ``edu_parallel/app/lesson_times.json``
+with this machine's description and the date, go to ``edu_parallel/app/course/lesson_times.json``
 (``--only`` updates just those lessons), and the course pages are rebuilt from them
-(``edu_parallel.app.course.write``). A lesson that fails is reported and keeps its old time.
+(``edu_parallel.app.course.lessons.write``). A lesson that fails is reported and keeps its old time.
 Timing on a shared machine is noisy: the index says where and when the numbers were measured.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from edu_parallel.app.course import LESSONS, NOTEBOOKS, TIMES, load_times, write
+from edu_parallel.app.course.lessons import LESSONS, NOTEBOOKS, TIMES, load_times, write
 from edu_parallel.core.errors import bad_value
 
 

@@ -11,10 +11,7 @@ import pytest
 import torch
 
 from edu_parallel import Cluster
-from edu_parallel.core.schema import DROPPED_MARK
-from edu_parallel.core.trace import Trace
-from edu_parallel.data_parallel import task
-from edu_parallel.data_parallel.async_config import (
+from edu_parallel.async_training.config import (
     LESSON_LR,
     PARETO_CAP,
     PSI,
@@ -25,15 +22,13 @@ from edu_parallel.data_parallel.async_config import (
     workers_of,
     world_size_for,
 )
-from edu_parallel.data_parallel.async_replay import replay
-from edu_parallel.data_parallel.async_report import (
-    applies_of,
-    compare_regimes,
-    format_async,
-    run_async,
-)
-from edu_parallel.data_parallel.async_sgd import batch, build, flat_params
-from edu_parallel.data_parallel.tables import straggler_table
+from edu_parallel.async_training.replay_run import replay
+from edu_parallel.async_training.report import applies_of, compare_regimes, format_async, run_async
+from edu_parallel.async_training.sgd import batch, build, flat_params
+from edu_parallel.async_training.tables import straggler_table
+from edu_parallel.core.schema import DROPPED_MARK
+from edu_parallel.core.trace import Trace
+from edu_parallel.task import classifier as task
 
 STEPS = 24
 
@@ -114,7 +109,7 @@ def test_every_bad_field_is_named_at_once():
 
 
 def test_the_config_is_torch_free_and_copies_the_task_constants():
-    code = "import sys, edu_parallel.data_parallel.async_config; print('torch' in sys.modules)"
+    code = "import sys, edu_parallel.async_training.config; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
     assert LESSON_LR == 2 * task.TASK_LR and TARGET_ACCURACY == task.TARGET_ACCURACY

@@ -6,16 +6,16 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from edu_parallel.core.units import MIB
 from edu_parallel.data_parallel.buckets import (
     DEFAULT_FIRST_BUCKET_BYTES,
-    MIB,
     BucketPlan,
     ParamSpec,
     assign_buckets,
     bucket_limits,
     validate_buckets,
 )
-from edu_parallel.data_parallel.ddp_config import DDP_MODELS, DdpConfig
+from edu_parallel.data_parallel.config import DDP_MODELS, DdpConfig
 from edu_parallel.engine.stream import CommStream
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

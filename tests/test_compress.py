@@ -8,18 +8,16 @@ import pytest
 import torch
 from test_ddp import NothingMayRun
 
-from edu_parallel.core.schema import COMPRESS_MARK, GRAD_SYNC
-from edu_parallel.data_parallel import (
+from edu_parallel.compression import (
     CompressConfig,
     Measured,
     bytes_by_world_size,
     run_compress,
-    run_ddp,
     what_if,
     wire_bytes_per_step,
 )
-from edu_parallel.data_parallel.compress import pack_bits, unpack_bits
-from edu_parallel.data_parallel.compress_config import (
+from edu_parallel.compression.compressors import pack_bits, unpack_bits
+from edu_parallel.compression.config import (
     MIN_COMPRESSION_RATE,
     kept,
     max_powersgd_rank,
@@ -27,21 +25,15 @@ from edu_parallel.data_parallel.compress_config import (
     param_shapes,
     powersgd_split,
 )
-from edu_parallel.data_parallel.compress_report import TORCH_RTOL, make_hook
+from edu_parallel.compression.powersgd import compressible, orthogonalize
+from edu_parallel.compression.report import TORCH_RTOL, make_hook
+from edu_parallel.core.schema import COMPRESS_MARK, GRAD_SYNC
+from edu_parallel.data_parallel import run_ddp
+from edu_parallel.data_parallel.config import DdpConfig
 from edu_parallel.data_parallel.ddp import GradBucket
-from edu_parallel.data_parallel.ddp_config import DdpConfig
-from edu_parallel.data_parallel.ddp_model import build_model, loss_of, sgd_step, step_batch
-from edu_parallel.data_parallel.powersgd import compressible, orthogonalize
-from edu_parallel.data_parallel.task import (
-    HOLDOUT_ROWS,
-    TARGET_ACCURACY,
-    TARGET_STEPS,
-    TASK_LR,
-    evaluate,
-    holdout,
-    labelled,
-    steps_to_target,
-)
+from edu_parallel.data_parallel.model import build_model, loss_of, sgd_step, step_batch
+from edu_parallel.task.classifier import HOLDOUT_ROWS, evaluate, holdout, labelled, steps_to_target
+from edu_parallel.task.targets import TARGET_ACCURACY, TARGET_STEPS, TASK_LR
 
 PSI = 32 * 128 + 128 + 128 * 128 + 128 + 128 * 10 + 10  # the classifier, counted by hand
 METHODS = (

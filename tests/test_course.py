@@ -1,7 +1,8 @@
 """The way in and the way through: the course index, syllabus and errata pages, and the path.
 
-* the committed pages and every lesson's navigation cell equal what ``edu_parallel.app.course``
-  builds from its data now (the failure names the command that regenerates them);
+* the committed pages and every lesson's navigation cell equal what
+  ``edu_parallel.app.course.lessons`` builds from its data now (the failure names the command that
+  regenerates them);
 * every link of every notebook lands on a notebook of the course folder (and its heading);
 * Next, from the index, visits every lesson once in the order of ``LESSONS`` and returns;
 * the data matches the lessons: files, titles, the units and errata each objectives line names;
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.app.course import (
+from edu_parallel.app.course.lessons import (
     INDEX,
     LESSONS,
     NAV_ID,
@@ -36,9 +37,9 @@ from edu_parallel.app.course import (
     taught_in,
     write,
 )
-from edu_parallel.app.course_links import broken_links, chain_problems, load, markdown
-from edu_parallel.app.course_outline import ERRATA, UNITS
-from edu_parallel.app.course_pages import ERRATA_PAGE, SYLLABUS
+from edu_parallel.app.course.links import broken_links, chain_problems, load, markdown
+from edu_parallel.app.course.outline import ERRATA, UNITS
+from edu_parallel.app.course.pages import ERRATA_PAGE, SYLLABUS
 
 ROOT = NOTEBOOKS.parent
 PAGES = (INDEX, SYLLABUS, ERRATA_PAGE)

@@ -1,7 +1,7 @@
 """The course in 简体中文: the Chinese pages and lessons in ``notebooks/zh/``, from the same data.
 
 * the Chinese index, syllabus and errata pages and every Chinese lesson equal what
-  ``edu_parallel.app.course`` builds now (same cell ids as the English pages);
+  ``edu_parallel.app.course.lessons`` builds now (same cell ids as the English pages);
 * every erratum quotes the outline in its own Chinese words, then corrects it, in both languages;
   each quote is checked word for word against the outline's text where the outline is present
   (``../shared/syllabus/`` beside the repository), and is Chinese everywhere;
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.app import notebook_i18n
-from edu_parallel.app.course import (
+from edu_parallel.app.course import notebook_i18n
+from edu_parallel.app.course.lessons import (
     INDEX,
     LESSONS,
     NAV_ID,
@@ -32,9 +32,9 @@ from edu_parallel.app.course import (
     stale,
     with_nav,
 )
-from edu_parallel.app.course_links import broken_links, chain_problems, links, load, markdown
-from edu_parallel.app.course_outline import ERRATA, UNITS
-from edu_parallel.app.course_pages import ERRATA_PAGE, SYLLABUS, ZH
+from edu_parallel.app.course.links import broken_links, chain_problems, links, load, markdown
+from edu_parallel.app.course.outline import ERRATA, UNITS
+from edu_parallel.app.course.pages import ERRATA_PAGE, SYLLABUS, ZH
 from edu_parallel.core.i18n import language
 
 ROOT = NOTEBOOKS.parent

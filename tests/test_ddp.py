@@ -10,6 +10,7 @@ import torch.distributed as dist
 from edu_parallel import Cluster
 from edu_parallel.core.errors import WorkerError
 from edu_parallel.core.schema import BUCKET_READY_MARK, GRAD_READY_MARK
+from edu_parallel.core.units import MIB
 from edu_parallel.data_parallel import (
     SYNCS,
     allreduce_mean_hook,
@@ -19,8 +20,7 @@ from edu_parallel.data_parallel import (
     run_ddp,
     sweep_buckets,
 )
-from edu_parallel.data_parallel.buckets import MIB
-from edu_parallel.data_parallel.ddp_config import DdpConfig
+from edu_parallel.data_parallel.config import DdpConfig
 from edu_parallel.models.retiming import cost_model, ring_allreduce_time
 
 pytestmark = pytest.mark.multiprocess

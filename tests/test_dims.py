@@ -12,7 +12,7 @@ import pytest
 
 from edu_parallel import Cluster
 from edu_parallel.app import cli
-from edu_parallel.app.concepts import CONCEPTS
+from edu_parallel.app.concepts.registry import CONCEPTS
 from edu_parallel.core import dims as dims_module
 from edu_parallel.core import inputs
 from edu_parallel.core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims

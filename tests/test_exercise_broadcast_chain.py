@@ -9,9 +9,9 @@ import torch
 
 from edu_parallel.core.trace import Event, Trace
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.broadcast_chain import EXERCISE, chain_broadcast
 from edu_parallel.exercises.checks import message_rounds
 from edu_parallel.exercises.feedback import default_picture
+from edu_parallel.exercises.problems.broadcast_chain import EXERCISE, chain_broadcast
 from edu_parallel.plans.collectives import chain_broadcast_plan
 
 pytestmark = pytest.mark.multiprocess

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.bucketed_reducer import EXERCISE, bucketed_reducer, picture
+from edu_parallel.exercises.problems.bucketed_reducer import EXERCISE, bucketed_reducer, picture
 
 pytestmark = pytest.mark.multiprocess
 

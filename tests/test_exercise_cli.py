@@ -11,7 +11,7 @@ import pytest
 from test_cli import cli
 from test_exercise_ring import off_by_one_chunk
 
-from edu_parallel.exercises.ring_allreduce import ring_allreduce
+from edu_parallel.exercises.problems.ring_allreduce import ring_allreduce
 
 pytestmark = pytest.mark.multiprocess
 

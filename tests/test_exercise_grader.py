@@ -15,8 +15,8 @@ from test_exercise_ring import off_by_one_chunk, whole_buffer_ring
 from edu_parallel import Cluster
 from edu_parallel.exercises import Case, check, grade, hint, solution
 from edu_parallel.exercises.feedback import Feedback, default_picture
+from edu_parallel.exercises.problems.ring_allreduce import EXERCISE, ring_allreduce
 from edu_parallel.exercises.progress import WORKSPACE_VAR, load_progress
-from edu_parallel.exercises.ring_allreduce import EXERCISE, ring_allreduce
 
 pytestmark = pytest.mark.multiprocess
 ONE = [Case(2, 8)]  # one small case: each test grades one run

@@ -9,7 +9,7 @@ import pytest
 from edu_parallel import Cluster
 from edu_parallel.core.dims import ParallelDims
 from edu_parallel.exercises import check, get_exercise, grade
-from edu_parallel.exercises.mesh_groups import EXERCISE, STARTER, mesh_groups, picture
+from edu_parallel.exercises.problems.mesh_groups import EXERCISE, STARTER, mesh_groups, picture
 from edu_parallel.exercises.progress import WORKSPACE_VAR
 
 pytestmark = pytest.mark.multiprocess

@@ -10,7 +10,12 @@ import torch.nn.functional as F
 
 from edu_parallel.engine.context import ALL_TO_ALL
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.moe_dispatch import EXERCISE, moe_dispatch, picture, target_bytes
+from edu_parallel.exercises.problems.moe_dispatch import (
+    EXERCISE,
+    moe_dispatch,
+    picture,
+    target_bytes,
+)
 
 pytestmark = pytest.mark.multiprocess
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.one_f_one_b import EXERCISE, one_f_one_b, picture, target_peaks
+from edu_parallel.exercises.problems.one_f_one_b import EXERCISE, one_f_one_b, picture, target_peaks
 from edu_parallel.pipeline_parallel import build_schedule
 
 pytestmark = pytest.mark.multiprocess

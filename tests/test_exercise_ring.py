@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from edu_parallel.exercises import Case, grade
-from edu_parallel.exercises.ring_allreduce import EXERCISE, ring_allreduce
+from edu_parallel.exercises.problems.ring_allreduce import EXERCISE, ring_allreduce
 
 pytestmark = pytest.mark.multiprocess
 

@@ -9,7 +9,7 @@ import torch
 
 from edu_parallel.engine.context import ALL_GATHER
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.row_parallel import EXERCISE, picture, row_parallel_linear
+from edu_parallel.exercises.problems.row_parallel import EXERCISE, picture, row_parallel_linear
 
 pytestmark = pytest.mark.multiprocess
 

@@ -9,7 +9,7 @@ import torch
 
 from edu_parallel.exercises import Case, grade
 from edu_parallel.exercises.checks import message_rounds
-from edu_parallel.exercises.tree_reduce import EXERCISE, tree_reduce
+from edu_parallel.exercises.problems.tree_reduce import EXERCISE, tree_reduce
 
 pytestmark = pytest.mark.multiprocess
 

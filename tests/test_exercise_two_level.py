@@ -13,8 +13,7 @@ import torch.distributed as dist
 from edu_parallel import Cluster
 from edu_parallel.engine.context import ALL_GATHER, REDUCE_SCATTER
 from edu_parallel.exercises import check, get_exercise, grade
-from edu_parallel.exercises.progress import WORKSPACE_VAR
-from edu_parallel.exercises.two_level import (
+from edu_parallel.exercises.problems.two_level import (
     EXERCISE,
     STARTER,
     crossing_bytes,
@@ -22,6 +21,7 @@ from edu_parallel.exercises.two_level import (
     target_bytes,
     two_level_allreduce,
 )
+from edu_parallel.exercises.progress import WORKSPACE_VAR
 
 pytestmark = pytest.mark.multiprocess
 

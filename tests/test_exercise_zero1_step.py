@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from edu_parallel.data_parallel import adam_update
 from edu_parallel.engine.context import ALL_GATHER, REDUCE_SCATTER
 from edu_parallel.exercises import grade
-from edu_parallel.exercises.zero1_step import EXERCISE, picture, zero1_step
+from edu_parallel.exercises.problems.zero1_step import EXERCISE, picture, zero1_step
+from edu_parallel.task import adam_update
 
 pytestmark = pytest.mark.multiprocess
 

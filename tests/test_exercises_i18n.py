@@ -14,7 +14,7 @@ from edu_parallel.core.i18n import language
 from edu_parallel.exercises import EXERCISES, Case, grade
 from edu_parallel.exercises.diagnose import hang_finding
 from edu_parallel.exercises.feedback import Feedback, findings_table
-from edu_parallel.exercises.ring_allreduce import EXERCISE as RING
+from edu_parallel.exercises.problems.ring_allreduce import EXERCISE as RING
 from edu_parallel.exercises.session import hint, progress_table
 from edu_parallel.exercises.spec import check_label
 

@@ -7,14 +7,9 @@ import nbformat
 import pytest
 from plotly.offline import get_plotlyjs
 
-from edu_parallel.app import export
 from edu_parallel.app.cli import main
-from edu_parallel.app.export_html import (
-    PLOTLY,
-    WIDGET_VIEW,
-    link_pages,
-    static_outputs,
-)
+from edu_parallel.app.export import site as export
+from edu_parallel.app.export.html import PLOTLY, WIDGET_VIEW, link_pages, static_outputs
 from edu_parallel.app.lab import lessons_source
 
 

@@ -23,22 +23,16 @@ from test_viz_pipeline import timed
 from test_viz_zero import zero3_trace
 
 import edu_parallel.viz as viz
-from edu_parallel.data_parallel import (
-    CompressConfig,
-    Measured,
-    preload,
-    run_fsdp,
-    run_zero,
-    what_if,
-)
-from edu_parallel.data_parallel.compress_config import messages_per_step, wire_bytes_per_step
+from edu_parallel.compression import CompressConfig, Measured, what_if
+from edu_parallel.compression.config import messages_per_step, wire_bytes_per_step
 from edu_parallel.models.interconnects import interconnect_table
-from edu_parallel.models.nccl_systems import NCCL_SYSTEMS
+from edu_parallel.models.nccl.systems import NCCL_SYSTEMS
 from edu_parallel.models.simulation import simulate
 from edu_parallel.planner import ClusterSpec, plan
 from edu_parallel.plans.naive import naive_allreduce_plan
 from edu_parallel.plans.ring import ring_allreduce_plan
 from edu_parallel.viz.fit import MAX_WIDTH_PX, fit_problems
+from edu_parallel.zero import preload, run_fsdp, run_zero
 
 pytestmark = pytest.mark.multiprocess
 
@@ -64,7 +58,7 @@ def ring(n: int, nbytes: int):
 def runs(cluster4):
     """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 06, 08, 11)."""
     from edu_parallel.comm import run_collective
-    from edu_parallel.data_parallel import run_compress
+    from edu_parallel.compression import run_compress
     from edu_parallel.expert_parallel import run_moe
     from edu_parallel.strategy_map.report import run_strategy_map
 

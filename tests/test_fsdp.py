@@ -14,16 +14,16 @@ import types
 import pytest
 
 from edu_parallel.core.trace import Trace
-from edu_parallel.data_parallel.fsdp import FsdpUnavailableError, preload, require_fsdp2
-from edu_parallel.data_parallel.fsdp_report import (
+from edu_parallel.memory.communication import fsdp_collectives_per_step
+from edu_parallel.task.mlp import num_params
+from edu_parallel.zero.fsdp import FsdpUnavailableError, preload, require_fsdp2
+from edu_parallel.zero.fsdp_report import (
     format_fsdp,
     formula_sent_bytes,
     fsdp_padded_numel,
     run_fsdp,
 )
-from edu_parallel.data_parallel.tables import fsdp_table
-from edu_parallel.data_parallel.training import num_params
-from edu_parallel.memory.communication import fsdp_collectives_per_step
+from edu_parallel.zero.tables import fsdp_table
 
 # FSDP2 is ``torch.distributed.fsdp.fully_shard`` from torch 2.6 on; the package supports torch >=
 # 2.4.

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from edu_parallel.app import i18n_catalog, notebook_i18n
-from edu_parallel.app.course import ERRATA_BOXES, LESSONS
-from edu_parallel.app.course_outline import ERRATA
+from edu_parallel.app import i18n_catalog
+from edu_parallel.app.course import notebook_i18n
+from edu_parallel.app.course.lessons import ERRATA_BOXES, LESSONS
+from edu_parallel.app.course.outline import ERRATA
 from edu_parallel.core import i18n
 from edu_parallel.core.errors import check_int
 from edu_parallel.core.i18n import _, get_language, language, set_language
@@ -307,7 +308,7 @@ def test_a_planted_change_to_an_english_cell_is_reported(tmp_path):
 def test_the_chinese_lesson_has_the_english_code_and_chinese_prose(lesson):
     en = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text(encoding="utf-8"))
     path = NOTEBOOKS / "zh" / f"{lesson}.ipynb"
-    assert path.is_file(), f"{path} is missing: python -m edu_parallel.app.course --write"
+    assert path.is_file(), f"{path} is missing: python -m edu_parallel.app.course.lessons --write"
     zh = json.loads(path.read_text(encoding="utf-8"))
     code = [c for c in zh["cells"] if c["cell_type"] == "code"]
     assert code[0]["id"] == notebook_i18n.LANGUAGE_CELL_ID

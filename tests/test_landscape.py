@@ -9,9 +9,9 @@ import importlib
 import pytest
 import torch.distributed as dist
 
-from edu_parallel.app.course import LESSONS
-from edu_parallel.app.landscape import LIBRARIES, backend_table, libraries_table, wrapped
-from edu_parallel.app.landscape_frameworks import FRAMEWORKS, frameworks_table, mapping_table
+from edu_parallel.app.course.frameworks import FRAMEWORKS, frameworks_table, mapping_table
+from edu_parallel.app.course.landscape import LIBRARIES, backend_table, libraries_table, wrapped
+from edu_parallel.app.course.lessons import LESSONS
 from edu_parallel.models.links import LINKS
 from edu_parallel.quiz import BANKS, landscape_quiz
 

@@ -33,7 +33,11 @@ ROOT = Path(__file__).resolve().parents[1] / "edu_parallel"
 
 # folder -> the folders it may import from (its own folder always). Read bottom-up.
 _TRAINING = ("core", "plans", "engine", "models", "memory", "comm")
-PARALLELISMS = ("data_parallel", "tensor_parallel", "expert_parallel", "pipeline_parallel")
+# the tiny models and the task that the data-parallel lessons train (lessons 05, 06, 11, 12)
+_TASK = (*_TRAINING, "task")
+# DDP, then what builds on its comm-hook seam: compression and asynchronous training
+_DATA = ("data_parallel", "zero", "compression", "async_training")
+PARALLELISMS = (*_DATA, "tensor_parallel", "expert_parallel", "pipeline_parallel")
 COMPOSED = ("planner", "parallel_3d")  # lesson 10: the parallelisms together, planned and run
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
@@ -42,19 +46,26 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "models": ("core", "plans"),
     "memory": ("core",),
     "comm": ("core", "plans", "engine", "models"),
-    **{p: _TRAINING for p in PARALLELISMS},
-    "strategy_map": (*_TRAINING, *PARALLELISMS),
+    "task": _TRAINING,
+    "data_parallel": _TASK,
+    "zero": _TASK,
+    "compression": (*_TASK, "data_parallel"),
+    "async_training": (*_TASK, "data_parallel"),
+    "tensor_parallel": _TRAINING,
+    "expert_parallel": _TRAINING,
+    "pipeline_parallel": _TRAINING,
+    "strategy_map": (*_TASK, *PARALLELISMS),
     # The planner is arithmetic over the models and the memory calculator: pure, no engine.
     "planner": ("core", "models", "memory"),
     # DP x TP x PP (x EP) composed on one mesh of ranks; its byte counts are the planner's.
-    "parallel_3d": (*_TRAINING, *PARALLELISMS, "strategy_map", "planner"),
+    "parallel_3d": (*_TASK, *PARALLELISMS, "strategy_map", "planner"),
     # Renderers and quizzes read traces, plans, models and formulas; the reach rule below keeps
     # them off the engine even where a folder they read also holds a runner.
-    "viz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map", *COMPOSED),
-    "quiz": ("core", "plans", "models", "memory", *PARALLELISMS, "strategy_map", *COMPOSED),
+    "viz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
+    "quiz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
     # Exercises run the learner's code on the ranks and draw it with the lessons' renderers.
-    "exercises": (*_TRAINING, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz"),
-    "app": (*_TRAINING, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "exercises"),
+    "exercises": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz"),
+    "app": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "exercises"),
 }
 TOP_LEVEL = ("__init__", "__main__")  # the only modules outside a folder
 PURE = ("core", "plans", "models", "memory", "planner", "viz", "quiz")  # never reach engine/

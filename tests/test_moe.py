@@ -34,7 +34,7 @@ from edu_parallel.expert_parallel.tables import (
     experts_table,
     skew_table,
 )
-from edu_parallel.quiz.banks_moe import HOT_SKEW, formula_runner, moe_quiz
+from edu_parallel.quiz.banks.expert_parallel import HOT_SKEW, formula_runner, moe_quiz
 
 A2A = "all_to_all_single"
 

@@ -1,4 +1,4 @@
-"""NCCL's tuning model (models/nccl_tuning.py, nccl_select.py, nccl_systems.py) against NCCL 2.30.7.
+"""NCCL's tuning model (models/nccl/tuning.py, nccl_select.py, nccl_systems.py) against NCCL 2.30.7.
 
 The hand-traced cases follow ``src/graph/tuning.cc`` at tag v2.30.7-1 line by line
 (``ncclTopoTuneModel`` for the tables, ``ncclTopoGetAlgoTime`` for the time); each test says which
@@ -15,9 +15,9 @@ import pytest
 
 from edu_parallel.app.cli import main
 from edu_parallel.models import LINKS, Topology, choice_table, choose_allreduce, predict
-from edu_parallel.models.nccl_select import nccl_choose, parse_nccl_list
-from edu_parallel.models.nccl_systems import NCCL_SYSTEMS, nccl_system
-from edu_parallel.models.nccl_tuning import NcclSystem, nccl_entry, nccl_graph, nccl_time
+from edu_parallel.models.nccl.selection import nccl_choose, parse_nccl_list
+from edu_parallel.models.nccl.systems import NCCL_SYSTEMS, nccl_system
+from edu_parallel.models.nccl.tuning import NcclSystem, nccl_entry, nccl_graph, nccl_time
 from edu_parallel.models.tables import (
     nccl_applicability_table,
     nccl_choice_table,

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from edu_parallel import Cluster
-from edu_parallel.data_parallel.async_report import async_runner
+from edu_parallel.async_training.report import async_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, async_quiz, get_quiz
-from edu_parallel.quiz.banks_async import (
+from edu_parallel.quiz.banks.async_training import (
     PREDICT_WORKERS,
     RUN_STEPS,
     RUN_WORKERS,
@@ -132,7 +132,7 @@ def test_bad_arguments_are_named():
 
 
 def test_the_bank_loads_no_torch():
-    code = "import sys, edu_parallel.quiz.banks_async; print('torch' in sys.modules)"
+    code = "import sys, edu_parallel.quiz.banks.async_training; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 

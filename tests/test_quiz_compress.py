@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from edu_parallel.data_parallel import compress_runner
+from edu_parallel.compression import compress_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, get_quiz
-from edu_parallel.quiz.banks_compress import compress_quiz, formula_runner
+from edu_parallel.quiz.banks.compression import compress_quiz, formula_runner
 
 NAME = "11_compression"
 SEEDS = (None, *range(12))

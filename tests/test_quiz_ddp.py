@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from edu_parallel import Cluster
-from edu_parallel.data_parallel.ddp_config import DdpConfig
-from edu_parallel.data_parallel.ddp_report import ddp_runner
+from edu_parallel.data_parallel.config import DdpConfig
+from edu_parallel.data_parallel.report import ddp_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, Quiz, get_quiz
-from edu_parallel.quiz.banks_ddp import RUN_ONLY, ddp_quiz, formula_runner
+from edu_parallel.quiz.banks.ddp import RUN_ONLY, ddp_quiz, formula_runner
 
 NAME = "05_dp_bucketing_overlap"
 SEEDS = (None, *range(12))
@@ -299,7 +299,7 @@ def test_bad_arguments_are_named():
 
 def test_the_bank_loads_no_torch():
     code = (
-        "import sys; from edu_parallel.quiz.banks_ddp import ddp_quiz; q = ddp_quiz();"
+        "import sys; from edu_parallel.quiz.banks.ddp import ddp_quiz; q = ddp_quiz();"
         "[x.check(x.predict.answer) for x in q if hasattr(x, 'predict')];"
         "assert 'torch' not in sys.modules, 'torch'; "
         "assert 'edu_parallel.engine' not in sys.modules, 'engine'"

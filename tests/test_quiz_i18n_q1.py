@@ -21,7 +21,7 @@ from edu_parallel.quiz import (
     show_quiz,
     tour_quiz,
 )
-from edu_parallel.quiz.banks_nccl import nccl_questions
+from edu_parallel.quiz.banks.nccl import nccl_questions
 
 SEEDS = (None, 0, 1)
 LETTER = re.compile(r"[A-Za-z]")

@@ -15,12 +15,10 @@ import pytest
 from quiz_lang import answers, texts
 
 from edu_parallel.core.i18n import language
-from edu_parallel.quiz import (
-    banks_ddp,
-    banks_moe,
-    banks_tp,
-    banks_zero,
-)
+from edu_parallel.quiz.banks import ddp as banks_ddp
+from edu_parallel.quiz.banks import expert_parallel as banks_moe
+from edu_parallel.quiz.banks import tensor_parallel as banks_tp
+from edu_parallel.quiz.banks import zero as banks_zero
 
 SEEDS = (None, 0, 1, 2, 3)
 LEARNER = "i18n-learner"

@@ -16,15 +16,12 @@ import pytest
 from quiz_lang import answers, texts
 
 from edu_parallel.core.i18n import language
-from edu_parallel.quiz import (
-    PredictThenRun,
-    banks_3d,
-    banks_async,
-    banks_compress,
-    banks_landscape,
-    banks_pipeline,
-    simulation_runner,
-)
+from edu_parallel.quiz import PredictThenRun, simulation_runner
+from edu_parallel.quiz.banks import async_training as banks_async
+from edu_parallel.quiz.banks import compression as banks_compress
+from edu_parallel.quiz.banks import landscape as banks_landscape
+from edu_parallel.quiz.banks import parallel_3d as banks_3d
+from edu_parallel.quiz.banks import pipeline as banks_pipeline
 
 SEEDS = (None, 0, 1, 2, 3)
 LEARNER = "i18n-learner"

@@ -19,8 +19,8 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from edu_parallel.app.landscape import backend_table, libraries_table, wrapped
-from edu_parallel.app.landscape_frameworks import frameworks_table, mapping_table
+from edu_parallel.app.course.frameworks import frameworks_table, mapping_table
+from edu_parallel.app.course.landscape import backend_table, libraries_table, wrapped
 from edu_parallel.comm import run_allreduce
 from edu_parallel.comm.tables import bandwidth_table, phase_table, ring_volume_table
 from edu_parallel.core.i18n import language

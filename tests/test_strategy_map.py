@@ -260,7 +260,7 @@ def test_renderers_read_report_data(report2):
 
 def test_renderer_module_imports_no_torch():
     code = (
-        "import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks_map\n"
+        "import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks.strategy_map\n"
         "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -291,7 +291,7 @@ def test_animation_draws_every_frame_with_the_blocks() -> None:
 def test_tp_renderers_import_no_torch(tmp_path) -> None:
     code = (
         "import sys\nimport edu_parallel.viz.tp as v, edu_parallel.tensor_parallel.formulas as m,"
-        " edu_parallel.quiz.banks_tp\nf, b = m.expected_collectives('mlp-sp')\nrep ="
+        " edu_parallel.quiz.banks.tensor_parallel\nf, b = m.expected_collectives('mlp-sp')\nrep ="
         " dict(mode='mlp-sp', world_size=2, rule='megatron', gather_output=False,\n          "
         " forward_collectives=f, backward_collectives=b, local_output_kind=['partial_sum'] *"
         f" 2)\nv.tp_animation(rep).write_html({str(tmp_path / 'tp.html')!r},"

@@ -10,13 +10,13 @@ import pytest
 from edu_parallel.comm import run_allreduce, run_collective, run_hierarchical
 from edu_parallel.core.schema import CATEGORIES, KINDS, MARKS, META, meta_problems
 from edu_parallel.core.trace import Event, Trace
-from edu_parallel.data_parallel import run_zero
 from edu_parallel.expert_parallel import run_moe
 from edu_parallel.models import cost_model, retime, simulate
 from edu_parallel.pipeline_parallel import build_schedule, run_pipeline, time_schedule
 from edu_parallel.plans import ring_allreduce_plan
 from edu_parallel.strategy_map import run_strategy_map
 from edu_parallel.tensor_parallel import run_tp
+from edu_parallel.zero import run_zero
 
 
 def test_every_key_says_its_types_writers_and_meaning() -> None:

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from edu_parallel import Cluster
+from edu_parallel.async_training.report import run_async
 from edu_parallel.core.schema import STEP_START_MARK
 from edu_parallel.core.trace import Event, Trace
-from edu_parallel.data_parallel.async_report import run_async
 from edu_parallel.viz import (
     loss_curves_figure,
     regime_timeline,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from edu_parallel.data_parallel import CompressConfig, Measured, run_compress, what_if
-from edu_parallel.data_parallel.compress_config import messages_per_step, wire_bytes_per_step
+from edu_parallel.compression import CompressConfig, Measured, run_compress, what_if
+from edu_parallel.compression.config import messages_per_step, wire_bytes_per_step
 from edu_parallel.viz import bytes_by_n_figure, curves_figure, residual_figure, whatif_figure
 
 pytestmark = pytest.mark.multiprocess

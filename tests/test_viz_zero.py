@@ -1,6 +1,6 @@
 """ZeRO memory renderers: the ledger, the animated bars, the static bars and the explorer widget.
 
-Traces are built by hand (the event format of :mod:`edu_parallel.data_parallel.zero`), so every
+Traces are built by hand (the event format of :mod:`edu_parallel.zero.stages`), so every
 expected byte count below is written out, not recomputed by the code under test.
 """
 
@@ -20,7 +20,7 @@ MiB = 1024**2
 
 
 def mem(rank: int, op: str, nbytes: int, t: float, cat: str, step=None, phase=None) -> Event:
-    """A memory event as edu_parallel.data_parallel.zero writes it (signed nbytes)."""
+    """A memory event as edu_parallel.zero.stages writes it (signed nbytes)."""
     signed = nbytes if op == "alloc" else -nbytes
     return Event(
         kind="memory",
@@ -430,10 +430,7 @@ def test_zero_state_validates_every_field():
 
 def test_zero_widget_outputs_come_from_the_calculator():
     from edu_parallel.memory.communication import comm_bytes_per_step
-    from edu_parallel.memory.model_states import (
-        largest_model_that_fits,
-        model_state_bytes,
-    )
+    from edu_parallel.memory.model_states import largest_model_that_fits, model_state_bytes
     from edu_parallel.viz.zero_widget import ZeroWidget
 
     w = ZeroWidget(model=7.5e9, gpus=64, stage=1, precision="mixed", offload="none", gpu_gib=32)

@@ -11,15 +11,15 @@ import pytest
 import torch
 
 from edu_parallel.core.metrics import ring_sent_bytes
-from edu_parallel.data_parallel.tables import zero_table
-from edu_parallel.data_parallel.training import (
+from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
+from edu_parallel.task.mlp import (
     adam_update,
     formula_model_state_bytes,
     num_params,
     reference_training,
 )
-from edu_parallel.data_parallel.zero_report import check_zero_args, format_zero, run_zero
-from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
+from edu_parallel.zero.report import check_zero_args, format_zero, run_zero
+from edu_parallel.zero.tables import zero_table
 
 PSI = num_params((16, 16, 16, 16))
 

@@ -25,14 +25,14 @@ from ..core.lazy import lazy_exports
 
 _LAZY = {
     "main": "cli",
-    "CONCEPTS": "concepts",
-    "Concept": "concept",
+    "CONCEPTS": "concepts.registry",
+    "Concept": "concepts.base",
     "run_lab": "lab",
-    "LESSONS": "course",
-    "export_site": "export",
+    "LESSONS": "course.lessons",
+    "export_site": "export.site",
     "run_tour": "tour",
-    "libraries_table": "landscape",
-    "backend_table": "landscape",
-    "frameworks_table": "landscape_frameworks",
+    "libraries_table": "course.landscape",
+    "backend_table": "course.landscape",
+    "frameworks_table": "course.frameworks",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -34,9 +34,9 @@ from ..core.units import check_dtype
 from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
 from ..plans.algorithms import build_plan
 from ..plans.checker import explain, validate
-from .concepts import CONCEPTS
+from .concepts.registry import CONCEPTS
 from .exercise_command import add_exercise_arguments
-from .export import add_export_arguments
+from .export.site import add_export_arguments
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model

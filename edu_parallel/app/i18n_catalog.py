@@ -1,11 +1,11 @@
 """The package's gettext catalog: extract, update, compile, check (Babel, as ``pybabel`` would).
 
 One ``.po`` file per module that has messages, beside the others under ``locale/zh_CN/package/``
-(``quiz/banks_ddp.py`` -> ``locale/zh_CN/package/quiz/banks_ddp.po``), so that each module's
+(``quiz/banks/ddp.py`` -> ``locale/zh_CN/package/quiz/banks_ddp.po``), so that each module's
 messages are translated and reviewed in one place. ``--compile`` merges them into the one catalog
 the package reads, ``edu_parallel/core/locale/zh_CN/LC_MESSAGES/edu_parallel.mo``.
 
-    python -m edu_parallel.app.i18n_catalog --update edu_parallel/quiz/banks_ddp.py
+    python -m edu_parallel.app.i18n_catalog --update edu_parallel/quiz/banks/ddp.py
     python -m edu_parallel.app.i18n_catalog --compile
     python -m edu_parallel.app.i18n_catalog --check      # exit 1 and one line per problem
 
@@ -67,9 +67,13 @@ def write(catalog: Catalog, path: Path) -> None:
     path.write_bytes(buf.getvalue())
 
 
-def update(module: Path, root: Path = PACKAGE, po_root: Path = PO_ROOT) -> Path | None:
+def update(
+    module: Path, root: Path = PACKAGE, po_root: Path = PO_ROOT, memory: Catalog | None = None
+) -> Path | None:
     """Bring ``module``'s ``.po`` in line with its source: new messages empty, gone ones dropped,
-    translations kept. Returns the ``.po`` path, or None when the module has no messages."""
+    translations kept. A message that moved here from another module keeps its translation from
+    ``memory`` (every catalog merged, read before any is rewritten). Returns the ``.po`` path, or
+    None when the module has no messages."""
     found = extract(module)
     out = po_path(module, root, po_root)
     old = read(out) if out.is_file() else Catalog(locale="zh_CN", domain=DOMAIN)
@@ -77,10 +81,11 @@ def update(module: Path, root: Path = PACKAGE, po_root: Path = PO_ROOT) -> Path 
         if out.is_file():
             out.unlink()
         return None
+    memory = merged(po_root)[0] if memory is None else memory
     new = Catalog(locale="zh_CN", domain=DOMAIN)
     rel = module.resolve().relative_to(root.parent).as_posix()
     for msgid, line in found:
-        prev = old.get(msgid)
+        prev = old.get(msgid) or memory.get(msgid)
         new.add(msgid, prev.string if prev else "", locations=[(rel, line)])
     write(new, out)
     return out
@@ -181,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="list every missing translation")
     args = parser.parse_args(argv)
     targets = modules() if args.update_all else [Path(m) for m in args.update or []]
+    memory = merged()[0] if targets else None
     for module in targets:
-        path = update(module)
+        path = update(module, memory=memory)
         if path is not None:
             print(f"updated {path.relative_to(REPO)}")
     if args.compile:

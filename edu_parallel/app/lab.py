@@ -21,7 +21,7 @@ from pathlib import Path
 from ..core.errors import check_int
 from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
-from .course import INDEX
+from .course.lessons import INDEX
 from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
 
 

@@ -5,8 +5,9 @@
         --arch ampere --size 64MiB --algo Ring --proto ^LL128 --json
 
 Prints the (algorithm, protocol) NCCL's tuner runs and every candidate's predicted time
-(:func:`edu_parallel.models.nccl_select.nccl_choose`); ``--algo`` / ``--proto`` take the values of
-``NCCL_ALGO`` / ``NCCL_PROTO`` (``Ring``, ``Tree,Ring``, ``^LL128``, ``"ring;allreduce:tree"``).
+(:func:`edu_parallel.models.nccl.selection.nccl_choose`); ``--algo`` / ``--proto`` take the
+values of ``NCCL_ALGO`` / ``NCCL_PROTO`` (``Ring``, ``Tree,Ring``, ``^LL128``,
+``"ring;allreduce:tree"``).
 Without ``--system``: ``--world-size`` ranks in ``--nodes`` nodes of ``--link`` inside,
 ``--inter-link`` across (one NIC per GPU), with ``--arch`` GPUs and no NVSwitch or SHARP.
 """
@@ -20,10 +21,10 @@ from ..core.errors import check_choice
 from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
 from ..models.cost import link_preset
-from ..models.nccl_constants import ARCHS, COLLECTIVES
-from ..models.nccl_select import NcclChoice, nccl_choose
-from ..models.nccl_systems import NCCL_SYSTEMS, nccl_system
-from ..models.nccl_tuning import NcclSystem
+from ..models.nccl.constants import ARCHS, COLLECTIVES
+from ..models.nccl.selection import NcclChoice, nccl_choose
+from ..models.nccl.systems import NCCL_SYSTEMS, nccl_system
+from ..models.nccl.tuning import NcclSystem
 from ..models.topology import Topology
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import bad_value, check_int
+from .errors import Checked, Problems, bad_value, check_int
 
 # Ranks of a local cluster: processes on one machine, where more only makes a 2-core laptop crawl.
 # Under torchrun the ranks are the launcher's and there is no such limit.
@@ -32,7 +32,7 @@ SHAPE_FIELDS = ("layers", "heads", "hidden", "microbatches")  # None: not checke
 
 
 @dataclass(frozen=True)
-class ParallelDims:
+class ParallelDims(Checked):
     """``world_size = dp * tp * pp`` ranks, ``ep`` of them sharing experts; ``max_world_size``
     (None: no limit) bounds the world size where the ranks are processes on one machine.
     ``layers``, ``heads``, ``hidden``, ``microbatches`` (None: not checked) and ``chunks`` (model
@@ -50,60 +50,49 @@ class ParallelDims:
     microbatches: int | None = field(default=None, compare=False, repr=False)
     chunks: int = field(default=1, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        problems = self._check()
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    def _int(self, name: str, lo: int, hi: int | None, out: list[str]) -> int | None:
+    def _int(self, name: str, lo: int, hi: int | None, out: Problems) -> int | None:
         """Field ``name`` as an int in [lo, hi], set on self; None (and a problem) when not."""
-        try:
-            value = check_int(name, getattr(self, name), lo, hi)
-        except ValueError as exc:
-            out.append(str(exc))
-            return None
-        object.__setattr__(self, name, value)
-        return value
+        return self._field(out, name, check_int, lo, hi)
 
     def _check(self) -> list[str]:
         """Set each factor to its int value; return every problem found."""
-        out: list[str] = []
+        out = Problems()
         n = self._int("world_size", 1, self.max_world_size, out)
         if n is None:
-            return out
+            return out.lines
         deg = {k: self._int(k, 1, n, out) for k in ("tp", "pp", "ep")}
         for name, value in deg.items():
             if value is not None and n % value:
-                out.append(str(bad_value(name, value, f"a divisor of world_size={n}")))
+                out.add(bad_value(name, value, f"a divisor of world_size={n}"))
         tp, pp, ep = deg["tp"], deg["pp"], deg["ep"]
         dp = self.dp
         if tp is not None and pp is not None and not out:
             if dp == -1:
                 if n % (tp * pp):
-                    out.append(
+                    out.add(
                         f"tp * pp = {tp} * {pp} = {tp * pp} is not valid: expected a divisor of"
                         f" world_size={n}"
                     )
                 else:
                     dp = n // (tp * pp)
             elif isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
-                out.append(str(bad_value("dp", dp, "a positive integer, or -1 for the rest")))
+                out.add(bad_value("dp", dp, "a positive integer, or -1 for the rest"))
             if isinstance(dp, int) and not isinstance(dp, bool) and dp >= 1:
                 if dp * tp * pp != n:
-                    out.append(
+                    out.add(
                         f"dp * tp * pp = {dp} * {tp} * {pp} = {dp * tp * pp} is not valid:"
                         f" expected world_size={n}"
                     )
                 else:
                     object.__setattr__(self, "dp", dp)
                     if ep is not None and (dp * tp) % ep:
-                        out.append(str(bad_value("ep", ep, f"a divisor of dp * tp = {dp * tp}")))
-        out += self._check_model(tp, pp)
-        return out
+                        out.add(bad_value("ep", ep, f"a divisor of dp * tp = {dp * tp}"))
+        out.extend(self._check_model(tp, pp))
+        return out.lines
 
     def _check_model(self, tp: int | None, pp: int | None) -> list[str]:
         """The model's shape and the pipeline's microbatches against the degrees."""
-        out: list[str] = []
+        out = Problems()
         chunks = self._int("chunks", 1, None, out)
         shape = {
             k: self._int(k, 1, None, out) for k in SHAPE_FIELDS if getattr(self, k) is not None
@@ -112,25 +101,25 @@ class ParallelDims:
         m = shape.get("microbatches")
         if tp is not None:
             if heads is not None and heads % tp:
-                out.append(f"tp={tp} is not valid: expected a divisor of heads={heads}")
+                out.add(f"tp={tp} is not valid: expected a divisor of heads={heads}")
             if hidden is not None and hidden % tp:
-                out.append(f"tp={tp} is not valid: expected a divisor of hidden={hidden}")
+                out.add(f"tp={tp} is not valid: expected a divisor of hidden={hidden}")
         if pp is not None and chunks is not None and layers is not None:
             if pp * chunks > layers:
-                out.append(
+                out.add(
                     f"pp={pp} is not valid: expected at most layers={layers}"
                     + (f" / chunks={chunks}" if chunks > 1 else "")
                     + " (every stage holds at least one layer)"
                 )
             elif layers % (pp * chunks):
                 what = f"pp * chunks = {pp * chunks}" if chunks > 1 else f"pp={pp}"
-                out.append(f"{what} is not valid: expected a divisor of layers={layers}")
+                out.add(f"{what} is not valid: expected a divisor of layers={layers}")
         if pp is not None and chunks is not None and chunks > 1 and m is not None and m % pp:
-            out.append(
+            out.add(
                 f"microbatches={m} is not valid: expected a multiple of pp={pp} (the interleaved"
                 " schedule sends microbatches round in groups of pp)"
             )
-        return out
+        return out.lines
 
     @classmethod
     def local(cls, world_size: int, **degrees: int) -> ParallelDims:

@@ -7,7 +7,7 @@ or :class:`JobTimeoutError` (ranks that did not finish), both naming the rank an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .i18n import _
@@ -61,18 +61,77 @@ class ClusterClosedError(EngineError):
     """The cluster was closed (by the user, or after a failure that could not be recovered)."""
 
 
+class Problems:
+    """Every problem found in a set of arguments, said together: the one problem collector.
+
+    Each ``check_*`` call goes through :meth:`check`, which returns the checked value or, when it
+    raises, records its one-line message and returns ``None``; :meth:`raise_any` then raises one
+    ValueError that joins them all (torchtitan's ``ParallelDims`` style: the error names every
+    bad value, not only the first). :class:`Checked` dataclasses and ``ParallelDims`` use it.
+
+        >>> p = Problems()
+        >>> p.check(check_int, "steps", 0, 1, 10) is None
+        True
+        >>> p.lines
+        ['steps=0 is not valid: expected an integer in [1, 10]']
+    """
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def check(self, fn: Callable[..., Any], name: str, value: Any, *args: Any) -> Any:
+        """``fn(name, value, *args)``, or None with its message recorded when it raises."""
+        try:
+            return fn(name, value, *args)
+        except ValueError as exc:
+            self.lines.append(str(exc))
+            return None
+
+    def add(self, problem: str | ValueError) -> None:
+        """Record one problem (a message, or the ValueError a ``bad_value`` made)."""
+        self.lines.append(str(problem))
+
+    def extend(self, problems: Iterable[str]) -> None:
+        self.lines.extend(problems)
+
+    def amend(self, hint: str) -> None:
+        """Add ``hint`` to the last problem recorded (what the value means here)."""
+        if self.lines:
+            self.lines[-1] += hint
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def raise_any(self) -> None:
+        """Raise one ValueError that names every problem, if there is any."""
+        if self.lines:
+            raise ValueError("; ".join(self.lines))
+
+
 class Checked:
-    """A dataclass whose constructor checks every field at once: ``_check()`` returns one line
-    per problem, and the constructor raises one ValueError that joins them (torchtitan's
-    ``ParallelDims`` style: the error names every bad value, not only the first)."""
+    """A frozen dataclass whose constructor checks every field at once: ``_check()`` returns one
+    line per problem (collected with :class:`Problems`), and the constructor raises one ValueError
+    that joins them. Once built, a config is trusted by everything it is passed to: nothing below
+    checks it again. :meth:`_field` checks one field and stores its normalised value."""
 
     def __post_init__(self) -> None:
-        problems = self._check()
-        if problems:
-            raise ValueError("; ".join(problems))
+        problems = Problems()
+        problems.extend(self._check())
+        problems.raise_any()
 
     def _check(self) -> list[str]:
         return []
+
+    def _field(self, problems: Problems, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Check field ``name`` with ``fn(name, value, *args)``; store the checked value (a frozen
+        dataclass's field, set once here) and return it, or None with the problem recorded."""
+        value = problems.check(fn, name, getattr(self, name), *args)
+        if value is not None:
+            object.__setattr__(self, name, value)
+        return value
 
 
 def bad_value(name: str, value: Any, valid: str) -> ValueError:

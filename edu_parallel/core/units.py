@@ -24,6 +24,7 @@ BYTE_SUFFIXES = {
     "gb": 1000**3,
 }
 
+KIB, MIB, GIB = 1024, 1024**2, 1024**3  # the binary units, one home
 MAX_SIZE = 1024**3  # 1 GiB per rank: more than any lesson needs, less than a laptop's memory
 SIZE_RANGE = "a byte count > 0 and <= 1GiB, such as 4096, 64KiB, 1MiB"
 

@@ -32,9 +32,8 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_positive
-from ..core.units import format_bytes
+from ..core.units import MIB, format_bytes
 
-MIB = 1 << 20
 DEFAULT_BUCKET_CAP_MB = 25  # torch.nn.parallel.distributed._DEFAULT_BUCKET_CAP_MB
 DEFAULT_FIRST_BUCKET_BYTES = 1 * MIB  # dist._DEFAULT_FIRST_BUCKET_BYTES
 MAX_BUCKET_CAP_MB = 1 << 20  # 1 TiB: far above any model this package runs

@@ -17,12 +17,12 @@ does it three ways (``DdpConfig.sync``), each on the buckets of
 With ``accumulate = K`` the first ``K-1`` micro-batches only accumulate into ``.grad`` (DDP's
 ``no_sync``); the last one synchronises. A bucket is reduced by a *communication hook*
 ``hook(ctx, flat, step, bucket)`` (DDP's ``register_comm_hook`` seam, where the compressors of
-:mod:`edu_parallel.data_parallel.compress` plug in): ``flat`` is the bucket's buffer, to be
+:mod:`edu_parallel.compression.compressors` plug in): ``flat`` is the bucket's buffer, to be
 replaced in place by the average of every rank's, and ``bucket`` a :class:`GradBucket` (index,
 parameter names and shapes, like torch's ``GradBucket``). The default
 :func:`allreduce_mean_hook` multiplies by ``1/N`` and runs the engine's ring all-reduce (lesson
 03), so every byte is a ``send`` event and the single-process reference can replay the same
-additions (:mod:`edu_parallel.data_parallel.ddp_model`). For the ``classifier`` task rank 0 also
+additions (:mod:`edu_parallel.data_parallel.model`). For the ``classifier`` task rank 0 also
 scores the model on the held-out set after every step (untraced).
 
 The trace: per micro-batch a ``forward`` compute event and one ``backward`` compute event per
@@ -56,10 +56,10 @@ from ..engine.execute import run_plan
 from ..engine.stream import CommStream, Handle
 from ..plans.plan import Plan
 from ..plans.ring import ring_allreduce_plan
-from .ddp_config import DdpConfig
-from .ddp_model import build_model, linears, loss_of, microbatch, sgd_step, trained_params
-from .ddp_torch import torch_ddp_run
-from .task import evaluate
+from ..task.classifier import evaluate
+from .config import DdpConfig
+from .model import build_model, linears, loss_of, microbatch, sgd_step, trained_params
+from .torch_ddp import torch_ddp_run
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from ..core.errors import bad_value
-from .broadcast_chain import EXERCISE as BROADCAST_CHAIN
-from .bucketed_reducer import EXERCISE as BUCKETED_REDUCER
-from .mesh_groups import EXERCISE as MESH_GROUPS
-from .moe_dispatch import EXERCISE as MOE_DISPATCH
-from .one_f_one_b import EXERCISE as ONE_F_ONE_B
-from .ring_allreduce import EXERCISE as RING_ALLREDUCE
-from .row_parallel import EXERCISE as ROW_PARALLEL
+from .problems.broadcast_chain import EXERCISE as BROADCAST_CHAIN
+from .problems.bucketed_reducer import EXERCISE as BUCKETED_REDUCER
+from .problems.mesh_groups import EXERCISE as MESH_GROUPS
+from .problems.moe_dispatch import EXERCISE as MOE_DISPATCH
+from .problems.one_f_one_b import EXERCISE as ONE_F_ONE_B
+from .problems.ring_allreduce import EXERCISE as RING_ALLREDUCE
+from .problems.row_parallel import EXERCISE as ROW_PARALLEL
+from .problems.tree_reduce import EXERCISE as TREE_REDUCE
+from .problems.two_level import EXERCISE as TWO_LEVEL
+from .problems.zero1_step import EXERCISE as ZERO1_STEP
 from .spec import Exercise
-from .tree_reduce import EXERCISE as TREE_REDUCE
-from .two_level import EXERCISE as TWO_LEVEL
-from .zero1_step import EXERCISE as ZERO1_STEP
 
 EXERCISES: dict[str, Exercise] = {
     e.id: e

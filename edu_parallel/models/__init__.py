@@ -27,9 +27,9 @@ from .choose import Choice, choose_allreduce, crossover_size
 from .cost import ALLREDUCE_ALGOS, NAMES, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from .fast_simulation import SimSummary, simulate_fast
 from .interconnects import FABRICS, fabric, interconnect_table, rail_of, rail_optimized
-from .nccl_select import NcclChoice, nccl_choose
-from .nccl_systems import NCCL_SYSTEMS, nccl_system
-from .nccl_tuning import NcclSystem, nccl_entry, nccl_time
+from .nccl.selection import NcclChoice, nccl_choose
+from .nccl.systems import NCCL_SYSTEMS, nccl_system
+from .nccl.tuning import NcclSystem, nccl_entry, nccl_time
 from .retiming import CostModel, collective_time, cost_model, per_rank_busy, retime
 from .simulation import expected_result, plan_events, simulate
 from .tables import choice_table, nccl_choice_table, nccl_winner_table, prediction_table

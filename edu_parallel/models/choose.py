@@ -8,8 +8,8 @@ messages go to the ring (errata E9: the choice is per message size and topology,
 cross-node, ring for large clusters"). :func:`choose_allreduce` does the same with
 :func:`~edu_parallel.models.cost.predict`; :func:`crossover_size` finds where two algorithms cost
 the same, by bisection. Formulas after Thakur, Rabenseifner & Gropp 2005. Given a
-:class:`~edu_parallel.models.nccl_tuning.NcclSystem` instead, it answers with NCCL's own (algorithm,
-protocol) from NCCL 2.30.7's tuning model (:func:`~edu_parallel.models.nccl_select.nccl_choose`).
+:class:`~edu_parallel.models.nccl.tuning.NcclSystem` instead, it answers with NCCL's own (algorithm,
+protocol) from NCCL 2.30.7's tuning model (:func:`~edu_parallel.models.nccl.selection.nccl_choose`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ..core.errors import bad_value, check_int
 from ..core.i18n import _
 from ..core.units import format_bytes
 from .cost import ALLREDUCE_ALGOS, NAME_ALIASES, Prediction, predict
-from .nccl_select import nccl_choose
-from .nccl_tuning import NcclSystem
+from .nccl.selection import nccl_choose
+from .nccl.tuning import NcclSystem
 from .topology import Topology
 
 CANDIDATES = ("ring", "tree", "double-tree")
@@ -58,7 +58,7 @@ def choose_allreduce(
 
     ``candidates`` default to ring, tree and double-tree, plus hierarchical when a
     :class:`~edu_parallel.models.topology.Topology` has several nodes of several ranks. With an
-    :class:`~edu_parallel.models.nccl_tuning.NcclSystem`: NCCL's (algorithm, protocol), limited by
+    :class:`~edu_parallel.models.nccl.tuning.NcclSystem`: NCCL's (algorithm, protocol), limited by
     ``nccl_algo`` / ``nccl_proto`` (the values of ``NCCL_ALGO`` / ``NCCL_PROTO``).
     """
     n = check_int("world_size", world_size, 1)

@@ -7,8 +7,8 @@
   with every candidate's predicted time;
 * :func:`nccl_choice_table`: NCCL's (algorithm, protocol) per size on one system, with every
   candidate's time (NCCL 2.30.7 ``src/graph/tuning.cc``, via
-  :func:`~edu_parallel.models.nccl_select.nccl_choose`); :func:`nccl_winner_table`: the winner per
-  size on each system (errata E9: it changes with size and topology);
+  :func:`~edu_parallel.models.nccl.selection.nccl_choose`); :func:`nccl_winner_table`: the winner
+  per size on each system (errata E9: it changes with size and topology);
   :func:`nccl_applicability_table`: where each (algorithm, protocol) runs, and why not elsewhere.
 """
 
@@ -23,9 +23,9 @@ from ..core.i18n import N_, _
 from ..core.shown import shown
 from .choose import choose_allreduce
 from .cost import predict
-from .nccl_constants import ALGOS, ARRIVED, PROTOS
-from .nccl_select import nccl_choose
-from .nccl_tuning import NcclSystem
+from .nccl.constants import ALGOS, ARRIVED, PROTOS
+from .nccl.selection import nccl_choose
+from .nccl.tuning import NcclSystem
 
 
 def prediction_table(

@@ -19,21 +19,29 @@ folders, never the engine.
 
 from __future__ import annotations
 
-from .banks import BANKS, Runner, get_quiz, register_bank, ring_quiz, simulation_runner, tour_quiz
-from .banks_3d import three_d_quiz
-from .banks_async import async_quiz
-from .banks_comm import algorithms_quiz, collectives_quiz
-from .banks_compress import compress_quiz
-from .banks_ddp import ddp_quiz
-from .banks_landscape import landscape_quiz
-from .banks_map import map_quiz
-from .banks_moe import moe_quiz
-from .banks_pipeline import pipeline_quiz
-from .banks_tp import tp_quiz
-from .banks_zero import zero_quiz
+from .banks.async_training import async_quiz
+from .banks.collectives import algorithms_quiz, collectives_quiz
+from .banks.compression import compress_quiz
+from .banks.ddp import ddp_quiz
+from .banks.expert_parallel import moe_quiz
+from .banks.landscape import landscape_quiz
+from .banks.parallel_3d import three_d_quiz
+from .banks.pipeline import pipeline_quiz
+from .banks.strategy_map import map_quiz
+from .banks.tensor_parallel import tp_quiz
+from .banks.zero import zero_quiz
 from .container import Quiz, question_text
-from .core import Feedback, MultipleChoice, Numeric
 from .predict import PredictThenRun, Question
+from .questions import Feedback, MultipleChoice, Numeric
+from .registry import (
+    BANKS,
+    Runner,
+    get_quiz,
+    register_bank,
+    ring_quiz,
+    simulation_runner,
+    tour_quiz,
+)
 from .terminal import run_in_terminal
 from .widget import QuizWidget, show_quiz
 

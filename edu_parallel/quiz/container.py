@@ -16,8 +16,8 @@ from typing import Any
 
 from ..core.errors import bad_value, check_int
 from ..core.i18n import _
-from .core import Feedback, MultipleChoice, check_text, unit_label
 from .predict import QUESTION_TYPES, PredictThenRun, Question
+from .questions import Feedback, MultipleChoice, check_text, unit_label
 from .shuffle import check_learner, learner_seed, permutation
 
 

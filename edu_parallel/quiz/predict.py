@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..core.errors import bad_value
-from .core import Feedback, MultipleChoice, Numeric, check_text
+from .questions import Feedback, MultipleChoice, Numeric, check_text
 
 
 @dataclass

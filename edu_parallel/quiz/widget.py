@@ -19,8 +19,8 @@ from typing import Any
 from ..core.errors import ClusterClosedError, bad_value, check_int
 from ..core.i18n import _
 from .container import Quiz, question_text
-from .core import Feedback, MultipleChoice
 from .predict import PredictThenRun
+from .questions import Feedback, MultipleChoice
 
 CHOICES_CLASS = "edu-quiz-choices"  # a RadioButtons whose labels wrap
 CHECK_CLASS = "edu-quiz-check"  # a Checkbox whose label wraps

@@ -1,8 +1,8 @@
 """Lesson 12's pictures: idle time at barriers against overlapping pushes, staleness, loss curves.
 
-They read the traces of :mod:`edu_parallel.data_parallel.async_sgd` and
-:mod:`edu_parallel.data_parallel.param_server` and the tables of
-:mod:`edu_parallel.data_parallel.async_report`; they never run anything and never import torch
+They read the traces of :mod:`edu_parallel.async_training.sgd` and
+:mod:`edu_parallel.async_training.param_server` and the tables of
+:mod:`edu_parallel.async_training.report`; they never run anything and never import torch
 (plotly is imported inside the functions).
 
 * :func:`regime_timeline`: per rank, a window of the run: gradients, injected straggler delays,

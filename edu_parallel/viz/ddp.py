@@ -2,7 +2,7 @@
 
 They read the trace of :func:`~edu_parallel.data_parallel.ddp.train_ddp` (or the retimed trace of
 :func:`~edu_parallel.data_parallel.overlap.gpu_retime`) and the table of
-:func:`~edu_parallel.data_parallel.ddp_report.sweep_buckets`; they never run anything and never
+:func:`~edu_parallel.data_parallel.report.sweep_buckets`; they never run anything and never
 import torch (plotly is imported inside the functions).
 
 * :func:`streams_figure`: per rank a ``compute`` row (forward, backward per layer, optimizer) and a

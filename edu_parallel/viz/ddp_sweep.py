@@ -1,5 +1,5 @@
 """Step time against bucket size (lesson 05): the table of
-:func:`~edu_parallel.data_parallel.ddp_report.sweep_buckets`, drawn.
+:func:`~edu_parallel.data_parallel.report.sweep_buckets`, drawn.
 
 :func:`sweep_figure`: measured on the ranks (ms, top panel) and modelled for a GPU (µs, bottom
 panel) against the bucket cap, from the smallest (one parameter per bucket) to the largest (one

@@ -1,7 +1,7 @@
 """FSDP2 against ZeRO-3: which collective, for which unit, in which pass, in issue order.
 
 :func:`collective_sequence` draws the ``collectives`` of a
-:class:`~edu_parallel.data_parallel.fsdp_report.FsdpReport` (or of its ``to_json_dict()``) as two
+:class:`~edu_parallel.zero.fsdp_report.FsdpReport` (or of its ``to_json_dict()``) as two
 panels side by side: x = the position of the collective in the rank's issue order within one step, y
 = the unit whose parameters it moves (ZeRO-3: the whole flat model; FSDP2: one ``fully_shard``-ed
 module, PyTorch ``fully_shard`` docs), colour = the op, shaded bands = the pass, a thick outline =
@@ -31,7 +31,7 @@ PASS_COLORS = {
     "reduce_grads": "#f6ecfa",
     "optimizer": "#eef7ee",
 }
-PANELS = (("zero3", "ZeRO-3 (edu_parallel.data_parallel.zero)"), ("fsdp", "FSDP2 (fully_shard)"))
+PANELS = (("zero3", "ZeRO-3 (edu_parallel.zero.stages)"), ("fsdp", "FSDP2 (fully_shard)"))
 
 
 def op_family(op: str) -> str:

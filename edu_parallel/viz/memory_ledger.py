@@ -93,7 +93,7 @@ class LedgerFrame:
 def event_delta(event: Event) -> int:
     """The signed change of a memory event: ``free`` is negative, ``alloc`` positive.
 
-    ``nbytes`` is already signed in traces of :mod:`edu_parallel.data_parallel.zero`; an unsigned
+    ``nbytes`` is already signed in traces of :mod:`edu_parallel.zero.stages`; an unsigned
     ``free`` is read as a release too, so either convention gives the same ledger.
     """
     if event.op == "free":

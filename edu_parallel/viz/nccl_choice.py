@@ -1,10 +1,10 @@
 """NCCL's choice per message size on one system: every (algorithm, protocol)'s predicted time and
 the winner's bands (errata E9: the choice follows size and topology).
 
-:func:`nccl_choice_figure` draws :func:`edu_parallel.models.nccl_tuning.nccl_time` for every
-(algorithm, protocol) NCCL would run on an :class:`~edu_parallel.models.nccl_tuning.NcclSystem`
+:func:`nccl_choice_figure` draws :func:`edu_parallel.models.nccl.tuning.nccl_time` for every
+(algorithm, protocol) NCCL would run on an :class:`~edu_parallel.models.nccl.tuning.NcclSystem`
 (colour: algorithm; line style: protocol), on log-log axes, and under it a strip of the winner per
-size (:func:`edu_parallel.models.nccl_select.nccl_choose`, NCCL 2.30.7 ``src/graph/tuning.cc``).
+size (:func:`edu_parallel.models.nccl.selection.nccl_choose`, NCCL 2.30.7 ``src/graph/tuning.cc``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 
 from ..core.i18n import _
 from ..core.units import format_bytes
-from ..models.nccl_select import nccl_choose
-from ..models.nccl_systems import nccl_system
+from ..models.nccl.selection import nccl_choose
+from ..models.nccl.systems import nccl_system
 from .figure import new_figure
 
 ALGO_COLORS = {

@@ -1,0 +1,107 @@
+"""``edu-parallel run ddp``: data-parallel training with gradient buckets, overlap, accumulation.
+
+    edu-parallel run ddp --world-size 4 --model deep --bucket-mb 2 --link ib-ndr-400 --json
+    edu-parallel run ddp --world-size 2 --no-overlap --accumulate 4
+
+The options are checked by :class:`~edu_parallel.data_parallel.config.DdpConfig` (torch-free)
+before any process starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ... import data_parallel
+from ...core.dims import ParallelDims
+from ...core.i18n import N_, _
+from ...data_parallel.config import DDP_MODELS, SYNCS
+from ...models.topology import LINKS
+from .base import Concept
+
+
+def _ddp_args(p: argparse.ArgumentParser) -> None:
+    models = ", ".join(f"{k} ({v.doc})" for k, v in DDP_MODELS.items())
+    p.add_argument(
+        "--model", default="mlp", help=_("one of {models} (default mlp)").format(models=models)
+    )
+    p.add_argument(
+        "--bucket-mb",
+        type=float,
+        default=None,
+        help=_("bucket cap in MiB > 0 (default: DDP's, 25 MiB with a 1 MiB first bucket)"),
+    )
+    p.add_argument(
+        "--sync",
+        default="overlap",
+        help=_("one of {syncs} (default overlap)").format(syncs=", ".join(SYNCS)),
+    )
+    p.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help=_("all-reduce the buckets after backward (the same as --sync bucketed)"),
+    )
+    p.add_argument("--accumulate", type=int, default=1, help=_("micro-batches per step K >= 1"))
+    p.add_argument("--steps", type=int, default=3, help=_("SGD steps (default 3)"))
+    p.add_argument("--lr", type=float, default=0.01, help=_("SGD learning rate > 0 (default 0.01)"))
+    p.add_argument("--seed", type=int, default=0, help=_("seed of weights and batch (default 0)"))
+    p.add_argument("--freeze", type=int, default=0, help=_("first layers without gradients"))
+    p.add_argument(
+        "--link",
+        default=None,
+        help=_("retime for a GPU over one of {links} (default: no model)").format(
+            links=", ".join(LINKS)
+        ),
+    )
+    p.add_argument(
+        "--flops",
+        type=float,
+        default=400e12,
+        help=_("GPU FLOP/s of the model with --link (default 4e14)"),
+    )
+    p.add_argument(
+        "--rows", type=int, default=None, help=_("rows per rank of the model (default: the run's)")
+    )
+    p.add_argument(
+        "--no-torch", action="store_true", help=_("skip torch DDP's run beside ours (faster)")
+    )
+
+
+def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+    """Every option through :func:`check_ddp_args` at once, named as the command line names it."""
+    sync = "bucketed" if a.no_overlap else a.sync
+    problems = []
+    if a.no_overlap and a.sync not in ("overlap", "bucketed"):
+        problems.append(
+            f"--no-overlap means --sync bucketed: it cannot be combined with --sync {a.sync}"
+        )
+    spec = {
+        "model": a.model,
+        "bucket_cap_mb": a.bucket_mb,
+        "sync": sync,
+        "accumulate": a.accumulate,
+        "steps": a.steps,
+        "lr": a.lr,
+        "seed": a.seed,
+        "freeze": a.freeze,
+    }
+    gpu = {"link": a.link, "flops_per_s": a.flops, "rows": a.rows}
+    try:
+        data_parallel.check_ddp_args(dims.world_size, **gpu, **spec)
+    except ValueError as exc:  # the options as the command line spells them
+        text = str(exc).replace("bucket_cap_mb=", "bucket-mb=").replace("flops_per_s=", "flops=")
+        text = text.replace("None: DDP's default", "leave it out for DDP's default")
+        problems.append(text.replace("expected None or ", "expected "))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return {**spec, **gpu, "compare_torch": not a.no_torch}
+
+
+DDP = Concept(
+    "ddp",
+    N_("data-parallel training: gradient buckets, overlap with backward, accumulation, torch DDP"),
+    _ddp_args,
+    _ddp_check,
+    lambda executor, spec: data_parallel.run_ddp(executor, **spec),
+    lambda report: data_parallel.format_ddp(report),
+)

@@ -1,0 +1,109 @@
+"""Many compression runs at once: the lesson's sweep, bytes against ``N``, a quiz runner.
+
+* :func:`sweep_compress`: every method of :data:`SWEEP` trained on the same ranks (each
+  configuration checked before the first one runs); :func:`summary_table` puts bytes, ratio,
+  compute, accuracy and steps to target side by side.
+* :func:`bytes_by_world_size`: short runs on clusters of several sizes, the counted bytes beside
+  the formula: all-gather methods grow with ``N``.
+* :func:`compress_runner`: ``run(world_size=..., **options)`` for predict-then-run quizzes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..engine.executor import Executor
+from .config import CompressConfig
+from .report import CompressReport, run_compress
+
+ALL_GATHER = ("topk", "sign")  # the methods whose ranks send different things: all-gather
+
+# the sweep of the lesson and the benchmark: every method, error feedback where it is the rule
+SWEEP: tuple[dict[str, Any], ...] = (
+    {"method": "none"},
+    {"method": "fp16"},
+    {"method": "bf16"},
+    {"method": "topk", "error_feedback": True},
+    {"method": "randk", "error_feedback": True},
+    {"method": "sign", "error_feedback": True},
+    {"method": "powersgd", "rank": 1, "error_feedback": True},
+)
+
+
+def sweep_compress(
+    cluster: Executor,
+    runs: Sequence[dict[str, Any]] = SWEEP,
+    compare_torch: bool = False,
+    **common: Any,
+) -> tuple[pd.DataFrame, list[CompressReport]]:
+    """Run every configuration (each checked before the first runs); a table and the reports.
+    ``common``: options of :class:`CompressConfig` every run shares (``steps``, ``lr``...)."""
+    for run in runs:
+        CompressConfig(cluster.world_size, **{**common, **run})
+    reports = [run_compress(cluster, compare_torch=compare_torch, **common, **run) for run in runs]
+    return summary_table(reports), reports
+
+
+def summary_table(reports: Sequence[CompressReport]) -> pd.DataFrame:
+    """One row per run: bytes, ratio, compute, accuracy, steps to target."""
+    rows = [
+        {
+            "method": r.config.label,
+            "sent KB/step": r.wire_bytes_per_step / 1e3,
+            "ratio": r.compression_ratio,
+            "compress ms/step": r.compress_s_per_step * 1e3,
+            "final accuracy": r.final_accuracy,
+            "held-out loss": r.final_loss,
+            "steps to target": r.steps_to_target,
+            "equals torch's hook": {True: "yes", False: "NO", None: "-"}[r.matches_torch_hook],
+        }
+        for r in reports
+    ]
+    return pd.DataFrame(rows).set_index("method")
+
+
+def bytes_by_world_size(
+    cluster: Executor,
+    world_sizes: Sequence[int] = (2, 4, 8),
+    methods: Sequence[dict[str, Any]] = (
+        {"method": "none"},
+        {"method": "randk"},
+        {"method": "topk"},
+        {"method": "sign"},
+    ),
+    steps: int = 2,
+) -> pd.DataFrame:
+    """Wire bytes per rank per step against ``N``: counted on the ranks (short runs on clusters
+    of each size) beside the formula. Top-k and sign travel by all-gather, so they grow with
+    ``N``; an all-reduce stays below ``2x`` its buffer."""
+    for n in world_sizes:
+        for m in methods:
+            CompressConfig(n, steps=steps, **m)
+    rows = []
+    for n in world_sizes:
+        with cluster.sized(n) as ranks:
+            for m in methods:
+                r = run_compress(ranks, steps=steps, compare_torch=False, **m)
+                rows.append(
+                    {
+                        "N": n,
+                        "method": r.config.label,
+                        "collective": "all-gather" if m["method"] in ALL_GATHER else "all-reduce",
+                        "sent B/step": r.wire_bytes_per_step,
+                        "formula B/step": r.formula_wire_bytes,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def compress_runner(cluster: Executor, **fixed: Any) -> Any:
+    """``run(world_size=..., **options) -> CompressReport`` for predict-then-run quizzes."""
+
+    def run(world_size: int | None = None, **options: Any) -> CompressReport | None:
+        with cluster.sized(world_size or cluster.world_size) as ranks:
+            return run_compress(ranks, **{"compare_torch": False, **fixed, **options})
+
+    return run

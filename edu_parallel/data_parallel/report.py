@@ -1,0 +1,337 @@
+"""Parent side of :mod:`edu_parallel.data_parallel.ddp`: run, check, measure, sweep.
+
+:func:`run_ddp` validates a :class:`~edu_parallel.data_parallel.config.DdpConfig` before any
+process starts, trains on the cluster, and checks the ranks against
+
+* the single-process reference that replays the ranks' ring additions (bit for bit);
+* one backward over the whole global batch (equal up to the order of additions);
+* PyTorch's ``DistributedDataParallel`` on the same ranks: its buckets (from its comm hook and its
+  logging data) equal ours, its gradients equal ours within ``1e-5 N`` relative (gloo sums in its
+  own order; with two ranks a sum has one order, so they agree bit for bit).
+
+Then it reads the trace (:func:`~edu_parallel.data_parallel.overlap.measure`) and, with a link
+preset, retimes it for a GPU (:func:`~edu_parallel.data_parallel.overlap.gpu_retime`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ..core.errors import bad_value
+from ..core.i18n import N_, _
+from ..core.shown import shown
+from ..core.trace import Trace
+from ..core.units import MIB, format_bytes
+from ..engine.executor import Executor
+from .buckets import BucketPlan, bucket_line
+from .config import DdpConfig, check_ddp_args
+from .ddp import CommHook, ddp_job
+from .model import big_batch_grads, build_model, reference_training, trained_params
+from .overlap import Measured, Modelled, gpu_retime, measure
+
+RTOL = 1e-5  # per rank, relative to the largest gradient: another order of fp32 additions
+
+
+def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1) for t in tensors])
+
+
+def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max()) if a.numel() else 0.0
+
+
+@dataclass
+class DdpReport:
+    """What a lesson and ``edu-parallel run ddp`` show for one data-parallel run."""
+
+    config: DdpConfig = field(repr=False)
+    buckets: list[dict[str, Any]]  # per bucket: params (names) and bytes, in reduction order
+    matches_reference: bool  # every rank equals the one-process reference (bit for bit)
+    bitwise_equal_reference: bool
+    matches_big_batch: bool  # step-1 gradients equal one backward over the global batch
+    max_abs_diff_big_batch: float
+    matches_torch_ddp_buckets: bool | None  # None: torch DDP not run
+    matches_torch_ddp_grads: bool | None
+    max_abs_diff_torch_ddp: float | None
+    torch_ddp_bucket_sizes: list[list[int]]  # per iteration, bytes of each GradBucket
+    torch_ddp_step_time_s: float | None
+    per_rank_sent_bytes: list[float]  # per optimizer step
+    formula_sent_bytes: float  # 2(N-1)/N Psi * 4
+    messages_per_step: float
+    collectives_per_step: float
+    step_time_s: float
+    backward_s: float
+    comm_s: float
+    hidden_s: float
+    exposed_s: float
+    overlap_fraction_measured: float
+    losses: list[float]
+    modelled: Modelled | None = field(default=None, repr=False)
+    trace: Trace = field(default_factory=Trace, repr=False)
+
+    @property
+    def plan(self) -> BucketPlan:
+        return BucketPlan.from_text(self.trace.meta["buckets"])
+
+    @property
+    def matches_builtin(self) -> bool:  # the CLI's exit status
+        checks = (self.matches_reference, self.matches_big_batch, self.matches_torch_ddp_buckets)
+        return all(c is not False for c in checks) and self.matches_torch_ddp_grads is not False
+
+    def to_json_dict(self) -> dict[str, Any]:
+        c = self.config
+        data = {k: v for k, v in self.__dict__.items() if k not in ("config", "modelled", "trace")}
+        data.update(
+            world_size=c.world_size,
+            model=c.model,
+            sync=c.sync,
+            bucket_cap_mb=c.bucket_cap_mb,
+            accumulate=c.accumulate,
+            steps=c.steps,
+            psi=c.psi,
+        )
+        if self.modelled is not None:
+            m = self.modelled
+            data.update(
+                overlap_fraction_modelled=m.overlap_fraction,
+                step_time_modelled_s=m.step_time_s,
+                modelled_with={"link": m.link, "flops_per_s": m.flops_per_s, "rows": m.rows},
+            )
+        return {"concept": "ddp", **data}
+
+    def table(self) -> pd.DataFrame:
+        """One row per bucket: parameters, bytes, when issued and reduced (rank 0, last step)."""
+        step = max(e.step for e in self.trace.events if e.step is not None)
+        coll = {
+            e.attrs["bucket"]: e
+            for e in self.trace.events
+            if e.kind == "collective" and e.rank == 0 and e.step == step
+        }
+        rows = []
+        for b in self.buckets:
+            e = coll.get(b["bucket"])
+            rows.append(
+                {
+                    N_("bucket"): b["bucket"],
+                    N_("params"): len(b["params"]),
+                    N_("first"): b["params"][0],
+                    N_("last"): b["params"][-1],
+                    N_("MiB"): b["bytes"] / MIB,
+                    N_("after layer"): e.attrs.get("after_layer") if e else None,
+                    N_("all-reduce ms"): e.duration * 1e3 if e else math.nan,
+                }
+            )
+        return shown(pd.DataFrame(rows).set_index("bucket"))
+
+
+def run_ddp(
+    cluster: Executor,
+    model: str = "mlp",
+    bucket_cap_mb: float | None = None,
+    sync: str = "overlap",
+    accumulate: int = 1,
+    steps: int = 3,
+    lr: float = 0.01,
+    seed: int = 0,
+    freeze: int = 0,
+    link: str | None = None,
+    flops_per_s: float = 400e12,
+    rows: int | None = None,
+    compare_torch: bool = True,
+    hook: CommHook | None = None,
+) -> DdpReport | None:
+    """Train data-parallel on ``cluster`` and check it (see the module doc)."""
+    options = dict(model=model, bucket_cap_mb=bucket_cap_mb, sync=sync, accumulate=accumulate)
+    options.update(steps=steps, lr=lr, seed=seed, freeze=freeze)
+    config = check_ddp_args(cluster.world_size, link, flops_per_s, rows, **options)
+    if hook is not None and not callable(hook):
+        raise bad_value(
+            "hook", hook, "None or a function hook(ctx, flat, step, bucket) of a module"
+        )
+    if not isinstance(compare_torch, bool):
+        raise bad_value("compare_torch", compare_torch, "True or False")
+    out = cluster.run(ddp_job, config, hook, compare_torch)
+    if out is None:  # a non-zero rank under torchrun
+        return None
+    res, r0 = out.results, out.results[0]
+    plan = BucketPlan.from_text(r0["plan"])
+    ref_model, ref_grads = reference_training(config)
+    ref_params = _flat([p for _, p in trained_params(ref_model)])
+    same_ranks = len({tuple(x["digests"]) for x in res}) == 1
+    bitwise = same_ranks and torch.equal(r0["params"], ref_params)
+    bitwise = bitwise and torch.equal(r0["grads"], _flat(ref_grads))
+    tol = RTOL * config.world_size * max(1.0, float(r0["grads1"].abs().max()))
+    big = _flat(big_batch_grads(config, build_model(config), 1))
+    d_big = _diff(r0["grads1"], big)
+    ours = [(list(b.params), b.nbytes) for b in plan]
+    torch_ok = grads_ok = d_torch = t_time = None
+    sizes: list[list[int]] = []
+    if compare_torch:
+        t0 = r0["torch"]
+        hooked = [(b["params"], b["nbytes"]) for b in t0["hook_buckets"][-1]]
+        logged = list(zip(t0["logged_bucket_params"], t0["logged_bucket_sizes"], strict=False))
+        torch_ok = hooked == ours and logged == ours
+        d_torch = max(_diff(r0["grads1"], t0["grads1"]), _diff(r0["params"], t0["params"]))
+        grads_ok = len({tuple(x["torch"]["digests"]) for x in res}) == 1 and d_torch <= tol
+        sizes = [[b["nbytes"] for b in it] for it in t0["hook_buckets"]]
+        t_time = t0["step_time_s"]
+    meta = {"concept": "ddp", "model": config.model, "sync": config.sync}
+    meta.update(bucket_cap_mb=config.bucket_cap_mb, accumulate=config.accumulate)
+    meta.update(steps=config.steps, psi=config.psi, buckets=plan.to_text())
+    out.trace.meta.update(meta)
+    m: Measured = measure(out.trace)
+    modelled = gpu_retime(out.trace, link, flops_per_s, rows) if link else None
+    return DdpReport(
+        config=config,
+        buckets=[{"bucket": b.index, "params": list(b.params), "bytes": b.nbytes} for b in plan],
+        matches_reference=same_ranks and _diff(r0["params"], ref_params) <= tol * config.steps,
+        bitwise_equal_reference=bitwise,
+        matches_big_batch=d_big <= tol,
+        max_abs_diff_big_batch=d_big,
+        matches_torch_ddp_buckets=torch_ok,
+        matches_torch_ddp_grads=grads_ok,
+        max_abs_diff_torch_ddp=d_torch,
+        torch_ddp_bucket_sizes=sizes,
+        torch_ddp_step_time_s=t_time,
+        per_rank_sent_bytes=m.per_rank_sent_bytes,
+        formula_sent_bytes=config.bytes_per_step(),
+        messages_per_step=m.messages_per_step,
+        collectives_per_step=m.collectives_per_step,
+        step_time_s=m.step_time_s,
+        backward_s=m.backward_s,
+        comm_s=m.comm_s,
+        hidden_s=m.hidden_s,
+        exposed_s=m.exposed_s,
+        overlap_fraction_measured=m.overlap_fraction,
+        losses=list(r0["losses"]),
+        modelled=modelled,
+        trace=out.trace,
+    )
+
+
+def format_ddp(report: DdpReport) -> str:
+    """Readable output: the checks, the buckets, bytes and messages, time and overlap."""
+    r, c = report, report.config
+    yes = {True: _("yes"), False: _("NO"), None: _("not run")}
+    cap = (
+        _("DDP default (25 MiB, first 1 MiB)")
+        if c.bucket_cap_mb is None
+        else f"{c.bucket_cap_mb} MiB"
+    )
+    big = _("matches one big batch: {ok} (max |diff| {diff})").format(
+        ok=yes[r.matches_big_batch], diff=f"{r.max_abs_diff_big_batch:.1e}"
+    )
+    one = _("matches one process: {ok}").format(ok=yes[r.matches_reference])
+    if r.bitwise_equal_reference:
+        one = _("matches one process: {ok} (bit for bit)").format(ok=yes[r.matches_reference])
+    torch_line = _("torch DDP buckets equal: {buckets}; torch DDP gradients equal: {grads}").format(
+        buckets=yes[r.matches_torch_ddp_buckets], grads=yes[r.matches_torch_ddp_grads]
+    )
+    if r.max_abs_diff_torch_ddp:
+        torch_line += f" (max |diff| {r.max_abs_diff_torch_ddp:.1e})"
+    lines = [
+        _(
+            "data parallel, {model} model (Psi = {psi}), {n} ranks, sync {sync}, buckets {cap},"
+            " accumulate {accumulate}, {steps} SGD steps"
+        ).format(
+            model=c.model,
+            psi=f"{c.psi:,}",
+            n=c.world_size,
+            sync=c.sync,
+            cap=cap,
+            accumulate=c.accumulate,
+            steps=c.steps,
+        ),
+        one + "; " + big,
+        torch_line,
+        "",
+    ]
+    lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in r.buckets]
+    sent = ", ".join(format_bytes(int(x)) for x in r.per_rank_sent_bytes)
+    lines += [
+        "",
+        _("sent per rank per step: {sent}; formula 2(N-1)/N * Psi * 4 B = {formula}").format(
+            sent=sent, formula=format_bytes(int(r.formula_sent_bytes))
+        ),
+        _(
+            "messages per rank per step: {messages} (all-reduces: {collectives}, each 2(N-1) ring"
+            " messages)"
+        ).format(messages=f"{r.messages_per_step:g}", collectives=f"{r.collectives_per_step:g}"),
+        _(
+            "step {step} ms (measured on this machine); backward {backward} ms; all-reduce {comm}"
+            " ms, of which {hidden} hidden under backward"
+        ).format(
+            step=f"{r.step_time_s * 1e3:.1f}",
+            backward=f"{r.backward_s * 1e3:.1f}",
+            comm=f"{r.comm_s * 1e3:.1f}",
+            hidden=f"{r.overlap_fraction_measured:.0%}",
+        ),
+    ]
+    if r.modelled is not None:
+        m = r.modelled
+        lines.append(
+            _(
+                "modelled on a GPU ({tflops} TFLOP/s, {link}, {rows} rows per rank): step {step}"
+                " us, {hidden} of {comm} us all-reduce hidden"
+            ).format(
+                tflops=f"{m.flops_per_s / 1e12:g}",
+                link=m.link,
+                rows=m.rows,
+                step=f"{m.step_time_s * 1e6:.0f}",
+                hidden=f"{m.overlap_fraction:.0%}",
+                comm=f"{m.comm_s * 1e6:.0f}",
+            )
+        )
+    return "\n".join(lines)
+
+
+# caps from one parameter per bucket to one bucket for everything; None = DDP's default
+SWEEP_CAPS: tuple[float | None, ...] = (1e-6, 1.0, 2.0, 3.0, 4.0, 6.0, None, 25.0)
+
+
+def sweep_buckets(
+    cluster: Executor,
+    caps: Sequence[float | None] = SWEEP_CAPS,
+    model: str = "deep",
+    link: str = "ib-ndr-400",
+    rows: int | None = 16384,
+    steps: int = 2,
+) -> pd.DataFrame:
+    """Step time against bucket size, measured on the ranks and retimed for a GPU."""
+    for cap in caps:  # every size checked before the first one runs
+        check_ddp_args(cluster.world_size, link, rows=rows, model=model, bucket_cap_mb=cap)
+    rows_out = []
+    for cap in caps:
+        rep = run_ddp(
+            cluster, model, cap, "overlap", steps=steps, link=link, rows=rows, compare_torch=False
+        )
+        m = rep.modelled
+        rows_out.append(
+            {
+                "bucket_cap_mb": "default" if cap is None else cap,
+                "buckets": len(rep.buckets),
+                N_("messages"): rep.messages_per_step,
+                N_("sent MiB"): rep.per_rank_sent_bytes[0] / MIB,
+                N_("step ms (measured)"): rep.step_time_s * 1e3,
+                N_("hidden (measured)"): rep.overlap_fraction_measured,
+                N_("step us (modelled)"): m.step_time_s * 1e6,
+                N_("hidden (modelled)"): m.overlap_fraction,
+            }
+        )
+    return shown(pd.DataFrame(rows_out), messages={"buckets": N_("buckets (count)")})
+
+
+def ddp_runner(cluster: Executor, **fixed: Any) -> Any:
+    """``run(world_size=..., **options) -> DdpReport`` for predict-then-run quizzes."""
+
+    def run(world_size: int | None = None, **options: Any) -> DdpReport | None:
+        with cluster.sized(world_size or cluster.world_size) as ranks:
+            return run_ddp(ranks, **{**fixed, **options})
+
+    return run
