@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pytest
+from helpers import fresh_python
 
 from edu_parallel.models.simulation import simulate
 from edu_parallel.plans.ring import ring_allreduce_plan
@@ -26,14 +25,9 @@ from edu_parallel.quiz import (
 )
 
 SEEDS = (None, 0, 1, 2)
-LEARNER = "test-learner"
 
 
-@pytest.fixture(autouse=True)
-def fixed_learner(monkeypatch, tmp_path):
-    """Every quiz here shuffles for one known learner; nothing is written to the checkout."""
-    monkeypatch.setenv("EDU_PARALLEL_LEARNER", LEARNER)
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("fixed_learner")  # one known learner, a tmp workspace
 
 
 # Independent recomputation of every numeric answer of the lessons' banks from the drawn params.
@@ -462,11 +456,8 @@ def test_a_closed_cluster_gets_one_line_on_how_to_start_one_again():
 
 
 def test_importing_the_package_loads_neither_ipywidgets_nor_torch_distributed():
-    code = (
-        "import sys, edu_parallel.quiz as q; q.BANKS['03_ring_allreduce']().answer(8, '64 KiB');"
-        "assert 'ipywidgets' not in sys.modules; assert 'torch.distributed' not in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    code = "import edu_parallel.quiz as q; q.BANKS['03_ring_allreduce']().answer(8, '64 KiB')"
+    fresh_python(code, absent=("ipywidgets", "torch.distributed"))
 
 
 # ------------------------------------------------------------------ terminal

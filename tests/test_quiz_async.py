@@ -4,10 +4,9 @@ the formula runner, and the predict-then-run questions on real ranks."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pytest
+from helpers import fresh_python
 
 from edu_parallel import Cluster
 from edu_parallel.async_training.report import async_runner
@@ -50,11 +49,7 @@ RIGHT_TEXT = {  # a fact each right choice states
 }
 
 
-@pytest.fixture(autouse=True)
-def fixed_learner(monkeypatch, tmp_path):
-    """One known learner's option order; nothing is written to the checkout."""
-    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("fixed_learner")  # one known learner, a tmp workspace
 
 
 def numeric(q):
@@ -132,9 +127,7 @@ def test_bad_arguments_are_named():
 
 
 def test_the_bank_loads_no_torch():
-    code = "import sys, edu_parallel.quiz.banks.async_training; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
+    fresh_python("import edu_parallel.quiz.banks.async_training")
 
 
 def test_predict_then_run_on_real_ranks():

@@ -19,10 +19,7 @@ SEEDS = (None, 0, 1, 2)
 LEARNERS = ("test-learner", "alice", "bob")
 
 
-@pytest.fixture(autouse=True)
-def quiet_workspace(monkeypatch, tmp_path):
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
-    monkeypatch.delenv("EDU_PARALLEL_LEARNER", raising=False)
+pytestmark = pytest.mark.usefixtures("quiet_workspace")  # a tmp workspace, no learner set
 
 
 def choices(quiz: Quiz) -> list[tuple[str, MultipleChoice]]:

@@ -22,11 +22,7 @@ CHOICE_KEYS = (
 WEIGHTS = ((128, 32), (128, 128), (10, 128))  # (n, m) of the classifier's weights
 
 
-@pytest.fixture(autouse=True)
-def fixed_learner(monkeypatch, tmp_path):
-    """One known learner's option order; nothing is written to the checkout."""
-    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("fixed_learner")  # one known learner, a tmp workspace
 
 
 def powersgd_values(r: int) -> tuple[int, int]:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from helpers import fresh_python
 
 from edu_parallel import Cluster
 from edu_parallel.data_parallel.config import DdpConfig
@@ -45,11 +43,7 @@ def tensors(model: str) -> list[int]:
     return out
 
 
-@pytest.fixture(autouse=True)
-def fixed_learner(monkeypatch, tmp_path):
-    """One known learner's option order; nothing is written to the checkout."""
-    monkeypatch.setenv("EDU_PARALLEL_LEARNER", "test-learner")
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("fixed_learner")  # one known learner, a tmp workspace
 
 
 def psi(model: str) -> int:
@@ -299,12 +293,10 @@ def test_bad_arguments_are_named():
 
 def test_the_bank_loads_no_torch():
     code = (
-        "import sys; from edu_parallel.quiz.banks.ddp import ddp_quiz; q = ddp_quiz();"
-        "[x.check(x.predict.answer) for x in q if hasattr(x, 'predict')];"
-        "assert 'torch' not in sys.modules, 'torch'; "
-        "assert 'edu_parallel.engine' not in sys.modules, 'engine'"
+        "from edu_parallel.quiz.banks.ddp import ddp_quiz; q = ddp_quiz();"
+        "[x.check(x.predict.answer) for x in q if hasattr(x, 'predict')]"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    fresh_python(code, absent=("torch", "edu_parallel.engine"))
 
 
 # ------------------------------------------------------------------ real ranks

@@ -34,9 +34,7 @@ BANKS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def quiet_workspace(monkeypatch, tmp_path):
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("quiet_workspace")  # a tmp workspace, no learner set
 
 
 @pytest.mark.parametrize("bank", sorted(BANKS))

@@ -40,9 +40,7 @@ BANKS = {
 IDENTIFIERS = ("mesh_groups.choice", "rocm_backend.choice")
 
 
-@pytest.fixture(autouse=True)
-def quiet_workspace(monkeypatch, tmp_path):
-    monkeypatch.setenv("EDU_PARALLEL_WORKSPACE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("quiet_workspace")  # a tmp workspace, no learner set
 
 
 @pytest.mark.parametrize("bank", sorted(BANKS))

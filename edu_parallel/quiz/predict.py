@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..core.errors import bad_value
-from .questions import Feedback, MultipleChoice, Numeric, check_text
+from .numeric import Numeric
+from .questions import Feedback, MultipleChoice, check_text
 
 
 @dataclass

@@ -4,7 +4,8 @@ Numbers come from the package: link bandwidths from :data:`~edu_parallel.models.
 (each the datasheet figure through the arithmetic of :data:`~edu_parallel.models.links.ARITHMETIC`),
 all-reduce times from :func:`~edu_parallel.models.cost.predict`, retimed runs from
 :func:`~edu_parallel.models.retiming.retime`, and the two-level all-reduce's bytes across nodes
-from the formula ``2(K-1)/K · S/g`` that exercise 13 checks on real ranks. ``runner(world_size,
+from the formula ``2(K-1)/K · S/g`` that exercise 13 checks on real ranks; the questions on
+libraries and frameworks are in ``landscape_libraries.py``. ``runner(world_size,
 nbytes) -> Trace`` runs a ring all-reduce (the lesson passes
 :func:`edu_parallel.comm.allreduce.cluster_runner`); without one, the in-process simulation
 (:func:`~edu_parallel.quiz.registry.simulation_runner`) gives the same events.
@@ -12,6 +13,8 @@ nbytes) -> Trace`` runs a ring all-reduce (the lesson passes
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.i18n import _
@@ -20,9 +23,15 @@ from ...models.cost import predict
 from ...models.links import LINKS
 from ...models.retiming import cost_model, retime
 from ..container import Quiz
+from ..numeric import Numeric
 from ..predict import PredictThenRun
-from ..questions import MultipleChoice, Numeric
-from ..registry import Runner, check_bank_args, register_bank, simulation_runner
+from ..registry import QuestionSet, Runner, register_bank, simulation_runner
+from .common import pick
+from .landscape_libraries import q_errata_e6, q_rocm_backend, q_zero3_framework
+
+NAME = "13_landscape"
+PORT_GBPS = {"ib-hdr-200": 200, "ib-ndr-400": 400, "ib-xdr-800": 800}  # InfiniBand ports, Gb/s
+N_PTR = 8  # ranks of the retimed ring
 
 
 def two_level_cross_bytes(nodes: int, gpus_per_node: int, nbytes: float) -> float:
@@ -30,25 +39,125 @@ def two_level_cross_bytes(nodes: int, gpus_per_node: int, nbytes: float) -> floa
     return 2 * (nodes - 1) / nodes * nbytes / gpus_per_node
 
 
-def landscape_quiz(
-    seed: int | None = None, runner: Runner | None = None, learner: str | None = None
-) -> Quiz:
-    """Lesson 13: libraries and backends (E6), interconnect bandwidths, the two-level all-reduce,
-    and a run retimed on a preset (U13, U19)."""
-    rng = check_bank_args(seed, runner)
-    run = runner or simulation_runner
-    pick = (lambda options, default: default) if rng is None else (lambda o, d: rng.choice(o))
+@dataclass(frozen=True)
+class LandscapeDraw:
+    """Lesson 13's parameters, drawn in one go."""
 
-    port = pick(("ib-hdr-200", "ib-ndr-400", "ib-xdr-800"), "ib-ndr-400")
-    gbps = {"ib-hdr-200": 200, "ib-ndr-400": 400, "ib-xdr-800": 800}[port]
-    nics = pick((4, 8), 8)
-    nodes, gpn = pick((2, 4, 8), 4), pick((4, 8), 8)
-    s = pick((64, 256, 1024), 256) * 2**20
-    n_ptr, s_ptr = 8, pick((256, 1024), 1024) * 1024
-    preset = pick(("nvlink4-h100", "pcie5-x16", "xgmi-mi300x"), "nvlink4-h100")
-    ptr_pred = predict("ring", n_ptr, s_ptr, preset)
+    port: str
+    """The InfiniBand port preset, a key of :data:`PORT_GBPS`."""
+    nics: int
+    """GPUs (one NIC each) of the rail-optimised node."""
+    nodes: int
+    """Nodes of the two-level all-reduce."""
+    gpn: int
+    """GPUs per node of the two-level all-reduce."""
+    s: int
+    """Bytes of the two-level all-reduce."""
+    s_ptr: int
+    """Bytes of the retimed ring."""
+    preset: str
+    """The link preset the ring is retimed on."""
+
+    @classmethod
+    def draw(cls, rng: random.Random | None) -> LandscapeDraw:
+        port = pick(rng, "ib-ndr-400", "ib-hdr-200", "ib-ndr-400", "ib-xdr-800")
+        nics = pick(rng, 8, 4, 8)
+        nodes, gpn = pick(rng, 4, 2, 4, 8), pick(rng, 8, 4, 8)
+        s = pick(rng, 256, 64, 256, 1024) * 2**20
+        s_ptr = pick(rng, 1024, 256, 1024) * 1024
+        preset = pick(rng, "nvlink4-h100", "nvlink4-h100", "pcie5-x16", "xgmi-mi300x")
+        return cls(port, nics, nodes, gpn, s, s_ptr, preset)
+
+    @property
+    def gbps(self) -> int:
+        return PORT_GBPS[self.port]
+
+
+def q_port_gbps(d: LandscapeDraw, run: Runner) -> Numeric:
+    """The GB/s one InfiniBand port gives one message in one direction."""
+    link = LINKS[d.port]
+    return Numeric(
+        _(
+            "A ConnectX port runs InfiniBand at {gbps} Gb/s. How many GB/s (1e9 B/s) can one"
+            " message use in one direction?"
+        ).format(gbps=d.gbps),
+        link.bandwidth_Bps / 1e9,
+        units="GB/s",
+        explanation=_(
+            "Network ports are quoted in bits per second per direction: {gbps} Gb/s / 8 ="
+            " {gBps} GB/s ({source})."
+        ).format(gbps=d.gbps, gBps=f"{link.bandwidth_Bps / 1e9:g}", source=link.source),
+        params={"gbps": d.gbps},
+        key="port_gbps",
+    )
+
+
+def q_xgmi_gpu_gbps(d: LandscapeDraw, run: Runner) -> Numeric:
+    """An MI300X's Infinity Fabric bandwidth in one direction, all links together."""
     xgmi, xgmi_gpu = LINKS["xgmi-mi300x"], LINKS["xgmi-mi300x-gpu"]
-    cross = two_level_cross_bytes(nodes, gpn, s)
+    return Numeric(
+        _(
+            "An AMD MI300X has 7 Infinity Fabric links to the other 7 GPUs of its node, each"
+            " 128 GB/s bidirectional. What bandwidth (GB/s) does it have in one direction, all"
+            " links together?"
+        ),
+        xgmi_gpu.bandwidth_Bps / 1e9,
+        units="GB/s",
+        explanation=_(
+            "7 x 128 GB/s = 896 GB/s both ways, {gpu} GB/s each way. But one message to one"
+            " peer uses one link: {link} GB/s. RCCL runs several rings over different links to"
+            " use all seven (an H100's NVSwitch gives any pair the full 450 GB/s)."
+        ).format(gpu=f"{xgmi_gpu.bandwidth_Bps / 1e9:g}", link=f"{xgmi.bandwidth_Bps / 1e9:g}"),
+        params={"links": 7, "link_bidir_gbps": 128},
+        key="xgmi_gpu_gbps",
+    )
+
+
+def q_node_nic_gbps(d: LandscapeDraw, run: Runner) -> Numeric:
+    """The bandwidth that leaves a rail-optimised node in one direction."""
+    port_gBps = LINKS[d.port].bandwidth_Bps / 1e9
+    return Numeric(
+        _(
+            "A rail-optimised node has {nics} GPUs, each with its own {gbps} Gb/s NIC. What"
+            " bandwidth (GB/s) leaves the node in one direction when all GPUs send at once?"
+        ).format(nics=d.nics, gbps=d.gbps),
+        d.nics * LINKS[d.port].bandwidth_Bps / 1e9,
+        units="GB/s",
+        explanation=_(
+            "{nics} NICs x {gBps} GB/s: every GPU has its own rail. An algorithm that sends all"
+            " cross-node traffic from one GPU per node uses 1/{nics} of it; the two-level"
+            " all-reduce gives each local rank its own shard and NIC."
+        ).format(nics=d.nics, gBps=f"{port_gBps:g}"),
+        params={"nics": d.nics, "gbps": d.gbps},
+        key="node_nic_gbps",
+    )
+
+
+def q_two_level_cross(d: LandscapeDraw, run: Runner) -> Numeric:
+    """Bytes each GPU sends across nodes in the two-level all-reduce."""
+    cross = two_level_cross_bytes(d.nodes, d.gpn, d.s)
+    return Numeric(
+        _(
+            "Two-level all-reduce of S = {size} on {nodes} nodes of {gpn} GPUs: reduce-scatter"
+            " in the node, all-reduce each shard across nodes, all-gather in the node. How"
+            " many bytes does each GPU send across nodes?"
+        ).format(size=format_bytes(d.s), nodes=d.nodes, gpn=d.gpn),
+        cross,
+        units="bytes",
+        explanation=_(
+            "Each GPU all-reduces its S/g shard with the K-1 same-rank GPUs of the other"
+            " nodes, a ring over K: 2(K-1)/K · S/g = {cross}. A leader per node would send"
+            " 2(K-1)/K · S from one GPU, {gpn}x more on one NIC."
+        ).format(cross=format_bytes(cross), gpn=d.gpn),
+        params={"K": d.nodes, "g": d.gpn, "S": d.s},
+        key="two_level_cross",
+    )
+
+
+def q_predict_retimed_ring(d: LandscapeDraw, run: Runner) -> PredictThenRun:
+    """Predict, then run: a ring all-reduce's time retimed on a link preset."""
+    preset, s_ptr = d.preset, d.s_ptr
+    ptr_pred = predict("ring", N_PTR, s_ptr, preset)
 
     def retimed_us(trace: Any) -> float:
         return retime(trace, cost_model(preset)).duration * 1e6
@@ -62,168 +171,67 @@ def landscape_quiz(
             ).format(n=n, link=preset, t=t, ms=f"{trace.duration * 1e3:.2f}")
         return _("the run's {n} events retimed on {link}: {t} µs").format(n=n, link=preset, t=t)
 
-    questions = [
-        MultipleChoice(
-            _(
-                "The course outline says 'RCXL is AMD's new multi-GPU communication library'."
-                " Which is right?"
-            ),
-            [
-                _(
-                    "There is no RCXL: AMD's library is RCCL (NCCL's API, on ROCm); RCCLX is"
-                    " Meta's fork of RCCL"
-                ),
-                _("RCXL replaced RCCL in ROCm 6 and is what torch loads on AMD GPUs"),
-                _(
-                    "RCXL is AMD's name for Infinity Fabric's collective engine, used instead of a"
-                    " library"
-                ),
-                _("RCXL is the CXL-based successor of RCCL for MI300A's unified memory"),
-            ],
-            0,
-            _(
-                "Errata E6: AMD ships RCCL (github.com/ROCm/rccl) with MSCCL/MSCCL++ inside, and"
-                " rocSHMEM; RCCLX is Meta's fork of RCCL in meta-pytorch/torchcomms. The lesson's"
-                " libraries table lists both with sources."
-            ),
-            key="errata_e6",
-        ),
-        MultipleChoice(
-            _(
-                "A training script calls dist.init_process_group(backend=...) on a node of 8 AMD"
-                " MI300X with a ROCm build of PyTorch. Which backend name gives it RCCL?"
-            ),
-            ["'nccl'", "'rccl'", "'gloo'", "'xccl'"],
-            0,
-            _(
-                "ROCm builds of torch compile ProcessGroupNCCL against RCCL's NCCL-compatible API"
-                " and torch.cuda runs on HIP, so the backend is still called 'nccl'"
-                " (dist.Backend.default_device_backend_map maps 'cuda' to it). 'xccl' is oneCCL"
-                " on Intel XPUs; 'gloo' runs on CPUs."
-            ),
-            key="rocm_backend",
+    return PredictThenRun(
+        _(
+            "Predict the time of a ring all-reduce of {size} on {n} ranks when every message"
+            " travels on {link} ({alpha} µs per message, {gBps} GB/s each way), in µs. Then"
+            " run it on the cluster and retime its trace on that link."
+        ).format(
+            size=format_bytes(s_ptr),
+            n=N_PTR,
+            link=preset,
+            alpha=f"{LINKS[preset].alpha_s * 1e6:g}",
+            gBps=f"{LINKS[preset].bandwidth_Bps / 1e9:g}",
         ),
         Numeric(
-            _(
-                "A ConnectX port runs InfiniBand at {gbps} Gb/s. How many GB/s (1e9 B/s) can one"
-                " message use in one direction?"
-            ).format(gbps=gbps),
-            LINKS[port].bandwidth_Bps / 1e9,
-            units="GB/s",
-            explanation=_(
-                "Network ports are quoted in bits per second per direction: {gbps} Gb/s / 8 ="
-                " {gBps} GB/s ({source})."
-            ).format(
-                gbps=gbps, gBps=f"{LINKS[port].bandwidth_Bps / 1e9:g}", source=LINKS[port].source
+            _("Retimed all-reduce time"),
+            ptr_pred.time_s * 1e6,
+            units="µs",
+            explanation=_("2(n-1)·α + 2(n-1)/n·S/B: {t} µs.").format(
+                t=f"{ptr_pred.time_s * 1e6:.2f}"
             ),
-            params={"gbps": gbps},
-            key="port_gbps",
         ),
-        Numeric(
-            _(
-                "An AMD MI300X has 7 Infinity Fabric links to the other 7 GPUs of its node, each"
-                " 128 GB/s bidirectional. What bandwidth (GB/s) does it have in one direction, all"
-                " links together?"
-            ),
-            xgmi_gpu.bandwidth_Bps / 1e9,
-            units="GB/s",
-            explanation=_(
-                "7 x 128 GB/s = 896 GB/s both ways, {gpu} GB/s each way. But one message to one"
-                " peer uses one link: {link} GB/s. RCCL runs several rings over different links to"
-                " use all seven (an H100's NVSwitch gives any pair the full 450 GB/s)."
-            ).format(gpu=f"{xgmi_gpu.bandwidth_Bps / 1e9:g}", link=f"{xgmi.bandwidth_Bps / 1e9:g}"),
-            params={"links": 7, "link_bidir_gbps": 128},
-            key="xgmi_gpu_gbps",
+        run=lambda: run(N_PTR, s_ptr),
+        reveal=reveal,
+        explanation=_(
+            "The retimed trace takes 2(n-1) steps of α + S/(n·B): the ring's formula exactly,"
+            " whatever the run took on this machine's shared cores."
         ),
-        Numeric(
-            _(
-                "A rail-optimised node has {nics} GPUs, each with its own {gbps} Gb/s NIC. What"
-                " bandwidth (GB/s) leaves the node in one direction when all GPUs send at once?"
-            ).format(nics=nics, gbps=gbps),
-            nics * LINKS[port].bandwidth_Bps / 1e9,
-            units="GB/s",
-            explanation=_(
-                "{nics} NICs x {gBps} GB/s: every GPU has its own rail. An algorithm that sends all"
-                " cross-node traffic from one GPU per node uses 1/{nics} of it; the two-level"
-                " all-reduce gives each local rank its own shard and NIC."
-            ).format(nics=nics, gBps=f"{LINKS[port].bandwidth_Bps / 1e9:g}"),
-            params={"nics": nics, "gbps": gbps},
-            key="node_nic_gbps",
-        ),
-        Numeric(
-            _(
-                "Two-level all-reduce of S = {size} on {nodes} nodes of {gpn} GPUs: reduce-scatter"
-                " in the node, all-reduce each shard across nodes, all-gather in the node. How"
-                " many bytes does each GPU send across nodes?"
-            ).format(size=format_bytes(s), nodes=nodes, gpn=gpn),
-            cross,
-            units="bytes",
-            explanation=_(
-                "Each GPU all-reduces its S/g shard with the K-1 same-rank GPUs of the other"
-                " nodes, a ring over K: 2(K-1)/K · S/g = {cross}. A leader per node would send"
-                " 2(K-1)/K · S from one GPU, {gpn}x more on one NIC."
-            ).format(cross=format_bytes(cross), gpn=gpn),
-            params={"K": nodes, "g": gpn, "S": s},
-            key="two_level_cross",
-        ),
-        MultipleChoice(
-            _(
-                "Which framework's central feature is the same sharding as this course's ZeRO-3"
-                " and PyTorch's FSDP2 (parameters, gradients and optimizer states split over the"
-                " data parallel ranks, parameters all-gathered when a layer needs them)?"
-            ),
-            [
-                _("DeepSpeed (ZeRO stage 3)"),
-                _("Megatron-LM's tensor parallelism"),
-                _("JAX's pmap without sharding annotations"),
-                _("NCCL's NVLS algorithm"),
-            ],
-            0,
-            _(
-                "ZeRO-3 is DeepSpeed's (Rajbhandari et al. 2020); FSDP2's fully_shard does the"
-                " same per parameter with DTensor. Megatron-LM pairs TP and PP with a distributed"
-                " optimizer (ZeRO-1-like); NVLS is an all-reduce algorithm, not a sharding."
-            ),
-            key="zero3_framework",
-        ),
-        PredictThenRun(
-            _(
-                "Predict the time of a ring all-reduce of {size} on {n} ranks when every message"
-                " travels on {link} ({alpha} µs per message, {gBps} GB/s each way), in µs. Then"
-                " run it on the cluster and retime its trace on that link."
-            ).format(
-                size=format_bytes(s_ptr),
-                n=n_ptr,
-                link=preset,
-                alpha=f"{LINKS[preset].alpha_s * 1e6:g}",
-                gBps=f"{LINKS[preset].bandwidth_Bps / 1e9:g}",
-            ),
-            Numeric(
-                _("Retimed all-reduce time"),
-                ptr_pred.time_s * 1e6,
-                units="µs",
-                explanation=_("2(n-1)·α + 2(n-1)/n·S/B: {t} µs.").format(
-                    t=f"{ptr_pred.time_s * 1e6:.2f}"
-                ),
-            ),
-            run=lambda: run(n_ptr, s_ptr),
-            reveal=reveal,
-            explanation=_(
-                "The retimed trace takes 2(n-1) steps of α + S/(n·B): the ring's formula exactly,"
-                " whatever the run took on this machine's shared cores."
-            ),
-            truth=retimed_us,
-            params={"N": n_ptr, "S": s_ptr, "link": preset},
-            key="predict_retimed_ring",
-            config=f"retime(run_allreduce(cluster, {s_ptr}).trace, cost_model({preset!r}))",
-        ),
-    ]
+        truth=retimed_us,
+        params={"N": N_PTR, "S": s_ptr, "link": preset},
+        key="predict_retimed_ring",
+        config=f"retime(run_allreduce(cluster, {s_ptr}).trace, cost_model({preset!r}))",
+    )
+
+
+LANDSCAPE = QuestionSet(
+    LandscapeDraw.draw,
+    (
+        q_errata_e6,
+        q_rocm_backend,
+        q_port_gbps,
+        q_xgmi_gpu_gbps,
+        q_node_nic_gbps,
+        q_two_level_cross,
+        q_zero3_framework,
+        q_predict_retimed_ring,
+    ),
+    simulation_runner,
+)
+
+
+def landscape_quiz(
+    seed: int | None = None, runner: Runner | None = None, learner: str | None = None
+) -> Quiz:
+    """Lesson 13: libraries and backends (E6), interconnect bandwidths, the two-level all-reduce,
+    and a run retimed on a preset (U13, U19)."""
+    questions = LANDSCAPE.build(seed, runner)
     return Quiz(
         _("Lesson 13: libraries, interconnects and frameworks"),
         questions,
-        name="13_landscape",
+        name=NAME,
         learner=learner,
     )
 
 
-register_bank("13_landscape", landscape_quiz)
+register_bank(NAME, landscape_quiz, LANDSCAPE)
