@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import html
+import re
+from dataclasses import FrozenInstanceError, replace
+
 import pytest
 
-from edu_parallel.planner import JSON_KEYS, TERMS, ClusterSpec, configs_table, plan
+from edu_parallel.models.topology import MAX_TOPOLOGY_RANKS as MAX
+from edu_parallel.planner import (
+    JSON_KEYS,
+    TERMS,
+    ClusterSpec,
+    PlannerInputs,
+    configs_table,
+    plan,
+)
 from edu_parallel.viz import PlannerState, PlannerWidget, pareto_figure, time_terms_figure
 from edu_parallel.viz.planner import CONFIG_KEYS, layout_label
 
@@ -122,25 +134,34 @@ def test_terms_bars_of_a_mixture_of_experts_show_the_ep_all_to_alls():
 
 
 # ----------------------------------------------------------------- widget
-def test_planner_state_validates_every_field():
+def test_planner_state_validates_every_field_by_the_planners_rules():
     s = PlannerState("llama3-8b", 1, 8, "h100", 64, 4096, 0.5)
     for field_, value, match in [
         ("model", "gpt5", r"model='gpt5' is not valid: expected one of 'gpt2-1.5b'"),
-        ("nodes", 0, r"nodes=0 is not valid: expected an integer in \[1, 4096\]"),
-        ("gpus_per_node", 32, r"gpus_per_node=32 is not valid: expected an integer in \[1, 16\]"),
+        ("nodes", 0, r"nodes=0 is not valid: expected an integer >= 1"),
+        ("gpus_per_node", 0, r"gpus_per_node=0 is not valid: expected an integer >= 1"),
+        ("nodes", MAX // 4, rf"nodes \* gpus_per_node={2 * MAX} .*at most {MAX} GPUs"),
         ("gpu", "tpu", r"gpu='tpu' is not valid: expected one of 'h100'"),
         ("global_batch", 1.5, r"global_batch=1.5 is not valid"),
         ("seq", 0, r"seq=0 is not valid"),
         ("efficiency", 0, r"efficiency=0 is not valid: expected a number in \(0, 1\]"),
         ("efficiency", True, r"efficiency=True is not valid"),
-        ("memory_budget_gb", 0.5, r"memory_budget_gb=0.5 is not valid: expected None or"),
+        ("memory_budget_gb", -1, r"memory_budget_gb=-1 is not valid: expected a finite number > 0"),
     ]:
         with pytest.raises(ValueError, match=match) as err:
-            setattr(s, field_, value)
+            replace(s, **{field_: value})
         assert "\n" not in str(err.value)
-    assert s == PlannerState("llama3-8b", 1, 8, "h100", 64, 4096, 0.5)  # unchanged
-    s.memory_budget_gb = 40
+    with pytest.raises(ValueError) as err:  # the planner's own message, word for word
+        plan("llama3-8b", ClusterSpec(1, 8), 0, 4096)
+    with pytest.raises(ValueError, match=re.escape(str(err.value))):
+        replace(s, global_batch=0)
+    with pytest.raises(ValueError, match=r"^nodes=0 .*; seq=0 "):  # every bad field at once
+        replace(s, nodes=0, seq=0)
+    with pytest.raises(FrozenInstanceError):
+        s.nodes = 2  # a state changes only through dataclasses.replace, which checks it
+    s = replace(s, memory_budget_gb=40)
     assert s.memory_budget == 40e9 and s.cluster.world_size == 8
+    assert s == PlannerState("llama3-8b", 1, 8, "h100", 64, 4096, 0.5, 40.0)
     with pytest.raises(ValueError, match="nodes=-2 is not valid"):
         PlannerWidget(nodes=-2)  # checked before any widget is built
 
@@ -171,6 +192,24 @@ def test_widget_replans_on_every_change():
     assert w.result.efficiency == 0.25
 
 
+def test_the_state_builds_the_planners_inputs_once_and_the_widget_trusts_them(monkeypatch):
+    s = PlannerState("llama3-8b", 1, 8, "h100", 64, 4096, 0.5, 40)
+    assert s.inputs == PlannerInputs("llama3-8b", ClusterSpec(1, 8), 64, 4096, 0.5, 40e9)
+    assert s.inputs.budget == 40e9 and s.cluster is s.inputs.cluster
+    checks = []
+    original = PlannerInputs._check
+
+    def counted(self):
+        checks.append(self)
+        return original(self)
+
+    monkeypatch.setattr(PlannerInputs, "_check", counted)
+    w = PlannerWidget("llama3-8b", nodes=1, gpus_per_node=8, global_batch=64, seq=4096)
+    assert len(checks) == 2  # the constructor's state, then the controls read once
+    w.nodes_slider.value = 2
+    assert len(checks) == 3 and w.result.cluster is w.state.inputs.cluster  # plan: no check
+
+
 def test_widget_shows_errors_in_one_line_instead_of_a_traceback():
     w = PlannerWidget("llama3-8b", nodes=1, gpus_per_node=8, global_batch=64, seq=4096)
     w.budget_box.value = 5  # GB per GPU: nothing fits
@@ -181,7 +220,10 @@ def test_widget_shows_errors_in_one_line_instead_of_a_traceback():
     assert line in w.status.value and w.error == line
     assert w.result is None and w.figure is None and w.table_html.value == ""
     assert w.state.memory_budget_gb == 5
-    w.budget_box.value = -1  # a bad control: named, and the last valid state kept
+    w.budget_box.value = -1  # a bad control: the config's message, and the last valid state kept
+    with pytest.raises(ValueError) as bad:
+        replace(w.state, memory_budget_gb=-1.0)
+    assert html.escape(str(bad.value), quote=False) in w.status.value
     assert "memory_budget_gb=-1.0 is not valid" in w.status.value and "last valid" in w.status.value
     assert w.state.memory_budget_gb == 5
     w.budget_box.value = 0  # the GPU's memory again

@@ -21,8 +21,8 @@
   preset and rail-optimised fabric).
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
-* Tensor and expert parallelism and the strategy map: :func:`tp_animation`, :func:`traffic_heatmap`,
-  :func:`dispatch_animation`, :func:`map_table_figure`.
+* Tensor and expert parallelism and the strategy map: :func:`tp_animation` (the frames of
+  ``tp_frames.py``), :func:`traffic_heatmap`, :func:`dispatch_animation`, :func:`map_table_figure`.
 * The planner (lesson 10): :func:`pareto_figure` (memory per GPU against step time, the Pareto
   front, the best starred), :func:`time_terms_figure` (why the fastest win), and the
   :class:`PlannerWidget` explorer.
@@ -30,7 +30,12 @@
   TP / PP / DP / EP buttons showing who talks and how many bytes, animated from the trace),
   :func:`group_bytes_figure` (bytes per rank by group type against the planner),
   :func:`memory_figure` (model states and activations per rank).
-* ``controls.py``: the play/pause/slider block and the widget display every renderer shares.
+* ``style.py``: the one plot style every renderer imports: the layout (940 px wide, font, title
+  and legend helpers) and the palette (one colour per rank, phase, memory category, parallel
+  dimension, op). ``fit.py``: the rules a figure is checked against.
+* ``controls.py``: the play/pause/slider block and the widget display every renderer shares; each
+  widget holds one frozen, checked config (:class:`PipelineState`, :class:`PlannerState`,
+  :class:`PlayerState`, :class:`ZeroState`) and changes it with :func:`dataclasses.replace`.
 
 Imports ``core/``, ``plans/``, ``models/``, ``memory/``, ``planner/`` and the pure modules of the
 parallelism folders, never the engine; plotting libraries are imported inside the functions,

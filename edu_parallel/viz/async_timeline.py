@@ -25,18 +25,19 @@ from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
-from .bars import PHASE_COLORS
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import COMPUTE, IDLE, IDLE_FILL, ORANGE, PHASE_COLORS, RED, WAITING, WIDTH
 
-# what a bar of the timeline is, by (kind, op, phase); None: not drawn
+# what a bar of the timeline is, by (kind, op, phase); None: not drawn. Communication that
+# includes waiting is grey: most of it is the wait.
 CATEGORIES = {
-    "gradient": PHASE_COLORS[0],
-    "straggler delay": PHASE_COLORS[4],
-    "update": PHASE_COLORS[2],
-    "all-reduce / average (incl. waiting)": "#9e9e9e",
-    "push": PHASE_COLORS[1],
-    "pull (incl. waiting)": "#c7c7c7",
-    "server waits for a push": "#e8e8e8",
+    "gradient": COMPUTE,
+    "straggler delay": RED,
+    "update": PHASE_COLORS["optimizer"],
+    "all-reduce / average (incl. waiting)": WAITING,
+    "push": ORANGE,
+    "pull (incl. waiting)": IDLE,
+    "server waits for a push": IDLE_FILL,
 }
 CATEGORY_NAMES = {  # what a learner reads; the categories stay in timeline_frame's "what"
     "gradient": N_("gradient"),
@@ -47,7 +48,6 @@ CATEGORY_NAMES = {  # what a learner reads; the categories stay in timeline_fram
     "pull (incl. waiting)": N_("pull (incl. waiting)"),
     "server waits for a push": N_("server waits for a push"),
 }
-WIDTH = MAX_WIDTH_PX
 
 
 def category(e: Event) -> str | None:

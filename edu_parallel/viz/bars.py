@@ -20,10 +20,10 @@ from ..plans.ring import ring_sent_bytes_formula
 from .figure import new_figure
 from .fit import fit_layout
 from .model import phase_label
+from .style import ALERT, series_color
 
 Formula = float | list[float] | None
 ALL_PHASES = "all phases"  # the one series when bytes are not split by phase
-PHASE_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d"]
 
 
 def default_formula(trace: Trace) -> tuple[list[float] | None, str]:
@@ -109,7 +109,7 @@ def bytes_bars(
             range(n),
             values,
             bottom=bottom,
-            color=PHASE_COLORS[i % len(PHASE_COLORS)],
+            color=series_color(i),
             label=_series_label(phase),
             gid="bar",
             width=0.7,
@@ -142,9 +142,7 @@ def bytes_bars(
                     gid="formula",
                 )
     if mark is not None and 0 <= mark < n:
-        ax.bar(
-            [mark], [bottom[mark]], width=0.82, fill=False, edgecolor="#d62728", lw=2.5, gid="mark"
-        )
+        ax.bar([mark], [bottom[mark]], width=0.82, fill=False, edgecolor=ALERT, lw=2.5, gid="mark")
     top = max(bottom + (predicted or []) + [1])
     unit, unit_name = _unit(top)
     ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top, unit)))
@@ -178,7 +176,7 @@ def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = T
             x=ranks,
             y=values,
             name=_series_label(phase),
-            marker_color=PHASE_COLORS[i % 7],
+            marker_color=series_color(i),
             hovertext=[f"{_series_label(phase)}: {v} B ({format_bytes(v)})" for v in values],
             hoverinfo="text",
         )

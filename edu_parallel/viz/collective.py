@@ -20,22 +20,10 @@ from ..plans.collectives import defined_chunks
 from ..plans.plan import Plan
 from .figure import new_figure
 from .fit import LABEL_PT, MAX_WIDTH_IN
-from .model import EMPTY_COLOR, text_color
+from .model import SNAPSHOT_BYTES
+from .style import ALL_CONTRIBUTORS, EMPTY, MUTED, SOFT_INK, series_color, text_color
 
-RANK_COLORS = [
-    "#4c78a8",
-    "#f58518",
-    "#54a24b",
-    "#e45756",
-    "#72b7b2",
-    "#b279a2",
-    "#ff9da6",
-    "#9d755d",
-    "#bab0ac",
-    "#eeca3b",
-]
-SUM_COLOR = "#238b45"
-MIXED_COLOR = "#999999"
+SUM_COLOR = ALL_CONTRIBUTORS  # summed over every rank: the ring's "all contributors" green
 
 
 def _buffers(source: Any) -> tuple[list[list[float]], list[list[float]], dict[str, Any]]:
@@ -55,9 +43,9 @@ def _buffers(source: Any) -> tuple[list[list[float]], list[list[float]], dict[st
         if not n or set(first) != set(range(n)):
             raise ValueError(
                 _(
-                    "source has no buffers: run with size <= 4096 bytes per rank "
+                    "source has no buffers: run with size <= {limit} bytes per rank "
                     "(larger runs record no snapshots)"
-                )
+                ).format(limit=SNAPSHOT_BYTES)
             )
         before = [first[r] for r in range(n)]
         after = [last[r][1] for r in range(n)]
@@ -142,14 +130,14 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                     name, owner = provenance(before, values, r, k, bounds)
                 undefined = label == "after" and k not in defined[r]
                 color = (
-                    EMPTY_COLOR
+                    EMPTY
                     if name == "0" or undefined
                     else (
                         SUM_COLOR
                         if name == "\u03a3"
-                        else MIXED_COLOR
+                        else MUTED
                         if owner is None
-                        else RANK_COLORS[owner % len(RANK_COLORS)]
+                        else series_color(owner)
                     )
                 )
                 ax.add_patch(
@@ -181,7 +169,7 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                     ha="center",
                     va="center",
                     fontsize=LABEL_PT,
-                    color="#555555" if undefined else text_color(color),
+                    color=SOFT_INK if undefined else text_color(color),
                     gid="label",
                 )
         ax.set_xlim(0, c)
@@ -205,9 +193,9 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
         )
     fig.suptitle(title or heading, fontsize=12)
     handles = [
-        Patch(facecolor=RANK_COLORS[0], label=_("rq:cj = rank q's input chunk j")),
+        Patch(facecolor=series_color(0), label=_("rq:cj = rank q's input chunk j")),
         Patch(facecolor=SUM_COLOR, label=_("\u03a3 = summed over all ranks")),
-        Patch(facecolor=EMPTY_COLOR, hatch="//", label=_("not defined by the collective")),
+        Patch(facecolor=EMPTY, hatch="//", label=_("not defined by the collective")),
     ]
     fig.legend(
         handles=handles,

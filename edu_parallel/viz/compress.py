@@ -16,15 +16,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compression.config import METHODS
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
-from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
+from .style import (
+    COMMUNICATION,
+    COMPUTE,
+    FONT,
+    MUTED,
+    ORANGE,
+    WIDTH,
+    legend_below,
+    series_color,
+    title_layout,
+)
 
-COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b")
 # one color per method in every figure of the lesson; a compressor without error feedback dotted
-METHODS = ("none", "fp16", "bf16", "topk", "randk", "sign", "powersgd")
-METHOD_COLORS = dict(zip(METHODS, COLORS[: len(METHODS)], strict=True))
+METHOD_COLORS = {m: series_color(i) for i, m in enumerate(METHODS)}
 LOSSY = ("topk", "randk", "sign", "powersgd")
 CURVE_COLUMNS = ("step", "label", "loss", "heldout_loss", "accuracy", "sent_MB", "residual_norm")
 Y_TITLES = {  # translated where shown: _(Y_TITLES[y])
@@ -38,9 +47,9 @@ _CURVES_TITLES = {  # Y_TITLES[y].capitalize() + " against steps and against byt
     "loss": N_("Training loss (mean over ranks) against steps and against bytes"),
 }
 _WHATIF_PARTS = (
-    (N_("compute (forward + backward)"), "compute_s", "#4c78a8"),
-    (N_("compression"), "compress_s", "#f58518"),
-    (N_("communication not hidden by backward"), "exposed_s", "#e45756"),
+    (N_("compute (forward + backward)"), "compute_s", COMPUTE),
+    (N_("compression"), "compress_s", ORANGE),
+    (N_("communication not hidden by backward"), "exposed_s", COMMUNICATION),
 )
 
 
@@ -60,7 +69,7 @@ def line_style(label: str, i: int) -> dict[str, Any]:
     """The method's color (by the label's first word), dotted without error feedback."""
     method = label.split()[0]
     dash = "dot" if method in LOSSY and not label.endswith("+ EF") else "solid"
-    return dict(color=METHOD_COLORS.get(method, COLORS[i % len(COLORS)]), width=2, dash=dash)
+    return dict(color=METHOD_COLORS.get(method, series_color(i)), width=2, dash=dash)
 
 
 def curves_figure(
@@ -93,7 +102,7 @@ def curves_figure(
             )
     if target is not None:
         for col in (1, 2):
-            fig.add_hline(y=target, line=dict(dash="dash", color="gray"), row=1, col=col)
+            fig.add_hline(y=target, line=dict(dash="dash", color=MUTED), row=1, col=col)
         fig.add_annotation(
             x=0,
             xref="x domain",
@@ -105,7 +114,7 @@ def curves_figure(
             showarrow=False,
             yanchor="bottom",
             xanchor="left",
-            font=dict(size=11, color="gray"),
+            font=dict(size=11, color=MUTED),
         )
     fig.update_xaxes(title_text=_("training step"), row=1, col=1)
     fig.update_xaxes(

@@ -5,15 +5,21 @@
 * :func:`show_in` and :class:`WidgetView`: how a widget puts a figure into its output area (only
   inside a kernel, so the widget's state and figures stay testable without a browser) and how it
   displays itself in a notebook.
+* :func:`limits`, :func:`error_html`, :func:`kept_html`: what every widget does the same way. A
+  widget holds one frozen, checked config (its state) and changes it with
+  :func:`dataclasses.replace`; a bad value then raises the config's own one-line message, shown by
+  :func:`kept_html` while the last valid state stays; a slider's bounds are the config's limits.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
 from ..core.i18n import N_, _
 from .fit import DEFAULT_FONT_PX, buttons_px
+from .style import ERROR_HTML
 
 PLAY_LABELS = (N_("▶ play"), N_("❚❚ pause"))
 STEP_PREFIX = N_("step: ")
@@ -116,3 +122,20 @@ class WidgetView:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def limits(config: Any, name: str) -> dict[str, Any]:
+    """``{"min": low, "max": high}`` of field ``name``: its bounds in ``config.LIMITS``, the one
+    home of the limits the config checks, for a slider or a bounded box."""
+    low, high = config.LIMITS[name]
+    return {"min": low, "max": high}
+
+
+def error_html(error: Exception | str) -> str:
+    """A one-line error as HTML: bold, red, escaped."""
+    return f"<b style='color:{ERROR_HTML}'>{html.escape(str(error), quote=False)}</b>"
+
+
+def kept_html(error: Exception | str) -> str:
+    """The error and that the widget still shows its last valid setting."""
+    return _("{error} (showing the last valid setting)").format(error=error_html(error))

@@ -21,16 +21,7 @@ from ..core.units import format_bytes
 from ..models.choose import crossover_size
 from ..models.cost import predict
 from .figure import new_figure
-
-COLORS = {
-    "ring": "#1f77b4",
-    "tree": "#d62728",
-    "double-tree": "#2ca02c",
-    "naive": "#7f7f7f",
-    "ps": "#9467bd",
-    "rabenseifner": "#8c564b",
-    "hierarchical": "#ff7f0e",
-}
+from .style import ALGORITHM_COLORS
 
 
 def crossover_figure(
@@ -57,7 +48,7 @@ def crossover_figure(
             xs,
             ys,
             style,
-            color=COLORS.get(name),
+            color=ALGORITHM_COLORS.get(name),
             label=f"{name}: {preds[0].formula}",
             lw=2 if style == "-" else 1.2,
         )

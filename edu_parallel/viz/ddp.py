@@ -25,32 +25,30 @@ from ..core.schema import GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
 from ..data_parallel.overlap import measure, training_steps
-from .bars import PHASE_COLORS
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
 from .rank_timeline import time_axis_label
+from .style import (
+    BROWN,
+    FONT,
+    GREY,
+    PHASE_COLORS,
+    PINK,
+    PURPLE,
+    RED,
+    SOFT_INK,
+    TEAL,
+    WIDTH,
+    YELLOW,
+    legend_below,
+    tint,
+    title_layout,
+)
 
-COMPUTE_COLORS = {"forward": PHASE_COLORS[0], "backward": PHASE_COLORS[1]}
-COMPUTE_COLORS["optimizer"] = PHASE_COLORS[2]
 COMPUTE_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "optimizer": N_("optimizer")}
-BUCKET_COLORS = ("#e45756", "#72b7b2", "#b279a2", "#9d755d", "#eeca3b", "#ff9da6", "#17becf")
-WIDTH = MAX_WIDTH_PX  # every figure of this lesson fits a notebook column
-FONT = dict(size=12)
-
-
-def title_layout(text: str, subtitle: str | None = None) -> dict[str, Any]:
-    """A left-aligned title (and subtitle) below the top edge, clear of plotly's modebar."""
-    sub = {} if subtitle is None else dict(subtitle=dict(text=subtitle, font=dict(size=12)))
-    return dict(text=text, x=0.0, xanchor="left", y=0.98, yanchor="top", font=dict(size=15), **sub)
-
-
-def below(height: int, margin: dict[str, int], gap_px: int) -> float:
-    """The paper ``y`` that lies ``gap_px`` pixels below the plot area."""
-    return -gap_px / (height - margin["t"] - margin["b"])
-
-
-def legend_below(height: int, margin: dict[str, int], gap_px: int) -> dict[str, Any]:
-    """A horizontal legend ``gap_px`` pixels below the plot area (under the axis title)."""
-    return dict(orientation="h", x=0.0, y=below(height, margin, gap_px), yanchor="top", font=FONT)
+COMPUTE_COLORS = {op: PHASE_COLORS[op] for op in COMPUTE_NAMES}
+# communication, one colour per bucket: red first, none of the compute row's colours
+BUCKET_COLORS = (RED, TEAL, PURPLE, BROWN, YELLOW, PINK, GREY)
+SYNC_SHADE = tint(YELLOW, 0.55)  # behind the synchronising micro-batch's backward
 
 
 def bucket_color(bucket: int) -> str:
@@ -257,7 +255,7 @@ def streams_figure(
             y=ys,
             mode="lines",
             name=_("compute waits on a bucket"),
-            line=dict(color="#555555", width=3, dash="dot"),
+            line=dict(color=SOFT_INK, width=3, dash="dot"),
             hoverinfo="x",
         )
     for i, r in enumerate(ranks):
@@ -269,7 +267,7 @@ def streams_figure(
                 x1=x(max(e.end for e in back)),
                 y0=2 * i - 0.5,
                 y1=2 * i + 1.5,
-                fillcolor="#fde9a9",
+                fillcolor=SYNC_SHADE,
                 opacity=0.55,
                 line_width=0,
                 layer="below",

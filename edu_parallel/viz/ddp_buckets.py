@@ -22,9 +22,6 @@ from ..core.trace import Trace
 from ..data_parallel.buckets import BucketPlan
 from .controls import play_controls
 from .ddp import (
-    FONT,
-    WIDTH,
-    below,
     bucket_color,
     grad_syncs,
     pick_step,
@@ -32,12 +29,23 @@ from .ddp import (
     step_origin,
     sync_backward,
     time_unit,
-    title_layout,
 )
 from .fit import fit_layout
+from .style import (
+    DIM_COLORS,
+    FONT,
+    GRADIENTS,
+    SOFT_INK,
+    WHITE,
+    WIDTH,
+    YELLOW,
+    below,
+    title_layout,
+)
 
 STATES = ("empty", "grad ready", "issued", "reduced")
-STATE_COLORS = ("#ffffff", "#4c78a8", "#eeca3b", "#54a24b")
+# a gradient (orange, as in memory), issued, then reduced by the data-parallel group (DP green)
+STATE_COLORS = (WHITE, GRADIENTS, YELLOW, DIM_COLORS["dp"])
 STATE_NAMES = {  # what a learner reads; the states themselves stay in customdata
     "empty": N_("empty"),
     "grad ready": N_("grad ready"),
@@ -157,7 +165,7 @@ def bucket_fill_animation(
             y=[1] * len(cells),
             marker=dict(
                 color=[STATE_COLORS[STATES.index(s)] for s in st],
-                line=dict(color="#555555", width=1.5),
+                line=dict(color=SOFT_INK, width=1.5),
             ),
             customdata=[[p, b, s] for (p, b), s in zip(cells, st, strict=True)],
             hovertext=[
@@ -216,7 +224,7 @@ def bucket_fill_animation(
             y=[None],
             mode="markers",
             name=state_name(state),
-            marker=dict(symbol="square", size=14, color=color, line=dict(color="#555555", width=1)),
+            marker=dict(symbol="square", size=14, color=color, line=dict(color=SOFT_INK, width=1)),
         )
     pos = 0
     for b, params, _nbytes in plan:

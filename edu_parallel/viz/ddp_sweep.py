@@ -14,9 +14,8 @@ from typing import Any
 
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
-from .bars import PHASE_COLORS
-from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
+from .style import FONT, RED, WIDTH, legend_below, series_color, title_layout
 
 PER_PARAM_MB = 1e-5  # caps below this hold one parameter per bucket for any model here
 PANELS = (
@@ -70,7 +69,7 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
             textposition="top center",
             textfont=dict(size=11),
             name=axis,
-            line=dict(color=PHASE_COLORS[row - 1]),
+            line=dict(color=series_color(row - 1)),
             hovertext=hover,
             hoverinfo="text",
             row=row,
@@ -83,7 +82,7 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
             name=_("DDP default (1 MiB first bucket, then 25 MiB)"),
             legendgroup="default",
             showlegend=row == 1,
-            marker=dict(symbol="star", size=18, color="#e45756", line=dict(color="black")),
+            marker=dict(symbol="star", size=18, color=RED, line=dict(color="black")),
             hoverinfo="skip",
             row=row,
             col=1,

@@ -22,21 +22,23 @@ from typing import Any
 
 from ..core.errors import bad_value
 from ..core.i18n import _
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import MUTED, OP_COLORS, PANEL, PHASE_COLORS, WIDTH, tint
 
-OP_COLORS = {"all_gather": "#1f77b4", "reduce_scatter": "#d62728", "all_reduce": "#9467bd"}
+FSDP_OPS = ("all_gather", "reduce_scatter", "all_reduce")  # the colour keys of its collectives
+# the passes as pale bands behind the markers (the reduction of gradients: all-reduce's colour)
 PASS_COLORS = {
-    "forward": "#e8f1fb",
-    "backward": "#fdeeee",
-    "reduce_grads": "#f6ecfa",
-    "optimizer": "#eef7ee",
+    "forward": tint(PHASE_COLORS["forward"], 0.87),
+    "backward": tint(PHASE_COLORS["backward"], 0.87),
+    "reduce_grads": tint(OP_COLORS["all_reduce"], 0.87),
+    "optimizer": tint(PHASE_COLORS["optimizer"], 0.87),
 }
 PANELS = (("zero3", "ZeRO-3 (edu_parallel.zero.stages)"), ("fsdp", "FSDP2 (fully_shard)"))
 
 
 def op_family(op: str) -> str:
     """``"all_gather_single"`` -> ``"all_gather"``: the colour key of an op."""
-    return next((k for k in OP_COLORS if op.startswith(k)), op)
+    return next((k for k in FSDP_OPS if op.startswith(k)), op)
 
 
 def unit_label(unit: str) -> str:
@@ -138,7 +140,7 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
                 marker=dict(
                     symbol="square",
                     size=26,
-                    color=OP_COLORS.get(op, "#7f7f7f"),
+                    color=OP_COLORS.get(op, MUTED),
                     line=dict(color="black", width=[4 if p.prefetch else 0 for p in mine]),
                 ),
                 hovertext=[
@@ -167,7 +169,7 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
             fig.add_vrect(
                 x0=x0 - 0.5,
                 x1=x1 + 0.5,
-                fillcolor=PASS_COLORS.get(phase, "#f2f2f2"),
+                fillcolor=PASS_COLORS.get(phase, PANEL),
                 line_width=0,
                 layer="below",
                 row=1,
@@ -187,7 +189,7 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
     fig.update_layout(
         title=title or _("Collectives of step {step} on rank 0: unit, op, pass").format(step=step),
         height=380,
-        width=MAX_WIDTH_PX,
+        width=WIDTH,
         legend_title_text=_("op"),
     )
     return fit_layout(fig)

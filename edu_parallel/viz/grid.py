@@ -14,7 +14,8 @@ from ..core.i18n import _
 from ..core.trace import Trace
 from .figure import new_figure
 from .fit import LABEL_PT, MAX_WIDTH_IN
-from .model import OP_COLORS, Arrow, build_frames, phase_label, text_color
+from .model import Arrow, build_frames, phase_label
+from .style import ALERT, LABEL, MUTED, OP_COLORS, text_color
 
 _COL_GAP = 1.4  # data units between ranks
 _ROW_H = 2.3  # box (1) + transfer text + gap
@@ -81,7 +82,7 @@ def step_grid(
                         1,
                         1,
                         facecolor=fr.color(view, r, k),
-                        edgecolor=OP_COLORS.get(op, "#777777") if op else "#777777",
+                        edgecolor=OP_COLORS.get(op, MUTED) if op else MUTED,
                         linewidth=min(2.2, box_pt / 6) if op else min(0.6, box_pt / 15),
                         gid="cell",
                     )
@@ -108,7 +109,7 @@ def step_grid(
                     ha="center",
                     va="top",
                     fontsize=size,
-                    color=OP_COLORS.get(sent[0].op, "#444444"),
+                    color=OP_COLORS.get(sent[0].op, LABEL),
                     gid="transfer",
                 )
     if mark is not None:
@@ -155,11 +156,9 @@ def _mark_cell(ax: Any, steps: list, mark: tuple[int, int, int], col_w: float, l
         return
     x0, y0 = rank * col_w + chunk, -row * _ROW_H
     ax.add_patch(
-        Rectangle(
-            (x0 - 0.12, y0 - 0.12), 1.24, 1.24, fill=False, edgecolor="#d62728", lw=3, gid="mark"
-        )
+        Rectangle((x0 - 0.12, y0 - 0.12), 1.24, 1.24, fill=False, edgecolor=ALERT, lw=3, gid="mark")
     )
-    ax.text(x0 + 1.2, y0 + 1.15, label, color="#d62728", fontsize=8, gid="mark")
+    ax.text(x0 + 1.2, y0 + 1.15, label, color=ALERT, fontsize=8, gid="mark")
 
 
 def _row_label(steps: list, i: int) -> str:

@@ -15,14 +15,10 @@ import pandas as pd
 
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import BLUE, GREEN, MUTED, ORANGE, WIDTH
 
-SCOPE_COLORS = {
-    "measured here": "#7f7f7f",
-    "intra-node": "#4C78A8",
-    "inter-node": "#F58518",
-    "fabric": "#54A24B",
-}
+SCOPE_COLORS = {"measured here": MUTED, "intra-node": BLUE, "inter-node": ORANGE, "fabric": GREEN}
 COLUMNS = ("scope", "time (µs)", "busbw (GB/s)", "GB/s each way")
 SCOPE_NAMES = {
     "measured here": N_("measured here"),
@@ -72,7 +68,7 @@ def interconnect_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         },
         yaxis={"categoryorder": "array", "categoryarray": list(rows.index)},
         barmode="overlay",
-        width=MAX_WIDTH_PX,
+        width=WIDTH,
         height=140 + 26 * len(rows),
         margin={"l": 190, "r": 30},
         legend={"orientation": "h", "y": -0.12 - 2.0 / len(rows)},

@@ -13,6 +13,7 @@ from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.trace import Event, Trace
 from ..core.units import format_bytes
+from .style import MEMORY_COLORS, MEMORY_EXTRA
 
 CATEGORIES = (
     "param16",
@@ -26,17 +27,7 @@ CATEGORIES = (
     "comm_buffer",
 )
 MODEL_STATE = ("param16", "grad16", "master32", "adam_m", "adam_v")
-CATEGORY_COLORS = {
-    "param16": "#3b6ea5",  # blue
-    "grad16": "#3f8f3a",  # green
-    "master32": "#8c564b",  # brown
-    "adam_m": "#e8770e",  # orange
-    "adam_v": "#f2b134",  # amber
-    "gathered_params": "#c0392b",  # red: appears and is released
-    "comm_buffer": "#7f7f7f",  # grey
-    "param32": "#1f4e79",  # dark blue (fp32 training: the params are the master copy)
-    "grad32": "#25602a",  # dark green
-}
+CATEGORY_COLORS = {c: MEMORY_COLORS[c] for c in CATEGORIES}  # style.py: one colour per category
 CATEGORY_NAMES = {  # shown through category_name() (translated)
     "param16": N_("fp16 parameters"),
     "grad16": N_("fp16 gradients"),
@@ -48,7 +39,6 @@ CATEGORY_NAMES = {  # shown through category_name() (translated)
     "param32": N_("fp32 parameters"),
     "grad32": N_("fp32 gradients"),
 }
-_EXTRA_COLORS = ("#9467bd", "#17becf", "#bcbd22", "#e377c2", "#2ca02c", "#1f77b4", "#d62728")
 
 
 def category_name(category: str) -> str:
@@ -58,7 +48,7 @@ def category_name(category: str) -> str:
 
 def category_color(category: str, index: int = 0) -> str:
     """The fixed colour of ``category``; unknown categories cycle through spare colours."""
-    return CATEGORY_COLORS.get(category, _EXTRA_COLORS[index % len(_EXTRA_COLORS)])
+    return CATEGORY_COLORS.get(category, MEMORY_EXTRA[index % len(MEMORY_EXTRA)])
 
 
 def order_categories(names: Any) -> list[str]:

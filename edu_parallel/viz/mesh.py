@@ -18,21 +18,10 @@ from typing import Any
 
 from ..core.i18n import _
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
 from .mesh_data import EDGE_RULES, MeshData, mesh_data
+from .style import INK, LABEL, PANEL, PANEL_LINE, TITLE_FONT_PX, WIDTH, series_color
 
-PALETTE = (
-    "#4C78A8",
-    "#F58518",
-    "#54A24B",
-    "#E45756",
-    "#72B7B2",
-    "#B279A2",
-    "#9D755D",
-    "#EECA3B",
-    "#FF9DA6",
-    "#BAB0AC",
-)
 Y_STEP = 1.5  # rows (replicas) apart, in x units (TP ranks are 1 apart)
 CURVE_POINTS = 15
 MARGIN = {"l": 90, "r": 30, "t": 130, "b": 150}
@@ -109,7 +98,7 @@ def _dim_traces(mesh: MeshData, dim: str, visible: bool) -> list[Any]:
                 x=xs,
                 y=ys,
                 mode="lines",
-                line={"color": PALETTE[g % len(PALETTE)], "width": width},
+                line={"color": series_color(g), "width": width},
                 opacity=opacity,
                 hoverinfo="skip",
                 visible=visible,
@@ -129,8 +118,8 @@ def _dim_traces(mesh: MeshData, dim: str, visible: bool) -> list[Any]:
             mode="markers+text",
             text=text,
             textposition="top center",
-            textfont={"size": 11, "color": "#333333"},
-            marker={"size": 7, "color": "#333333"},
+            textfont={"size": 11, "color": LABEL},
+            marker={"size": 7, "color": LABEL},
             hovertext=hover,
             hoverinfo="text",
             visible=visible,
@@ -173,8 +162,8 @@ def _rank_trace(mesh: MeshData, dim: str, visible: bool) -> Any:
         textfont={"size": 12, "color": "white"},
         marker={
             "size": 34,
-            "color": [PALETTE[where[r] % len(PALETTE)] for r in range(n)],
-            "line": {"color": "#222222", "width": 1},
+            "color": [series_color(where[r]) for r in range(n)],
+            "line": {"color": INK, "width": 1},
         },
         hovertext=hover,
         hoverinfo="text",
@@ -196,7 +185,7 @@ def _coords_trace(mesh: MeshData) -> Any:
         y=[p[1] - 0.34 for p in xy],
         mode="text",
         text=[f"({c['pp']},{c['dp']},{c['tp']})" for c in coords],
-        textfont={"size": 11, "color": "#444444"},
+        textfont={"size": 11, "color": LABEL},
         hoverinfo="skip",
         showlegend=False,
         meta={"role": "coords"},
@@ -283,7 +272,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
         for k, t in enumerate(times)
     ]
     cols = (dims.pp - 1) * (dims.tp + 1) + dims.tp - 1  # x of the last rank
-    width = int(min(MAX_WIDTH_PX, max(640, MARGIN["l"] + MARGIN["r"] + 110 * (cols + 1.6))))
+    width = int(min(WIDTH, max(640, MARGIN["l"] + MARGIN["r"] + 110 * (cols + 1.6))))
     plot_h = 170 + 130 * (dims.dp - 1)
     plot_w = width - MARGIN["l"] - MARGIN["r"]
     buttons = [
@@ -312,7 +301,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
     )
     fig.update_layout(
         **controls,
-        title={"text": _title(mesh, None), "font": {"size": 15}},
+        title={"text": _title(mesh, None), "font": {"size": TITLE_FONT_PX}},
         width=width,
         height=int(plot_h + MARGIN["t"] + MARGIN["b"]),
         margin=MARGIN,
@@ -357,8 +346,8 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
                 x1=x0 + dims.tp - 0.55,
                 y0=-d * Y_STEP - 0.5,
                 y1=-d * Y_STEP + 0.5,
-                line={"color": "#CCCCCC", "width": 1},
-                fillcolor="#F4F4F4",
+                line={"color": PANEL_LINE, "width": 1},
+                fillcolor=PANEL,
                 layer="below",
             )
     return fit_layout(fig)

@@ -19,15 +19,15 @@ from typing import Any
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..parallel_3d.measure import GROUP_TYPES
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
 from .mesh_data import report_dict
+from .style import DIM_COLORS, INK, MEMORY_COLORS, WIDTH
 
-TYPE_COLORS = {"tp": "#E45756", "pp": "#4C78A8", "dp": "#54A24B", "ep": "#B279A2"}
 MEMORY_PARTS = (
-    ("param_bytes", N_("parameters"), "#4C78A8"),
-    ("grad_bytes", N_("gradients"), "#F58518"),
-    ("optimizer_bytes", N_("optimizer (Adam m, v)"), "#54A24B"),
-    ("activation_bytes", N_("activations (peak saved)"), "#B279A2"),
+    ("param_bytes", N_("parameters"), MEMORY_COLORS["parameters"]),
+    ("grad_bytes", N_("gradients"), MEMORY_COLORS["gradients"]),
+    ("optimizer_bytes", N_("optimizer (Adam m, v)"), MEMORY_COLORS["optimizer"]),
+    ("activation_bytes", N_("activations (peak saved)"), MEMORY_COLORS["activations"]),
 )
 
 
@@ -36,7 +36,7 @@ def _ranks(data: dict[str, Any]) -> list[str]:
 
 
 def _size(n: int) -> dict[str, Any]:
-    return {"width": min(MAX_WIDTH_PX, 360 + 60 * n), "height": 460}
+    return {"width": min(WIDTH, 360 + 60 * n), "height": 460}
 
 
 def group_bytes_figure(report: Any, title: str | None = None) -> Any:
@@ -53,7 +53,7 @@ def group_bytes_figure(report: Any, title: str | None = None) -> Any:
                 name=k.upper(),
                 x=x,
                 y=[row.get(k, 0.0) for row in sent],
-                marker_color=TYPE_COLORS[k],
+                marker_color=DIM_COLORS[k],
                 hovertemplate=_("%{{x}}: %{{y:,.0f}} B in {dim}").format(dim=k.upper())
                 + "<extra></extra>",
             )
@@ -74,7 +74,7 @@ def group_bytes_figure(report: Any, title: str | None = None) -> Any:
                     customdata=values,
                     mode="markers",
                     marker={"symbol": "line-ew-open", "size": 30, "line": {"width": 3}}
-                    | {"color": "#222222"},
+                    | {"color": INK},
                     hovertemplate=_("%{{x}}: planner says %{{customdata:,.0f}} B in {dim}").format(
                         dim=k.upper()
                     )

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 
 from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds, contributors
-from ..core.trace import Trace
+from ..core.trace import SNAPSHOT_LIMIT, Trace
 from ..plans.checker import holdings_after_each_step
 from ..plans.plan import Plan
+from .style import ALL_CONTRIBUTORS, EMPTY, FEW_CONTRIBUTORS, NEGATIVE, POSITIVE, ZERO, mix
 
-OP_COLORS = {"reduce": "#d62728", "copy": "#1f77b4"}
-EMPTY_COLOR = "#e6e6e6"
-_PALE, _FULL = (255, 247, 188), (35, 139, 69)  # 1 contributor .. all contributors
-_LOW, _MID, _HIGH = (69, 117, 180), (247, 247, 247), (215, 48, 39)
+# Bytes per rank up to which a run copies its buffers into the trace (the snapshots every value
+# drawn here comes from; larger runs are drawn symbolically, from meta["plan"]): the limit of
+# core/trace.py, under the name the renderers use.
+SNAPSHOT_BYTES = SNAPSHOT_LIMIT
 
 # what a learner reads for a plan's phase and a transfer's op (the values stay English in traces)
 PHASE_NAMES = {
@@ -124,14 +125,14 @@ class RingFrames:
         mask, value = view.masks[rank][chunk], view.values[rank][chunk]
         if self.mode != "value":
             if not mask:
-                return EMPTY_COLOR
+                return EMPTY
             n = max(self.world_size - 1, 1)
-            return _mix(_PALE, _FULL, (bin(mask).count("1") - 1) / n)
+            return mix(FEW_CONTRIBUTORS, ALL_CONTRIBUTORS, (bin(mask).count("1") - 1) / n)
         if value is None:
-            return EMPTY_COLOR
+            return EMPTY
         span = max(abs(self.vmin), abs(self.vmax)) or 1.0
         t = value / span
-        return _mix(_MID, _HIGH, t) if t >= 0 else _mix(_MID, _LOW, -t)
+        return mix(ZERO, POSITIVE, t) if t >= 0 else mix(ZERO, NEGATIVE, -t)
 
     def hover(self, view: StepView, rank: int, chunk: int) -> str:
         """Long description of one cell for hover text."""
@@ -160,17 +161,6 @@ class RingFrames:
             "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
             "{n}); label: which ranks"
         ).format(n=self.world_size)
-
-
-def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
-    t = min(max(t, 0.0), 1.0)
-    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True))
-
-
-def text_color(background: str) -> str:
-    """Black or white, whichever reads better on a ``#rrggbb`` background."""
-    r, g, b = (int(background[i : i + 2], 16) for i in (1, 3, 5))
-    return "#111111" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
 
 
 def ranks_text(mask: int) -> str:

@@ -21,27 +21,10 @@ from ..core.i18n import N_, _
 from ..core.marks import traffic_matrix
 from ..core.trace import Trace
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import ALERT, EMPTY, WIDTH, series_color
 
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-    "#aec7e8",
-    "#ffbb78",
-    "#98df8a",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#9edae5",
-)
-DROPPED = "#d62728"
+DROPPED = ALERT  # an assignment over capacity
 STAGE_CAPTIONS = {
     "routed": N_("routed: each token's k choices at its own rank (x = over capacity)"),
     "dispatched": N_("after dispatch: rows at their expert's rank, one column per local expert"),
@@ -137,7 +120,7 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
             + _("{exchange} all-to-all: bytes sent, rank x rank").format(exchange=exchange),
             x=0.5,
         ),
-        width=min(MAX_WIDTH_PX, 160 + 380 * cols),
+        width=min(WIDTH, 160 + 380 * cols),
         height=130 + 320 * rows + 60 * (rows - 1),
         plot_bgcolor="white",
     )
@@ -161,7 +144,7 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
                 x=xs,
                 y=kept[s],
                 name=_("kept, from rank {rank}").format(rank=s),
-                marker_color=PALETTE[s % len(PALETTE)],
+                marker_color=series_color(s, wide=True),
                 hovertemplate=_("from rank {rank}: %{{y}} kept").format(rank=s)
                 + "<extra>%{x}</extra>",
             )
@@ -280,7 +263,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
             marker=dict(
                 size=11,
                 color=[
-                    PALETTE[p["expert"] % len(PALETTE)] if p["kept"] or not faded else "#dddddd"
+                    series_color(p["expert"], wide=True) if p["kept"] or not faded else EMPTY
                     for p in points
                 ],
                 symbol=["square" if p["kept"] else "x" for p in points],
@@ -300,7 +283,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
                 y=[None],
                 mode="markers",
                 name=_("e{expert} on r{rank}").format(expert=ex, rank=ex // per),
-                marker=dict(size=11, symbol="square", color=PALETTE[ex % len(PALETTE)]),
+                marker=dict(size=11, symbol="square", color=series_color(ex, wide=True)),
             )
         )
     fig.frames = [
@@ -311,7 +294,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
         fig.add_vrect(
             x0=r * width - 0.6,
             x1=(r + 1) * width - 1.4,
-            fillcolor=PALETTE[r % len(PALETTE)],
+            fillcolor=series_color(r, wide=True),
             opacity=0.07,
             line_width=0,
             annotation_text=f"rank {r}",
@@ -320,7 +303,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
     fig.update_layout(
         title=dict(text=head + captions["routed"], x=0.5),
         plot_bgcolor="white",
-        width=min(MAX_WIDTH_PX, 200 + 40 * n * width),
+        width=min(WIDTH, 200 + 40 * n * width),
         height=min(900, 220 + 14 * height),
         legend=dict(title=dict(text=_("expert")), font=dict(size=12)),
         xaxis=dict(

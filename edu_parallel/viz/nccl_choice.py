@@ -18,16 +18,8 @@ from ..core.units import format_bytes
 from ..models.nccl.selection import nccl_choose
 from ..models.nccl.systems import nccl_system
 from .figure import new_figure
+from .style import ALGORITHM_COLORS
 
-ALGO_COLORS = {
-    "Tree": "#d62728",
-    "Ring": "#1f77b4",
-    "CollNetDirect": "#8c564b",
-    "CollNetChain": "#e377c2",
-    "NVLS": "#2ca02c",
-    "NVLSTree": "#17becf",
-    "PAT": "#9467bd",
-}
 PROTO_STYLES = {"LL": ":", "LL128": "--", "Simple": "-"}
 
 
@@ -61,7 +53,7 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
             xs,
             ys,
             PROTO_STYLES[proto],
-            color=ALGO_COLORS[algo],
+            color=ALGORITHM_COLORS[algo],
             lw=1.6,
             label=f"{algo}/{proto}",
         )
@@ -82,7 +74,7 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
     for lo, hi, label in winner_bands(coll, xs, system):
         algo = label.split("/")[0]
         left, right = lo / 2**0.125, hi * 2**0.125  # a band covers its sizes' grid cells
-        strip.axvspan(left, right, color=ALGO_COLORS[algo], alpha=0.55)
+        strip.axvspan(left, right, color=ALGORITHM_COLORS[algo], alpha=0.55)
         if np.log2(right / left) >= 2.5:
             mid = (left * right) ** 0.5
             strip.text(mid, 0.5, label, ha="center", va="center", fontsize=8.5)

@@ -22,20 +22,23 @@ from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, MIN_FONT_PX, fit_layout
-from .model import text_color
+from .fit import MIN_FONT_PX, fit_layout
 from .rank_timeline import time_axis_label
+from .style import ALERT, GRID, IDLE, IDLE_FILL, PHASE_COLORS, WIDTH, text_color, tint
 
-# blue, green, purple, orange; the kinds are torch.distributed.pipelining's (I: input gradient)
-KIND_COLORS = {"F": "#3b6ea5", "B": "#3f8f3a", "I": "#7b4fa0", "W": "#e8770e"}
+# the kinds are torch.distributed.pipelining's (I: input gradient, W: weight gradient)
+KIND_COLORS = {
+    "F": PHASE_COLORS["forward"],
+    "B": PHASE_COLORS["backward"],
+    "I": PHASE_COLORS["input_grad"],
+    "W": PHASE_COLORS["weight_grad"],
+}
 KIND_NAMES = {
     "F": N_("F forward"),
     "B": N_("B backward"),
     "I": N_("I input grad"),
     "W": N_("W weight grad"),
 }
-BUBBLE_FILL, BUBBLE_LINE = "#ececec", "#a8a8a8"
-CURSOR_COLOR = "#c0392b"
 # Keys Timeline.to_trace writes when given no meta: such a trace holds modelled times.
 _TO_TRACE_KEYS = {"concept", "schedule", "world_size", "num_stages", "makespan"}
 
@@ -177,12 +180,6 @@ def pipeline_view(
     return PipelineView(boxes, ranks, stages, name, label, measured)
 
 
-def tint(color: str, amount: float) -> str:
-    """``color`` mixed with white (``amount`` 0 = unchanged, 1 = white)."""
-    rgb = [int(color[i : i + 2], 16) for i in (1, 3, 5)]
-    return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
-
-
 def _fmt(t: float) -> str:
     return f"{t:.3g}" if abs(t) < 1000 else f"{t:.4g}"
 
@@ -215,9 +212,10 @@ def pipeline_gantt(
 ) -> Any:
     """A plotly Gantt of a pipeline run with an animated time cursor.
 
-    One row per rank (rank 0 on top); F/B/I/W boxes (blue/green/purple/orange, paler for later model
-    chunks when interleaved) labelled with their microbatch (and ``s`` + stage when interleaved);
-    idle time hatched grey as the bubble; the x axis says whether times are modelled or measured.
+    One row per rank (rank 0 on top); F/B/I/W boxes (blue/orange/orange/yellow, the phase colours
+    of ``style.py``; paler for later model chunks when interleaved) labelled with their
+    microbatch (and ``s`` + stage when interleaved); idle time hatched grey as the bubble; the x
+    axis says whether times are modelled or measured.
     A red cursor moves across time in ``cursor_frames`` plotly frames (play button and slider),
     so it plays in an exported HTML file. Box traces carry ``customdata`` ``[rank, stage,
     microbatch]`` and ``meta`` ``{"role": "box", "kind", "chunk"}``; the bubble trace has
@@ -239,9 +237,9 @@ def pipeline_gantt(
         name=_("bubble (idle)"),
         meta={"role": "bubble"},
         marker=dict(
-            color=BUBBLE_FILL,
-            line=dict(color=BUBBLE_LINE, width=0.5),
-            pattern=dict(shape="/", fgcolor=BUBBLE_LINE, size=7, solidity=0.15),
+            color=IDLE_FILL,
+            line=dict(color=IDLE, width=0.5),
+            pattern=dict(shape="/", fgcolor=IDLE, size=7, solidity=0.15),
         ),
         hovertext=[
             _("rank {rank} idle {start} to {end} ({length}): bubble").format(
@@ -326,8 +324,8 @@ def _cursor(view: PipelineView, t: float, span: float) -> Any:
         mode="lines+text",
         text=[text, ""],
         textposition=side,
-        textfont=dict(color=CURSOR_COLOR, size=13),
-        line=dict(color=CURSOR_COLOR, width=2.5),
+        textfont=dict(color=ALERT, size=13),
+        line=dict(color=ALERT, width=2.5),
         name="time cursor",
         hoverinfo="skip",
         showlegend=False,
@@ -362,7 +360,7 @@ def _layout_gantt(
         ),
         barmode="overlay",
         height=height,
-        width=MAX_WIDTH_PX,
+        width=WIDTH,
         plot_bgcolor="white",
         margin=dict(l=70, r=20, t=80, b=150),
         uniformtext=dict(minsize=MIN_FONT_PX, mode="hide"),  # smaller labels: hidden
@@ -370,7 +368,7 @@ def _layout_gantt(
             title=view.time_label,
             range=[-0.005 * span, 1.005 * span],
             showgrid=True,
-            gridcolor="#e0e0e0",
+            gridcolor=GRID,
             zeroline=False,
         ),
         yaxis=dict(
@@ -391,7 +389,7 @@ def _layout_gantt(
             prefix=None,
             y=below(100),
             slider_y=below(92),
-            plot_px=MAX_WIDTH_PX - 70 - 20,
+            plot_px=WIDTH - 70 - 20,
             font_size=11,
         )
     )

@@ -15,6 +15,7 @@ from ..core.i18n import _
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import gpipe_bubble, time_schedule
 from .fit import fit_layout
+from .style import GRID, series_color
 
 # where a one-line ValueError (core/errors.py) says what it expected, in English and in Chinese
 _EXPECTED = (": expected ", "：应为")
@@ -97,7 +98,7 @@ def bubble_vs_microbatches_figure(
     ms = sorted({check_int("Ms", m, 1) for m in Ms})
     curves = bubble_curves(P, ms, schedules, v, t_f, t_b, t_w)
     fig = go.Figure()
-    colors = {"gpipe": "#3b6ea5", "1f1b": "#e8770e", "interleaved": "#3f8f3a", "zb-h1": "#c0392b"}
+    colors = {name: series_color(i) for i, name in enumerate(SCHEDULES)}
     symbols = {"gpipe": "circle", "1f1b": "x", "interleaved": "square", "zb-h1": "diamond"}
     for c in curves:
         name = c.schedule + (f" (v={c.chunks})" if c.schedule == "interleaved" else "")
@@ -143,13 +144,13 @@ def bubble_vs_microbatches_figure(
             title=_("microbatches M (log scale)") if log else _("microbatches M"),
             type="log" if log else "linear",
             tickvals=ms,
-            gridcolor="#e0e0e0",
+            gridcolor=GRID,
         ),
         yaxis=dict(
             title=_("bubble (idle share of rank-time)"),
             tickformat=".0%",
             rangemode="tozero",
-            gridcolor="#e0e0e0",
+            gridcolor=GRID,
         ),
         plot_bgcolor="white",
         height=560,

@@ -15,7 +15,8 @@ from ..core.trace import Trace
 from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .fit import fit_layout
-from .pipeline import pipeline_view, tint
+from .pipeline import pipeline_view
+from .style import ALERT, GRID, SERIES, series_color, tint
 
 UNIT_NAMES = {"microbatches": N_("microbatches"), "bytes": N_("bytes")}
 
@@ -151,7 +152,7 @@ def activation_memory_figure(
             title_font=dict(size=11),
             range=[0, top * 1.5 + 1e-9],
             nticks=3,
-            gridcolor="#e0e0e0",
+            gridcolor=GRID,
         )
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left"),
@@ -159,7 +160,7 @@ def activation_memory_figure(
         plot_bgcolor="white",
         margin=dict(l=80, r=20, t=60, b=60),
     )
-    fig.update_xaxes(range=[0, end * 1.01 or 1.0], gridcolor="#e0e0e0")
+    fig.update_xaxes(range=[0, end * 1.01 or 1.0], gridcolor=GRID)
     fig.update_xaxes(title_text=view.time_label, row=n, col=1)
     return fit_layout(fig)
 
@@ -208,9 +209,9 @@ def _memory_heatmap(
         mode="markers+text" if n <= 32 else "markers",
         text=[_("peak {value}").format(value=f"{pk:g}") for pk in peaks],
         textposition="middle right",
-        textfont=dict(size=10, color="#c0392b"),
+        textfont=dict(size=10, color=ALERT),
         cliponaxis=False,
-        marker=dict(symbol="triangle-right", size=8, color="#c0392b"),
+        marker=dict(symbol="triangle-right", size=8, color=ALERT),
         showlegend=False,
         meta={"role": "peak"},
         customdata=[[s, pk] for s, pk in enumerate(peaks)],
@@ -224,19 +225,10 @@ def _memory_heatmap(
 
 
 def _stage_color(stage: int, num_stages: int) -> str:
-    palette = [
-        "#3b6ea5",
-        "#e8770e",
-        "#3f8f3a",
-        "#c0392b",
-        "#8e6bb8",
-        "#8c564b",
-        "#d46aa8",
-        "#5f6b6d",
-    ]
-    if num_stages <= len(palette):
-        return palette[stage]
-    return tint("#3b6ea5", 0.7 * stage / max(num_stages - 1, 1))
+    """A series colour per stage; with more stages than colours, paler blues down the pipe."""
+    if num_stages <= len(SERIES):
+        return series_color(stage)
+    return tint(SERIES[0], 0.7 * stage / max(num_stages - 1, 1))
 
 
 # ----------------------------------------------------------------- bubble against microbatches

@@ -1,66 +1,75 @@
 """An ipywidgets explorer for pipeline schedules: pick a schedule, P, M, v and the cost ratios.
 
-:class:`PipelineState` is the thin, validated state; :class:`PipelineWidget` wires controls to it
-and, on every change, shows the Gantt (:func:`~edu_parallel.viz.pipeline.pipeline_gantt`), the
-bubble (measured or simulated, and by formula), the peak stashed activations per stage, and says
-where the figure came from: a REAL run (``run_small``, small configurations only) or the
-SIMULATION of the same plan (``time_schedule``). Everything is driven from Python, so tests set
-widget values and call ``button.click()``. Nothing here imports torch; ``run_small`` may.
+:class:`PipelineState` is the thin state: one frozen config, checked once when it is built and
+changed with :func:`dataclasses.replace` (a bad value raises its one-line message, the widget
+shows it and keeps the last valid state). :class:`PipelineWidget` wires controls to it (their
+bounds are the config's :attr:`~PipelineState.LIMITS`) and, on every change, shows the Gantt
+(:func:`~edu_parallel.viz.pipeline.pipeline_gantt`), the bubble (measured or simulated, and by
+formula), the peak stashed activations per stage, and says where the figure came from: a REAL run
+(``run_small``, small configurations only) or the SIMULATION of the same plan (``time_schedule``).
+Everything is driven from Python, so tests set widget values and call ``button.click()``. Nothing
+here imports torch; ``run_small`` may.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
-from ..core.errors import check_choice, check_int, check_non_negative, check_positive
+from ..core.dims import MAX_LOCAL_WORLD_SIZE
+from ..core.errors import (
+    Checked,
+    Problems,
+    check_choice,
+    check_int,
+    check_non_negative,
+    check_positive,
+)
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import Timeline, bubble_formula, time_schedule
-from .controls import WidgetView, show_in
+from .controls import WidgetView, kept_html, limits, show_in
 from .pipeline import pipeline_gantt, pipeline_view
 from .pipeline_memory import activation_memory_figure
 
-RANKS_RANGE = (2, 64)  # simulated; a real run takes at most REAL_RANKS_MAX ranks
-REAL_RANKS_MAX = 8
-MICROBATCHES_RANGE = (1, 512)
-CHUNKS_RANGE = (1, 4)
 MAX_GANTT_BOXES = 20_000  # above this the Gantt is not drawn (illegible, and slow in a browser)
 
 
-@dataclass
-class PipelineState:
-    """Validated explorer state; every assignment is checked.
+@dataclass(frozen=True)
+class PipelineState(Checked):
+    """The explorer's setting: a schedule and its parameters, checked once when built.
 
-    ``schedule`` is one of :data:`~edu_parallel.pipeline_parallel.builders.SCHEDULES`; ``P`` ranks
-    in [2, 64] (real runs: up to 8), ``M`` microbatches in [1, 512], ``v`` model chunks per rank in
-    [1, 4] (used by ``"interleaved"`` only), ``tb_over_tf`` = t_b / t_f > 0, ``tw_over_tf`` = t_w /
-    t_f >= 0. A bad value raises ValueError naming the field, the value and the valid range.
+    A bad value raises one ValueError naming the field, the value and the valid range (every bad
+    field at once). Whether the schedule can be built from them (interleaved needs M a multiple
+    of P) is :func:`~edu_parallel.pipeline_parallel.builders.build_schedule`'s to say.
     """
 
-    schedule: str = "1f1b"
-    P: int = 4  # noqa: N815 - the literature's names
-    M: int = 8  # noqa: N815
-    v: int = 2
-    tb_over_tf: float = 1.0
-    tw_over_tf: float = 1.0
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {"P": (2, 64), "M": (1, 512), "v": (1, 4)}
+    """The explorer's bounds: what it simulates (and draws) in well under a second."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "schedule":
-            value = check_choice("schedule", value, SCHEDULES)
-        elif name == "P":
-            value = check_int("P", value, *RANKS_RANGE)
-        elif name == "M":
-            value = check_int("M", value, *MICROBATCHES_RANGE)
-        elif name == "v":
-            value = check_int("v", value, *CHUNKS_RANGE)
-        elif name == "tb_over_tf":
-            value = check_positive("tb_over_tf", value)
-        elif name == "tw_over_tf":
-            value = check_non_negative("tw_over_tf", value)
-        object.__setattr__(self, name, value)
+    schedule: str = "1f1b"
+    """One of :data:`~edu_parallel.pipeline_parallel.builders.SCHEDULES`."""
+    P: int = 4  # noqa: N815 - the literature's names
+    """Pipeline ranks, in ``LIMITS["P"]`` (a real run: at most the widget's ``real_max_ranks``)."""
+    M: int = 8  # noqa: N815
+    """Microbatches per step, in ``LIMITS["M"]``."""
+    v: int = 2
+    """Model chunks per rank, in ``LIMITS["v"]``; only ``"interleaved"`` uses them."""
+    tb_over_tf: float = 1.0
+    """t_b / t_f > 0: the input-gradient pass against the forward."""
+    tw_over_tf: float = 1.0
+    """t_w / t_f >= 0: the weight-gradient pass against the forward."""
+
+    def _check(self) -> list[str]:
+        p = Problems()
+        self._field(p, "schedule", check_choice, SCHEDULES)
+        for name, (low, high) in self.LIMITS.items():
+            self._field(p, name, check_int, low, high)
+        self._field(p, "tb_over_tf", check_positive)
+        self._field(p, "tw_over_tf", check_non_negative)
+        return p.lines
 
     @property
     def chunks(self) -> int:
@@ -110,7 +119,8 @@ class PipelineWidget(WidgetView):
 
         self.run_small = run_small
         self.state = PipelineState(schedule, P, M, v, tb_over_tf, tw_over_tf)
-        self.real_max_ranks = check_int("real_max_ranks", real_max_ranks, 2, REAL_RANKS_MAX)
+        low = PipelineState.LIMITS["P"][0]  # a real run is on the local cluster's ranks
+        self.real_max_ranks = check_int("real_max_ranks", real_max_ranks, low, MAX_LOCAL_WORLD_SIZE)
         self.real_max_microbatches = check_int("real_max_microbatches", real_max_microbatches, 1)
         self.real_t_f = check_positive("real_t_f", real_t_f)
         self.source = ""
@@ -127,21 +137,16 @@ class PipelineWidget(WidgetView):
         )
         self.ranks_slider = w.IntSlider(
             value=s.P,
-            min=RANKS_RANGE[0],
-            max=RANKS_RANGE[1],
+            **limits(PipelineState, "P"),
             description=_("P ranks"),
             continuous_update=False,
         )
         self.microbatches_box = w.BoundedIntText(
-            value=s.M,
-            min=MICROBATCHES_RANGE[0],
-            max=MICROBATCHES_RANGE[1],
-            description=_("M micro"),
+            value=s.M, **limits(PipelineState, "M"), description=_("M micro")
         )
         self.chunks_slider = w.IntSlider(
             value=s.v,
-            min=CHUNKS_RANGE[0],
-            max=CHUNKS_RANGE[1],
+            **limits(PipelineState, "v"),
             description=_("v chunks"),
             continuous_update=False,
         )
@@ -205,21 +210,20 @@ class PipelineWidget(WidgetView):
 
     # ----------------------------------------------------------------- update
     def update(self) -> None:
-        """Read the controls, validate, simulate (and run for real when small), then draw."""
+        """Read the controls into the state, simulate (and run for real when small), then draw."""
         self.chunks_slider.disabled = self.schedule_dropdown.value != "interleaved"
         try:
-            new = PipelineState(
-                self.schedule_dropdown.value,
-                self.ranks_slider.value,
-                self.microbatches_box.value,
-                self.chunks_slider.value,
-                self.tb_box.value,
-                self.tw_box.value,
+            new = replace(
+                self.state,
+                schedule=self.schedule_dropdown.value,
+                P=self.ranks_slider.value,
+                M=self.microbatches_box.value,
+                v=self.chunks_slider.value,
+                tb_over_tf=self.tb_box.value,
+                tw_over_tf=self.tw_box.value,
             )
         except ValueError as err:
-            self.status.value = _("{error} (showing the last valid setting)").format(
-                error=f"<b style='color:#b00'>{err}</b>"
-            )
+            self.status.value = kept_html(err)
             return
         try:
             plan = build_schedule(new.schedule, new.P, new.M, new.chunks)
@@ -227,9 +231,7 @@ class PipelineWidget(WidgetView):
             failed = _("{setting} cannot be built: {error}").format(
                 setting=new.describe(), error=err
             )
-            self.status.value = _("{error} (showing the last valid setting)").format(
-                error=f"<b style='color:#b00'>{failed}</b>"
-            )
+            self.status.value = kept_html(failed)
             return
         t_f, t_b, t_w = new.times()
         self.simulated = time_schedule(plan, t_f, t_b, t_w)

@@ -24,19 +24,34 @@ from typing import Any
 from ..core.errors import bad_value, check_int
 from ..core.i18n import N_, _
 from ..planner import TERMS, ConfigEstimate, PlannerResult
-from .ddp import FONT, WIDTH, legend_below, title_layout
 from .fit import fit_layout
+from .style import (
+    ALERT,
+    BLUE,
+    COMPUTE,
+    DIM_COLORS,
+    FONT,
+    GREEN,
+    IDLE,
+    MUTED,
+    ORANGE,
+    STAR,
+    WIDTH,
+    legend_below,
+    title_layout,
+)
 
 # the fields that name a configuration (a ConfigEstimate's, before its estimate)
 CONFIG_KEYS = ("dp", "tp", "pp", "ep", "chunks", "zero", "micro_batch", "microbatches", "recompute")
-RECOMPUTE_COLORS = {"none": "#4C78A8", "selective": "#54A24B", "full": "#F58518"}
+RECOMPUTE_COLORS = {"none": BLUE, "selective": GREEN, "full": ORANGE}
+# a term's colour: compute's, the communication of each dimension, the bubble's idle grey
 TERM_COLORS = {
-    "compute": "#4C78A8",
-    "tp": "#F58518",
-    "ep": "#72B7B2",
-    "pp": "#54A24B",
-    "dp": "#E45756",
-    "bubble": "#B279A2",
+    "compute": COMPUTE,
+    "tp": DIM_COLORS["tp"],
+    "ep": DIM_COLORS["ep"],
+    "pp": DIM_COLORS["pp"],
+    "dp": DIM_COLORS["dp"],
+    "bubble": IDLE,
 }
 TERM_NAMES = {  # translated where shown: _(TERM_NAMES[term])
     "compute": N_("compute"),
@@ -162,7 +177,7 @@ def pareto_figure(
                 oom,
                 _("out of memory"),
                 mode="markers",
-                marker=dict(symbol="x-thin", size=6, color="#9a9a9a", line=dict(width=1)),
+                marker=dict(symbol="x-thin", size=6, color=MUTED, line=dict(width=1)),
                 opacity=0.45,
             )
         )
@@ -194,7 +209,7 @@ def pareto_figure(
             [(0, best)],
             _("best: {config}").format(config=layout_label(best)),
             mode="markers",
-            marker=dict(symbol="star", size=20, color="#FFD700", line=dict(color="black", width=1)),
+            marker=dict(symbol="star", size=20, color=STAR, line=dict(color="black", width=1)),
         )
     )
     if marked is not None:
@@ -206,7 +221,7 @@ def pareto_figure(
                 [(result.configs.index(marked), marked)],
                 f"{name} ({where})",
                 mode="markers",
-                marker=dict(symbol="diamond-open", size=18, color="#D62728", line=dict(width=3)),
+                marker=dict(symbol="diamond-open", size=18, color=ALERT, line=dict(width=3)),
             )
         )
     shown = [c for _i, c in (oom if infeasible else [])] + result.feasible
@@ -219,7 +234,7 @@ def pareto_figure(
             x=[budget, budget],
             y=[min(times) / 1.15, max(times) * 1.15],
             mode="lines",
-            line=dict(color="#D62728", dash="dash", width=2),
+            line=dict(color=ALERT, dash="dash", width=2),
             name=(
                 _("GPU memory: {budget} GB") if is_gpu else _("memory budget: {budget} GB")
             ).format(budget=f"{budget:.4g}"),

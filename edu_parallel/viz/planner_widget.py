@@ -1,90 +1,105 @@
 """The planner explorer (lesson 10): pick a model and a cluster, see every configuration ranked.
 
-:class:`PlannerState` is the thin, validated state (model preset, nodes, GPUs per node, GPU,
-global batch, sequence length, compute efficiency, memory budget); :class:`PlannerWidget` wires
-sliders and dropdowns to it and, on every change, re-plans with
-:func:`~edu_parallel.planner.plan` (thousands of configurations in well under a second) and shows
-a one-line status, the top-5 table (:func:`~edu_parallel.planner.configs_table`), the Pareto
-figure (:func:`~edu_parallel.viz.planner.pareto_figure`) and the time terms of the top 5
-(:func:`~edu_parallel.viz.planner.time_terms_figure`). An input nothing fits shows the planner's
-one-line error in the status instead of a traceback. Driven from Python: tests set control values
-and read ``result``, ``figure`` and ``status``. No torch import.
+:class:`PlannerState` is the thin state: one frozen config of the planner's inputs (model preset,
+nodes, GPUs per node, GPU, global batch, sequence length, compute efficiency, memory budget),
+checked by the planner's own rules (:class:`~edu_parallel.planner.ClusterSpec` and
+:class:`~edu_parallel.planner.PlannerInputs`, built once by the check and handed to
+:func:`~edu_parallel.planner.plan` as is) when built, and changed with
+:func:`dataclasses.replace`. :class:`PlannerWidget` wires sliders and dropdowns to it and, on
+every change, re-plans with :func:`~edu_parallel.planner.plan` (thousands of configurations in
+well under a second) and shows a one-line status, the top-5 table
+(:func:`~edu_parallel.planner.configs_table`), the Pareto figure
+(:func:`~edu_parallel.viz.planner.pareto_figure`) and the time terms of the top 5
+(:func:`~edu_parallel.viz.planner.time_terms_figure`). A bad control or an input nothing fits
+shows a one-line error in the status instead of a traceback. Driven from Python: tests set
+control values and read ``result``, ``figure`` and ``status``. No torch import.
 """
 
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.errors import bad_value, check_choice, check_int
+from ..core.errors import Checked, Problems, check_positive
 from ..core.i18n import _
 from ..memory.presets import PRESETS
-from ..planner import GPUS, TERMS, ClusterSpec, PlannerResult, configs_table, plan
-from .controls import WidgetView, show_in
+from ..planner import GPUS, TERMS, ClusterSpec, PlannerInputs, PlannerResult, configs_table, plan
+from .controls import WidgetView, error_html, kept_html, show_in
 from .planner import layout_label, pareto_figure, time_terms_figure
 
-NODES_RANGE = (1, 4096)
-GPUS_PER_NODE_RANGE = (1, 16)
-BATCH_RANGE = (1, 1 << 20)
-SEQ_RANGE = (1, 1 << 20)
-BUDGET_GB_RANGE = (1.0, 10_000.0)
+# The values the sliders offer; any value the planner accepts can be given from Python.
+NODES_OPTIONS = tuple(2**k for k in range(13))
+GPUS_PER_NODE_OPTIONS = (1, 2, 4, 8, 16)
+BATCH_OPTIONS = tuple(2**k for k in range(15))
+SEQ_OPTIONS = tuple(2**k for k in range(9, 17))
 TOP = 5
-ERROR_STYLE = "color:#b00"
+STAND_IN_CLUSTER = ClusterSpec(1, 1)  # checks the other fields while the cluster is bad
 
 
-@dataclass
-class PlannerState:
-    """Validated explorer state; every assignment is checked.
-
-    ``model``: a preset of :data:`edu_parallel.memory.presets.PRESETS`; ``nodes`` in [1, 4096];
-    ``gpus_per_node`` in [1, 16]; ``gpu``: one of :data:`edu_parallel.planner.GPUS`;
-    ``global_batch`` (sequences) and ``seq`` (tokens) in [1, 2^20]; ``efficiency``, the fraction
-    of peak FLOP/s the matmuls reach, in (0, 1]; ``memory_budget_gb`` per GPU in [1, 10000], or
-    None for the GPU's memory. A bad value raises ValueError naming the field, the value and the
-    valid range.
-    """
+@dataclass(frozen=True)
+class PlannerState(Checked):
+    """The explorer's inputs to :func:`~edu_parallel.planner.plan`, checked once when built by
+    the planner's own rules: one ValueError names every bad field, in the planner's words."""
 
     model: str = "llama3-70b"
+    """A preset of :data:`edu_parallel.memory.presets.PRESETS`."""
     nodes: int = 8
+    """Nodes of the cluster (>= 1; nodes x GPUs per node within the topology's limit)."""
     gpus_per_node: int = 8
+    """GPUs in each node (>= 1): tensor parallelism stays inside a node."""
     gpu: str = "h100"
+    """One of :data:`edu_parallel.planner.GPUS`."""
     global_batch: int = 512
+    """Sequences per step (>= 1)."""
     seq: int = 4096
+    """Tokens per sequence (>= 1)."""
     efficiency: float = 0.5
+    """The fraction of peak FLOP/s the matmuls reach, in (0, 1]."""
     memory_budget_gb: float | None = None
+    """Memory per GPU the plan may use, in GB (> 0), or None for the GPU's memory."""
+    inputs: PlannerInputs = field(init=False, repr=False, compare=False)
+    """What :func:`~edu_parallel.planner.plan` is given: the inputs built (checked) once here."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "model":
-            value = check_choice("model", value, PRESETS)
-        elif name == "nodes":
-            value = check_int("nodes", value, *NODES_RANGE)
-        elif name == "gpus_per_node":
-            value = check_int("gpus_per_node", value, *GPUS_PER_NODE_RANGE)
-        elif name == "gpu":
-            value = check_choice("gpu", value, GPUS)
-        elif name == "global_batch":
-            value = check_int("global_batch", value, *BATCH_RANGE)
-        elif name == "seq":
-            value = check_int("seq", value, *SEQ_RANGE)
-        elif name == "efficiency":
-            value = _number("efficiency", value, 0.0, 1.0, _("a number in (0, 1]"), open_low=True)
-        elif name == "memory_budget_gb" and value is not None:
-            low, high = BUDGET_GB_RANGE
-            valid = _("None or a number in [{low}, {high}]").format(
-                low=f"{low:g}", high=f"{high:g}"
+    def _check(self) -> list[str]:
+        p = Problems()
+        cluster = None
+        try:
+            cluster = ClusterSpec(self.nodes, self.gpus_per_node, self.gpu)
+        except ValueError as exc:
+            p.add(exc)
+        gb = None
+        if self.memory_budget_gb is not None:
+            gb = self._field(p, "memory_budget_gb", check_positive)
+        try:  # the planner's check of the rest (a stand-in cluster when this one is bad)
+            inputs = PlannerInputs(
+                self.model,
+                cluster or STAND_IN_CLUSTER,
+                self.global_batch,
+                self.seq,
+                self.efficiency,
+                None if gb is None else gb * 1e9,
             )
-            value = _number(name, value, low, high, valid)
-        object.__setattr__(self, name, value)
+        except ValueError as exc:
+            p.add(exc)
+        else:
+            object.__setattr__(self, "inputs", inputs)
+            for name in ("global_batch", "seq", "efficiency"):
+                object.__setattr__(self, name, getattr(inputs, name))
+        if cluster is not None:
+            object.__setattr__(self, "nodes", cluster.nodes)
+            object.__setattr__(self, "gpus_per_node", cluster.gpus_per_node)
+        return p.lines
 
     @property
     def cluster(self) -> ClusterSpec:
-        return ClusterSpec(self.nodes, self.gpus_per_node, self.gpu)
+        """The cluster of ``nodes``, ``gpus_per_node`` and ``gpu``."""
+        return self.inputs.cluster
 
     @property
     def memory_budget(self) -> float | None:
         """Bytes per GPU, or None (the GPU's memory)."""
-        return None if self.memory_budget_gb is None else self.memory_budget_gb * 1e9
+        return self.inputs.memory_budget
 
     def describe(self) -> str:
         text = _(
@@ -103,16 +118,7 @@ class PlannerState:
         return text + ", " + _("budget {budget} GB").format(budget=f"{self.memory_budget_gb:g}")
 
 
-def _number(name: str, value: Any, low: float, high: float, valid: str, open_low=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad_value(name, value, valid)
-    x = float(value)
-    if not (low < x if open_low else low <= x) or not x <= high:
-        raise bad_value(name, value, valid)
-    return x
-
-
-def _options(values: list[int], current: int) -> list[int]:
+def _options(values: tuple[int, ...], current: int) -> list[int]:
     return sorted({*values, current})
 
 
@@ -192,25 +198,25 @@ class PlannerWidget(WidgetView):
         )
         self.gpu_dropdown = w.Dropdown(options=list(GPUS), value=s.gpu, description="GPU")
         self.nodes_slider = w.SelectionSlider(
-            options=_options([2**k for k in range(13)], s.nodes),
+            options=_options(NODES_OPTIONS, s.nodes),
             value=s.nodes,
             description=_("nodes"),
             **slider,
         )
         self.gpus_slider = w.SelectionSlider(
-            options=_options([1, 2, 4, 8, 16], s.gpus_per_node),
+            options=_options(GPUS_PER_NODE_OPTIONS, s.gpus_per_node),
             value=s.gpus_per_node,
             description=_("GPUs/node"),
             **slider,
         )
         self.batch_slider = w.SelectionSlider(
-            options=_options([2**k for k in range(15)], s.global_batch),
+            options=_options(BATCH_OPTIONS, s.global_batch),
             value=s.global_batch,
             description=_("batch"),
             **slider,
         )
         self.seq_slider = w.SelectionSlider(
-            options=_options([2**k for k in range(9, 17)], s.seq),
+            options=_options(SEQ_OPTIONS, s.seq),
             value=s.seq,
             description=_("seq"),
             **slider,
@@ -260,17 +266,18 @@ class PlannerWidget(WidgetView):
         self.update()
 
     def read_controls(self) -> PlannerState:
-        """A validated state from the controls (raises ValueError naming the bad field)."""
+        """The state with the controls' values (raises the config's ValueError on a bad one)."""
         budget = self.budget_box.value
-        return PlannerState(
-            self.model_dropdown.value,
-            self.nodes_slider.value,
-            self.gpus_slider.value,
-            self.gpu_dropdown.value,
-            self.batch_slider.value,
-            self.seq_slider.value,
-            round(self.efficiency_slider.value, 6),
-            None if budget == 0 else budget,
+        return replace(
+            self.state,
+            model=self.model_dropdown.value,
+            nodes=self.nodes_slider.value,
+            gpus_per_node=self.gpus_slider.value,
+            gpu=self.gpu_dropdown.value,
+            global_batch=self.batch_slider.value,
+            seq=self.seq_slider.value,
+            efficiency=round(self.efficiency_slider.value, 6),
+            memory_budget_gb=None if budget == 0 else budget,
         )
 
     def update(self) -> None:
@@ -278,24 +285,15 @@ class PlannerWidget(WidgetView):
         try:
             new = self.read_controls()
         except ValueError as err:
-            self.status.value = _("{error} (showing the last valid setting)").format(
-                error=_error_html(err)
-            )
+            self.status.value = kept_html(err)
             return
         self.state = new
         try:
-            result = plan(
-                new.model,
-                new.cluster,
-                new.global_batch,
-                new.seq,
-                efficiency=new.efficiency,
-                memory_budget=new.memory_budget,
-            )
+            result = plan(new.inputs)  # checked when the state was built: not again
         except ValueError as err:  # nothing fits or nothing divides: the planner's one line
             self.result, self.error = None, str(err)
             self.figure = self.terms_figure = self.table = None
-            self.status.value, self.table_html.value = _error_html(err), ""
+            self.status.value, self.table_html.value = error_html(err), ""
             self.render()
             return
         self.result, self.error = result, None
@@ -310,7 +308,3 @@ class PlannerWidget(WidgetView):
         """Show the figures in the output areas (only inside a kernel)."""
         show_in(self.pareto_output, self.figure)
         show_in(self.terms_output, self.terms_figure)
-
-
-def _error_html(err: Exception, tail: str = "") -> str:
-    return f"<b style='{ERROR_STYLE}'>{html.escape(str(err), quote=False)}</b>{tail}"

@@ -1,60 +1,63 @@
 """An ipywidgets player for the ring: step through a run, change the ranks or the size, re-run.
 
-:class:`PlayerState` is the thin, validated state (world size, bytes, current frame);
-:class:`RingPlayer` wires widgets to it and draws the current frame with
-:class:`~edu_parallel.viz.ring.RingDrawing` (the same code as the exported animation). The
-``runner`` is any ``(world_size, nbytes) -> Trace`` callable: the real engine or the simulation.
-Everything is driven from Python, so tests set slider values and call ``button.click()``.
+:class:`PlayerState` is the thin state (world size, bytes, current frame): one frozen config,
+checked when built and changed with :func:`dataclasses.replace`; :class:`RingPlayer` wires widgets
+to it (the slider's bounds are the config's :attr:`~PlayerState.LIMITS`) and draws the current
+frame with :class:`~edu_parallel.viz.ring.RingDrawing` (the same code as the exported animation).
+The ``runner`` is any ``(world_size, nbytes) -> Trace`` callable: the real engine or the
+simulation. Everything is driven from Python, so tests set slider values and call
+``button.click()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
-from ..core.errors import check_int
+from ..core.dims import MAX_LOCAL_WORLD_SIZE
+from ..core.errors import Checked, Problems, check_int
 from ..core.i18n import _
 from ..core.trace import Trace
-from .controls import WidgetView, show_in
+from .controls import WidgetView, error_html, limits, show_in
+from .model import SNAPSHOT_BYTES
 from .ring import RingDrawing
 
-WORLD_RANGE = (2, 16)
-NBYTES_RANGE = (1, 4096)  # snapshots (the animated values) are kept up to 4096 bytes per rank
-SIZES = [4, 16, 64, 256, 1024, 4096]
 
+@dataclass(frozen=True)
+class PlayerState(Checked):
+    """The player's setting, checked once when built: a bad value raises one ValueError naming
+    the field, the value and the valid range (every bad field at once)."""
 
-@dataclass
-class PlayerState:
-    """Validated player state. ``step`` is a frame index: 0 = input, k = after the k-th step.
-
-    ``num_frames`` (when known) bounds ``step`` to ``[0, num_frames - 1]``. Every assignment is
-    checked; a bad value raises ValueError naming the field, the value and the valid range.
-    """
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "world_size": (2, MAX_LOCAL_WORLD_SIZE),  # a ring of one rank sends nothing
+        "nbytes": (1, SNAPSHOT_BYTES),
+    }
+    """Ranks of a local cluster; bytes per rank whose values a run records (and the player
+    animates)."""
 
     world_size: int = 4
+    """Ranks in the ring, in ``LIMITS["world_size"]``."""
     nbytes: int = 64
+    """Bytes per rank, in ``LIMITS["nbytes"]``."""
     step: int = 0
+    """The frame shown: 0 = the input, k = after the k-th step; below ``num_frames``."""
     num_frames: int | None = None
+    """Frames of the current run (None: not known yet, ``step`` unbounded)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "world_size":
-            value = check_int("world_size", value, *WORLD_RANGE)
-        elif name == "nbytes":
-            value = check_int("nbytes", value, *NBYTES_RANGE)
-        elif name == "num_frames" and value is not None:
-            value = check_int("num_frames", value, 1)
-            step = self.__dict__.get("step", 0)
-            if step > value - 1:
-                raise ValueError(
-                    _(
-                        "num_frames={value!r} is not valid: expected an integer > step={step}"
-                    ).format(value=value, step=step)
-                )
-        elif name == "step":
-            frames = self.__dict__.get("num_frames")
-            value = check_int("step", value, 0, frames - 1 if frames else None)
-        object.__setattr__(self, name, value)
+    def _check(self) -> list[str]:
+        p = Problems()
+        for name, (low, high) in self.LIMITS.items():
+            self._field(p, name, check_int, low, high)
+        frames = None
+        if self.num_frames is not None:
+            frames = self._field(p, "num_frames", check_int, 1)
+        self._field(p, "step", check_int, 0, None if frames is None else frames - 1)
+        return p.lines
+
+
+# the sizes the player offers: 4 B, then four times more, up to what its runs record
+SIZES = [4**k for k in range(1, 7) if 4**k <= SNAPSHOT_BYTES]
 
 
 class RingPlayer(WidgetView):
@@ -71,10 +74,10 @@ class RingPlayer(WidgetView):
         import ipywidgets as w
 
         self.runner = runner
-        self.state = PlayerState(world_size, nbytes)
-        self.trace: Trace = runner(world_size, nbytes)
+        state = PlayerState(world_size, nbytes)
+        self.trace: Trace = runner(state.world_size, state.nbytes)
         self.drawing = RingDrawing(self.trace)
-        self.state.num_frames = len(self.drawing)
+        self.state = replace(state, num_frames=len(self.drawing))
         self.figure: Any = None
         self._syncing = False
         last = len(self.drawing) - 1
@@ -85,15 +88,14 @@ class RingPlayer(WidgetView):
         self.back_button = w.Button(description=_("\u25c0 back"), layout=w.Layout(width="80px"))
         self.forward_button = w.Button(description=_("next \u25b6"), layout=w.Layout(width="80px"))
         self.world_slider = w.IntSlider(
-            value=world_size,
-            min=WORLD_RANGE[0],
-            max=WORLD_RANGE[1],
+            value=state.world_size,
+            **limits(PlayerState, "world_size"),
             description=_("ranks"),
             continuous_update=False,
         )
-        sizes = sorted(set(SIZES) | {nbytes})
+        sizes = sorted(set(SIZES) | {state.nbytes})
         self.size_dropdown = w.Dropdown(
-            options=[(f"{s} B", s) for s in sizes], value=nbytes, description=_("bytes/rank")
+            options=[(f"{s} B", s) for s in sizes], value=state.nbytes, description=_("bytes/rank")
         )
         self.run_button = w.Button(description=_("Run"), button_style="primary", icon="play")
         self.status = w.HTML()
@@ -122,7 +124,7 @@ class RingPlayer(WidgetView):
         step = min(max(int(step), 0), len(self.drawing) - 1)
         if self._syncing or (step == self.state.step and self.figure is not None):
             return
-        self.state.step = step
+        self.state = replace(self.state, step=step)
         for widget in (self.step_slider, self.play):
             if widget.value != step:
                 widget.value = step
@@ -131,20 +133,25 @@ class RingPlayer(WidgetView):
     def rerun(self) -> None:
         """Run ``runner`` with the widgets' world size and size, then show frame 0."""
         try:
-            new = PlayerState(self.world_slider.value, self.size_dropdown.value)
+            new = replace(
+                self.state,
+                world_size=self.world_slider.value,
+                nbytes=self.size_dropdown.value,
+                step=0,
+                num_frames=None,
+            )
         except ValueError as err:
-            self.status.value = f"<b style='color:#b00'>{err}</b>"
+            self.status.value = error_html(err)
             return
         try:
             trace = self.runner(new.world_size, new.nbytes)
             drawing = RingDrawing(trace)
         except Exception as err:  # shown in the widget: a click handler's error is easy to miss
             failed = _("run failed: {error}").format(error=f"{type(err).__name__}: {err}")
-            self.status.value = f"<b style='color:#b00'>{failed}</b>"
+            self.status.value = error_html(failed)
             return
         self.trace, self.drawing = trace, drawing
-        new.num_frames = len(self.drawing)
-        self.state = new
+        self.state = replace(new, num_frames=len(self.drawing))
         self._syncing = True
         try:
             for widget in (self.step_slider, self.play):

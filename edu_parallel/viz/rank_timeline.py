@@ -11,9 +11,9 @@ from typing import Any
 
 from ..core.i18n import _
 from ..core.trace import Trace
-from .bars import PHASE_COLORS
 from .fit import fit_layout
 from .model import phase_label
+from .style import series_color
 
 KINDS = ("send", "recv", "compute", "collective")
 
@@ -46,7 +46,7 @@ def timeline(trace: Trace, title: str | None = None) -> Any:
         mine = [e for e in events if (e.phase or "-") == phase]
         if not mine:
             continue
-        color = PHASE_COLORS[i % len(PHASE_COLORS)]
+        color = series_color(i)
         spans = [e for e in mine if e.end > e.start]
         points = [e for e in mine if e.end <= e.start]
         if spans:

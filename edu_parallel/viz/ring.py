@@ -19,16 +19,9 @@ from typing import Any
 from ..core.i18n import N_, _
 from ..core.trace import Trace
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, MODEBAR_PX, title_y, wrap_text
-from .model import (
-    OP_COLORS,
-    Arrow,
-    RingFrames,
-    StepView,
-    arrow_hover,
-    build_frames,
-    text_color,
-)
+from .fit import MODEBAR_PX, title_y, wrap_text
+from .model import Arrow, RingFrames, StepView, arrow_hover, build_frames
+from .style import LABEL, MUTED, OP_COLORS, SOFT_INK, WIDTH, text_color
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
 _MARGIN = dict(l=20, r=20, t=110, b=70)
@@ -56,7 +49,7 @@ class RingDrawing:
         ]
         self.half_span = self.radius + c / 2 + 1.2  # x: rows stick out sideways
         self.half_height = self.radius + 1.8  # y: a row plus its rank name
-        self.width = int(min(MAX_WIDTH_PX, 560 + 36 * n + 6 * n * c))
+        self.width = int(min(WIDTH, 560 + 36 * n + 6 * n * c))
         plot_px = self.width - _MARGIN["l"] - _MARGIN["r"]
         self.cell_px = 0.92 * plot_px / (2 * self.half_span)
         self.plot_height = round(plot_px * self.half_height / self.half_span)
@@ -147,7 +140,7 @@ class RingDrawing:
                 hovers.append(fr.hover(view, r, k))
                 data.append([r, k, view.values[r][k]])
                 op = view.changed.get((r, k))
-                edge.append(OP_COLORS.get(op, "#7f7f7f") if op else "#555555")
+                edge.append(OP_COLORS.get(op, MUTED) if op else SOFT_INK)
                 width.append(3.5 if op else 1.0)
         cells = go.Scatter(
             x=xs,
@@ -183,7 +176,7 @@ class RingDrawing:
                 text=lt,
                 hoverinfo="skip",
                 showlegend=False,
-                textfont=dict(size=11, color="#333333"),
+                textfont=dict(size=11, color=LABEL),
                 name="arrow labels",
             )
         )
@@ -280,7 +273,7 @@ class RingDrawing:
                     xanchor="center",
                     yanchor="bottom",
                     showarrow=False,
-                    font=dict(size=11, color="#444444"),
+                    font=dict(size=11, color=LABEL),
                 )
             ],
         )

@@ -20,7 +20,8 @@ from typing import Any
 
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import DIM_COLORS, PHASE_COLORS, WIDTH
 
 METRICS = (
     ("param_bytes", N_("parameter bytes")),
@@ -28,7 +29,11 @@ METRICS = (
     ("sent_bytes", N_("bytes sent / step")),
     ("messages", N_("messages / step")),
 )
-PASS_COLORS = {"forward": "#4C78A8", "backward": "#F58518", "grad_sync": "#54A24B"}
+PASS_COLORS = {  # the gradient sync is the data-parallel group's traffic
+    "forward": PHASE_COLORS["forward"],
+    "backward": PHASE_COLORS["backward"],
+    "grad_sync": DIM_COLORS["dp"],
+}
 PASS_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "grad_sync": N_("grad sync")}
 
 
@@ -182,6 +187,6 @@ def split_figure(report: Any, title: str | None = None) -> Any:
     fig.update_layout(
         title=title or _("What each strategy splits: fraction of each parameter tensor per rank"),
         height=280 * len(runs),
-        width=MAX_WIDTH_PX,
+        width=WIDTH,
     )
     return fit_layout(fig)

@@ -1,40 +1,35 @@
 """Tensor-parallel pictures: the blocks of X, A (= W^T), Y, dY and dX each rank holds, and the
 collectives.
 
-* :func:`tp_story` turns a run's report into frames: what every rank holds before the first
-  collective, then after each step of each collective that ran (ring all-gather steps, the
-  reduce-scatter half of an all-reduce, then its all-gather steps). The collectives are checked
-  against the report's ``forward_collectives`` / ``backward_collectives`` (what the trace recorded),
-  and the kind of each rank's local output ("slice" or "partial_sum") is the one the run measured
-  (``local_output_kind``). A mismatch raises instead of drawing a story that did not happen.
+* :func:`~edu_parallel.viz.tp_frames.tp_story` (``tp_frames.py``) turns a run's report into
+  frames, checked against what the run recorded.
 * :func:`tp_blocks` draws one frame; :func:`tp_animation` all of them (plotly frames with a play
   button and a slider, so it plays in exported HTML).
 
-Colours: a **slice** (blue) is one block of the full tensor; a **partial sum** (orange) has the
-full shape but must be summed over the ranks; green is the full tensor. Reads a
-:class:`~edu_parallel.tensor_parallel.report.TPReport` or its ``to_json_dict()``; never imports
-torch.
+Colours (``style.py``): a **slice** (blue) is one block of the full tensor; a **partial sum**
+(orange) has the full shape but must be summed over the ranks; green is the full tensor; red is
+not the dense result. Reads a :class:`~edu_parallel.tensor_parallel.report.TPReport` or its
+``to_json_dict()``; never imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .controls import play_controls
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
+from .style import BLUE, GREEN, MUTED, ORANGE, PURPLE, RED, WIDTH, tint
+from .tp_frames import KINDS, Region, TPFrame, matrices, report_field, tp_story
 
-KINDS = ("replicated", "shard", "slice", "partial", "full", "wrong")
 KIND_COLORS = {
-    "replicated": "#9ecae1",
-    "shard": "#9e9ac8",
-    "slice": "#3182bd",
-    "partial": "#fd8d3c",
-    "full": "#31a354",
-    "wrong": "#de2d26",
+    "replicated": tint(BLUE),
+    "shard": tint(PURPLE),
+    "slice": BLUE,
+    "partial": ORANGE,
+    "full": GREEN,
+    "wrong": RED,
 }
 KIND_NAMES = {  # legend entries, translated where shown
     "replicated": N_("replicated input (same on every rank)"),
@@ -52,196 +47,6 @@ KIND_WORDS = {  # the short labels under each block
     "full": N_("full"),
     "wrong": N_("wrong"),
 }
-PHASE_WORDS = {"forward": N_("forward"), "backward": N_("backward")}
-# the forward frame after the local matmul, by what each rank's output is
-_LOCAL = {
-    "slice": N_("forward, local matmul: each rank's {output} is a slice of Y (measured)"),
-    "partial": N_("forward, local matmul: each rank's {output} is a partial sum of Y (measured)"),
-    "full": N_("forward, local matmul: each rank's {output} is all of Y (measured)"),
-    "wrong": N_("forward, local matmul: each rank's {output} is not Y (measured)"),
-}
-MEASURED = {"slice": "slice", "partial_sum": "partial", "full": "full", "other": "wrong"}
-Region = tuple[str, str, int]  # (kind, "all" | "col" | "row", block)
-
-
-@dataclass
-class TPFrame:
-    """One picture: ``label``, the collective drawn (``op``, ``phase``; None for local compute) and
-    ``holds[matrix][rank]``: the regions that rank holds."""
-
-    label: str
-    phase: str
-    op: str | None
-    holds: dict[str, list[list[Region]]]
-
-
-def _get(report: Any, key: str) -> Any:
-    return report[key] if isinstance(report, Mapping) else getattr(report, key)
-
-
-def matrices(report: Any) -> dict[str, str]:
-    """The matrices drawn for the report's mode, with their shapes in the paper's notation."""
-    if _get(report, "mode") == "column":
-        return {"X": "(s, h)", "A": "(h, ffn)", "Y": "(s, ffn)", "dY": "(s, ffn)", "dX": "(s, h)"}
-    if _get(report, "mode") == "row":
-        return {"X": "(s, ffn)", "A": "(ffn, h)", "Y": "(s, h)", "dY": "(s, h)", "dX": "(s, ffn)"}
-    return {
-        "X": "(s, h)",
-        "A": "(h, ffn)",
-        "Z": "(s, ffn)",
-        "B": "(ffn, h)",
-        "Y": "(s, h)",
-        "dY": "(s, h)",
-        "dX": "(s, h)",
-    }
-
-
-def tp_story(report: Any) -> list[TPFrame]:
-    """The frames of a run (see the module docstring); ValueError if the report disagrees."""
-    mode, t, rule = _get(report, "mode"), int(_get(report, "world_size")), _get(report, "rule")
-    kinds = set(_get(report, "local_output_kind"))
-    if len(kinds) != 1:
-        raise bad_value("report.local_output_kind", sorted(kinds), _("the same kind on every rank"))
-    local = MEASURED[kinds.pop()]
-    names = list(matrices(report))
-    state: dict[str, list[list[Region]]] = {m: [[] for _ in range(t)] for m in names}
-    frames: list[TPFrame] = []
-    ran = [("forward", op) for op in _get(report, "forward_collectives")]
-    ran += [("backward", op) for op in _get(report, "backward_collectives")]
-    done: list[tuple[str, str]] = []
-
-    def put(m: str, kind: str, axis: str = "all", blocks: Any = None) -> None:
-        for r in range(t):
-            held = [r] if blocks is None else blocks(r)
-            state[m][r] = [(kind, axis, 0)] if axis == "all" else [(kind, axis, b) for b in held]
-
-    def snap(label: str, phase: str, op: str | None = None) -> None:
-        frames.append(
-            TPFrame(label, phase, op, {m: [list(x) for x in v] for m, v in state.items()})
-        )
-
-    def collective(op: str, phase: str, m: str, axis: str, what: str) -> None:
-        done.append((phase, op))
-        call = f"{op}({m})"
-        when = _(PHASE_WORDS[phase])
-        if rule == "syllabus":
-            put(m, "wrong")
-            return snap(
-                _("{phase}: {call} as the outline says: {what}").format(
-                    phase=when, call=call, what=what
-                ),
-                phase,
-                op,
-            )
-        # ring reduce-scatter: rank r owns the summed block r
-        if op in ("all_reduce", "reduce_scatter"):
-            put(m, "slice", axis)
-            snap(
-                _("{phase}: {call}, reduce-scatter part: rank r holds the SUM of block r").format(
-                    phase=when, call=call
-                ),
-                phase,
-                op,
-            )
-            if op == "reduce_scatter":
-                return
-        for k in range(1, t):  # ring all-gather: after step k rank r holds blocks r, r-1, .., r-k
-            if k == t - 1:
-                put(m, "full")
-            else:
-                put(m, "slice", axis, lambda r, k=k: [(r - j) % t for j in range(k + 1)])
-            now = what if k == t - 1 else _("rank r holds blocks r .. r-{k}").format(k=k)
-            snap(
-                _("{phase}: {call}, all-gather step {k}/{n}: {now}").format(
-                    phase=when, call=call, k=k, n=t - 1, now=now
-                ),
-                phase,
-                op,
-            )
-
-    # forward, local compute
-    sp, mlp = mode == "mlp-sp", mode in ("mlp", "mlp-sp")
-    put("A", "shard", "row" if mode == "row" else "col")  # column: A_r = W_r^T; row: rows of A
-    if mlp:
-        put("B", "shard", "row")
-    if sp:
-        put("X", "slice", "row")
-        snap(_("forward: X split along the sequence (rank r: tokens block r)"), "forward")
-        collective("all_gather", "forward", "X", "row", _("every rank gets the whole sequence"))
-    elif mode == "row":
-        put("X", "slice", "col")
-    else:
-        put("X", "replicated")
-    if mlp:
-        put("Z", "slice", "col")  # GeLU(X A_r): whole columns of XA, no communication
-    put("Y", local, "col" if local == "slice" else "all")
-    snap(_(_LOCAL[local]).format(output="GeLU(X A_r) B_r" if mlp else "Y_r"), "forward")
-    if mode == "column" and _get(report, "gather_output"):
-        collective("all_gather", "forward", "Y", "col", _("the full Y on every rank"))
-    elif mode == "column" and rule == "syllabus":
-        collective("all_reduce", "forward", "Y", "col", _("sum of slices, shape (s, ffn/t): not Y"))
-    elif mode == "row" and rule == "syllabus":
-        collective(
-            "all_gather", "forward", "Y", "col", _("partial sums side by side, (s, t*h): not Y")
-        )
-    elif mode in ("row", "mlp"):
-        collective("all_reduce", "forward", "Y", "col", _("g: the full Y on every rank"))
-    elif sp:
-        collective(
-            "reduce_scatter", "forward", "Y", "row", _("rank r keeps the summed sequence block r")
-        )
-        put("X", "slice", "row")
-        snap(
-            _("forward done: the gathered X is dropped; each rank saved only its sequence block"),
-            "forward",
-        )
-    if rule == "megatron":  # backward
-        if sp:
-            put("dY", "slice", "row")
-            snap(_("backward: dY arrives split along the sequence"), "backward")
-            collective("all_gather", "backward", "dY", "row", _("the whole sequence's dY"))
-        elif mode == "column" and not _get(report, "gather_output"):
-            put("dY", "slice", "col")
-        else:
-            put("dY", "replicated")
-        if mode == "row":
-            put("dX", "slice", "col")
-            snap(_("backward: dX_r = dY A_r^T is a slice of dX: no communication"), "backward")
-        else:
-            if sp:  # dW = dZ^T X needs every token: gather X again instead of having kept it
-                collective(
-                    "all_gather",
-                    "backward",
-                    "X",
-                    "row",
-                    _("X gathered again for dW (SP saved only its block)"),
-                )
-            put("dX", "partial")
-            snap(
-                _("backward: dX_r = {grad} A_r^T is a PARTIAL SUM of dX").format(
-                    grad="dZ_r" if mlp else "dY_r"
-                ),
-                "backward",
-            )
-            if sp:
-                collective(
-                    "reduce_scatter",
-                    "backward",
-                    "dX",
-                    "row",
-                    _("rank r keeps its sequence block of dX"),
-                )
-            else:
-                collective("all_reduce", "backward", "dX", "col", _("f: the full dX on every rank"))
-    if done != ran:
-        raise bad_value(
-            "report collectives",
-            ran,
-            _("the collectives of mode={mode!r} rule={rule!r}: {done}").format(
-                mode=mode, rule=rule, done=done
-            ),
-        )
-    return frames
 
 
 # ----------------------------------------------------------------- drawing
@@ -316,7 +121,7 @@ def _outlines(names: list[str], t: int) -> list[dict[str, Any]]:
             x1=i * (1 + GAP_X) + 1,
             y0=-r * (1 + GAP_Y),
             y1=-r * (1 + GAP_Y) + 1,
-            line=dict(color="#888", width=1),
+            line=dict(color=MUTED, width=1),
             layer="below",
         )
         for r in range(t)
@@ -327,7 +132,7 @@ def _outlines(names: list[str], t: int) -> list[dict[str, Any]]:
 def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any:
     import plotly.graph_objects as go
 
-    shapes, t = matrices(report), int(_get(report, "world_size"))
+    shapes, t = matrices(report), int(report_field(report, "world_size"))
     names = list(shapes)
     fig = go.Figure(data=_frame_traces(story[k], names, t))
     notes = [
@@ -352,8 +157,8 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
         for r in range(t)
     ]
     prefix = _title_prefix(report, title)
-    # Equal x and y scales: the width (<= MAX_WIDTH_PX) sets a matrix's size, and so the height.
-    width = min(MAX_WIDTH_PX, max(700, 150 * len(names) + 120))
+    # Equal x and y scales: the width (<= WIDTH) sets a matrix's size, and so the height.
+    width = min(WIDTH, max(700, 150 * len(names) + 120))
     x_span, y_span = len(names) * (1 + GAP_X) + 0.9, (t - 1) * (1 + GAP_Y) + 1.7
     height = round((width - 90) * y_span / x_span) + 110 + 150
     fig.update_layout(
@@ -379,9 +184,9 @@ def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any
 
 def _title_prefix(report: Any, title: str | None) -> str:
     """``<b>title</b><br>TP column on 4 ranks`` (the part every frame's title shares)."""
-    mode, t = _get(report, "mode"), int(_get(report, "world_size"))
+    mode, t = report_field(report, "mode"), int(report_field(report, "world_size"))
     head = f"<b>{title}</b><br>" if title else ""
-    if _get(report, "rule") == "megatron":
+    if report_field(report, "rule") == "megatron":
         return head + _("TP {mode} on {n} ranks").format(mode=mode, n=t)
     return head + _("TP {mode}, syllabus rule on {n} ranks").format(mode=mode, n=t)
 
@@ -412,7 +217,7 @@ def tp_animation(report: Any, title: str | None = None) -> Any:
 
     story = tp_story(report)
     fig = _figure(report, story, 0, title)
-    names, t = list(matrices(report)), int(_get(report, "world_size"))
+    names, t = list(matrices(report)), int(report_field(report, "world_size"))
     prefix = _title_prefix(report, title)
     fig.frames = [
         go.Frame(

@@ -29,7 +29,7 @@ from ..core.trace import Trace
 from ..core.units import format_bytes
 from .controls import play_controls
 from .figure import new_figure
-from .fit import MAX_WIDTH_PX, fit_layout
+from .fit import fit_layout
 from .memory_ledger import (
     Ledger,
     LedgerFrame,
@@ -37,6 +37,7 @@ from .memory_ledger import (
     category_name,
     order_categories,
 )
+from .style import GRID, INK, WHITE, WIDTH
 
 # ----------------------------------------------------------------- animation
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3))
@@ -118,7 +119,7 @@ def memory_bars_animation(
     head = f"<b>{title}</b><br>" if title else ""
     which = _steps_text(spec)
     ranks = max(len(lg.ranks) for lg in spec.ledgers)
-    width = min(MAX_WIDTH_PX, 330 + cols * max(300, 40 + 70 * ranks))  # legend ~230 px, right
+    width = min(WIDTH, 330 + cols * max(300, 40 + 70 * ranks))  # legend ~230 px, right
     fig.update_layout(
         barmode="stack",
         bargap=0.25,
@@ -155,7 +156,7 @@ def memory_bars_animation(
             fixedrange=True,
             title=dict(text=_panel_caption(spec, p, 0), font=dict(size=12), standoff=6),
         )
-    fig.update_yaxes(range=[0, top], gridcolor="#e5e5e5", fixedrange=True)
+    fig.update_yaxes(range=[0, top], gridcolor=GRID, fixedrange=True)
     fig.update_yaxes(
         title=dict(text=_("{unit} held per rank").format(unit=spec.unit), font=dict(size=13)),
         col=1,
@@ -282,7 +283,7 @@ def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
                 marker=dict(
                     color=category_color(cat, i),
                     line=dict(
-                        color=["#111111" if r == changed else "#ffffff" for r in lg.ranks],
+                        color=[INK if r == changed else WHITE for r in lg.ranks],
                         width=[2.5 if r == changed else 0.5 for r in lg.ranks],
                     ),
                 ),
@@ -347,7 +348,7 @@ def memory_bars(
         )
     top = max(bottoms, default=0)
     if gpu_bytes is not None:
-        ax.axhline(gpu_bytes / scale, color="#222222", linestyle="--", linewidth=1.2)
+        ax.axhline(gpu_bytes / scale, color=INK, linestyle="--", linewidth=1.2)
         ax.annotate(
             _("GPU memory {size}").format(size=format_bytes(gpu_bytes)),
             (len(names) - 0.5, gpu_bytes / scale),
@@ -364,7 +365,7 @@ def memory_bars(
             [x],
             [totals[highlight] / scale],
             fill=False,
-            edgecolor="#111111",
+            edgecolor=INK,
             linewidth=2.2,
             label="_highlight",
         )

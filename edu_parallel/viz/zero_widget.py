@@ -1,15 +1,16 @@
 """ZeRO explorer widget: model, GPUs, stage, precision, offload and GPU memory in; bytes per GPU
 with a breakdown, the largest model that fits and communication per step out, all from
-:mod:`edu_parallel.memory.model_states`. Thin validated state (:class:`ZeroState`) plus a renderer;
-testable without a browser. No torch import.
+:mod:`edu_parallel.memory.model_states`. Thin state (:class:`ZeroState`, one frozen config of the
+calculator's inputs, checked by its rules when built and changed with
+:func:`dataclasses.replace`) plus a renderer; testable without a browser. No torch import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.errors import bad_value, check_choice, check_int
+from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
 from ..core.i18n import _
 from ..core.units import format_bytes
 from ..memory.communication import comm_estimate
@@ -18,83 +19,70 @@ from ..memory.model_states import (
     OFFLOADS,
     PRECISIONS,
     ZERO_STAGE_NAMES,
+    ZERO_STAGES,
     largest_model_that_fits,
     model_state_bytes,
 )
 from ..memory.presets import PRESETS, count_params
-from .controls import WidgetView, show_in
+from .controls import WidgetView, kept_html, show_in
 from .memory_ledger import category_name
+from .style import ERROR_HTML, OK_HTML
 from .zero import memory_bars
 
-# ----------------------------------------------------------------- explorer widget
-GPUS_RANGE = (1, 65536)
-GPU_GIB_RANGE = (1.0, 1024.0)
-PARAMS_RANGE = (1.0, 1e15)
+
+def check_model(name: str, value: Any) -> str | float:
+    """``value`` as a preset name of :data:`~edu_parallel.memory.presets.PRESETS`, or as a
+    parameter count > 0 (a number, or its text: ``"1e9"``); else a ValueError saying so."""
+    if isinstance(value, str):
+        if value in PRESETS:
+            return value
+        try:
+            value = float(value)
+        except ValueError:
+            options = ", ".join(map(repr, PRESETS))
+            valid = _("one of {options} or a parameter count > 0").format(options=options)
+            raise bad_value(name, value, valid) from None
+    return check_positive(name, value)
 
 
-def _presets() -> dict[str, Any]:
-    return PRESETS
-
-
-@dataclass
-class ZeroState:
-    """Validated explorer state; every assignment is checked.
-
-    ``model`` is a preset name of :data:`edu_parallel.memory.presets.PRESETS` or a parameter
-    count in [1, 1e15]; ``gpus`` in [1, 65536]; ``stage`` the ZeRO stage in [0, 3] (0 = plain data
-    parallel); ``precision`` one of :data:`edu_parallel.memory.model_states.PRECISIONS`; ``offload``
-    one of :data:`edu_parallel.memory.model_states.OFFLOADS` that the stage supports; ``gpu_gib``
-    the memory of one GPU in GiB, in [1, 1024]. A bad value raises ValueError naming the field, the
-    value and the valid range.
-    """
+@dataclass(frozen=True)
+class ZeroState(Checked):
+    """The calculator's inputs, checked once when built by its rules (parameters > 0, GPUs >= 1,
+    a stage of :data:`~edu_parallel.memory.model_states.ZERO_STAGES`, an offload that the stage
+    supports): one ValueError names every bad field."""
 
     model: str | float = "zero-7.5b"
+    """A preset of :data:`edu_parallel.memory.presets.PRESETS`, or a parameter count > 0."""
     gpus: int = 64
+    """Data-parallel GPUs (>= 1)."""
     stage: int = 1
+    """The ZeRO stage, one of ``ZERO_STAGES`` (0: plain data parallelism)."""
     precision: str = "mixed"
+    """One of :data:`edu_parallel.memory.model_states.PRECISIONS`."""
     offload: str = "none"
+    """One of :data:`edu_parallel.memory.model_states.OFFLOADS` that ``stage`` supports."""
     gpu_gib: float = 80.0
+    """The memory of one GPU, in GiB (> 0)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "model":
-            value = _check_model(value)
-        elif name == "gpus":
-            value = check_int("gpus", value, *GPUS_RANGE)
-        elif name == "stage":
-            value = check_int("stage", value, 0, 3)
-            offload = self.__dict__.get("offload", "none")
-            if value not in OFFLOAD_STAGES[offload]:
-                allowed = ", ".join(map(str, OFFLOAD_STAGES[offload]))
-                raise bad_value(
-                    "stage",
-                    value,
-                    _("one of {options} with offload={offload!r}").format(
-                        options=allowed, offload=offload
-                    ),
-                )
-        elif name == "precision":
-            value = check_choice("precision", value, PRECISIONS)
-        elif name == "offload":
-            value = check_choice("offload", value, OFFLOADS)
-            stage = self.__dict__.get("stage")
-            if stage is not None and stage not in OFFLOAD_STAGES[value]:
-                allowed = [o for o in OFFLOADS if stage in OFFLOAD_STAGES[o]]
-                raise bad_value(
-                    "offload",
-                    value,
-                    _("one of {options} with stage={stage}").format(
-                        options=", ".join(map(repr, allowed)), stage=stage
-                    ),
-                )
-        elif name == "gpu_gib":
-            value = _check_range("gpu_gib", value, *GPU_GIB_RANGE)
-        object.__setattr__(self, name, value)
+    def _check(self) -> list[str]:
+        p = Problems()
+        self._field(p, "model", check_model)
+        self._field(p, "gpus", check_int, 1)
+        stage = self._field(p, "stage", check_int, ZERO_STAGES[0], ZERO_STAGES[-1])
+        self._field(p, "precision", check_choice, PRECISIONS)
+        offload = self._field(p, "offload", check_choice, OFFLOADS)
+        if stage is not None and offload is not None and stage not in OFFLOAD_STAGES[offload]:
+            allowed = ", ".join(repr(o) for o in OFFLOADS if stage in OFFLOAD_STAGES[o])
+            valid = _("one of {options} with stage={stage}").format(options=allowed, stage=stage)
+            p.add(bad_value("offload", offload, valid))
+        self._field(p, "gpu_gib", check_positive)
+        return p.lines
 
     @property
     def params(self) -> float:
         """The parameter count: the preset's (counted from its shape) or the number given."""
         if isinstance(self.model, str):
-            return float(count_params(_presets()[self.model]))
+            return float(count_params(PRESETS[self.model]))
         return float(self.model)
 
     @property
@@ -118,37 +106,6 @@ class ZeroState:
             )
             + off
         )
-
-
-def _check_range(name: str, value: Any, low: float, high: float) -> float:
-    valid = _("a number in [{low}, {high}]").format(low=f"{low:g}", high=f"{high:g}")
-    if isinstance(value, bool):
-        raise bad_value(name, value, valid)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise bad_value(name, value, valid) from None
-    if not low <= x <= high:
-        raise bad_value(name, value, valid)
-    return x
-
-
-def _check_model(value: Any) -> str | float:
-    presets = _presets()
-    if isinstance(value, str):
-        if value in presets:
-            return value
-        try:
-            value = float(value)
-        except ValueError:
-            raise bad_value(
-                "model",
-                value,
-                _("one of {options} or a parameter count in [1, 1e15]").format(
-                    options=", ".join(map(repr, presets))
-                ),
-            ) from None
-    return _check_range("model", value, *PARAMS_RANGE)
 
 
 class ZeroWidget(WidgetView):
@@ -181,7 +138,7 @@ class ZeroWidget(WidgetView):
         self.fits = False
         self.figure: Any = None
         s = self.state
-        presets = list(_presets())
+        presets = list(PRESETS)
         custom = not isinstance(s.model, str)
         self.model_dropdown = w.Dropdown(
             options=[(p, p) for p in presets] + [(_("custom"), "custom")],
@@ -193,7 +150,7 @@ class ZeroWidget(WidgetView):
         )
         self.gpus_box = w.IntText(value=s.gpus, description="GPUs")
         self.stage_buttons = w.ToggleButtons(
-            options=[(ZERO_STAGE_NAMES[k], k) for k in range(4)],
+            options=[(ZERO_STAGE_NAMES[k], k) for k in ZERO_STAGES],
             value=s.stage,
             description=_("stage"),
         )
@@ -231,17 +188,17 @@ class ZeroWidget(WidgetView):
         self.update()
 
     def read_controls(self) -> ZeroState:
-        """A validated state from the controls (raises ValueError naming the bad field)."""
+        """The state with the controls' values (raises the config's ValueError on a bad one)."""
         custom = self.model_dropdown.value == "custom"
         self.params_box.disabled = not custom
-        model = self.params_box.value * 1e9 if custom else self.model_dropdown.value
-        return ZeroState(
-            model,
-            self.gpus_box.value,
-            self.stage_buttons.value,
-            self.precision_dropdown.value,
-            self.offload_dropdown.value,
-            self.gpu_box.value,
+        return replace(
+            self.state,
+            model=self.params_box.value * 1e9 if custom else self.model_dropdown.value,
+            gpus=self.gpus_box.value,
+            stage=self.stage_buttons.value,
+            precision=self.precision_dropdown.value,
+            offload=self.offload_dropdown.value,
+            gpu_gib=self.gpu_box.value,
         )
 
     def update(self) -> None:
@@ -249,9 +206,7 @@ class ZeroWidget(WidgetView):
         try:
             new = self.read_controls()
         except ValueError as err:
-            self.status.value = _("{error} (showing the last valid setting)").format(
-                error=f"<b style='color:#b00'>{err}</b>"
-            )
+            self.status.value = kept_html(err)
             return
         params = new.params
         self.estimate = model_state_bytes(params, new.gpus, new.stage, new.precision, new.offload)
@@ -272,9 +227,9 @@ class ZeroWidget(WidgetView):
         """The numbers shown under the controls."""
         s, est = self.state, self.estimate
         verdict = (
-            "<b style='color:#2a7a2a'>" + _("fits") + "</b>"
+            f"<b style='color:{OK_HTML}'>" + _("fits") + "</b>"
             if self.fits
-            else "<b style='color:#b00'>" + _("does not fit") + "</b>"
+            else f"<b style='color:{ERROR_HTML}'>" + _("does not fit") + "</b>"
         )
         parts = ", ".join(
             f"{category_name(c)} {format_bytes(b)}" for c, b in est.breakdown.items() if b
