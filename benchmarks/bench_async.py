@@ -21,7 +21,8 @@ import torch
 from edu_parallel import Cluster
 from edu_parallel.async_training import compare_regimes, replay, run_async
 from edu_parallel.async_training.replay_run import clear_cache
-from edu_parallel.async_training.report import MODES_ORDER, applies_of
+from edu_parallel.async_training.report import applies_of
+from edu_parallel.async_training.tables import MODES_ORDER
 
 SETTINGS = (
     {"straggler": "none"},

@@ -12,9 +12,11 @@ visualizers animate and the lessons measure.
 Messages, quizzes, figures and tables read in English or 简体中文: ``set_language("zh")``, or
 ``EDU_PARALLEL_LANG=zh``; else the locale decides (``core/i18n.py``).
 
-The package is layered, one folder per layer and per parallelism (README, "Where code goes"):
-``core`` < ``plans`` < ``engine`` / ``models`` / ``memory`` < ``comm`` < the parallelism folders <
-``strategy_map``; ``viz`` and ``quiz`` read the pure layers; ``app`` holds the command line.
+The package is layered, one folder per layer and per concept (README, "Where code goes"):
+``core`` < ``plans`` < ``engine`` / ``models`` / ``memory`` < ``comm`` < ``task`` < the parallelism
+folders (``data_parallel`` < ``zero``, ``compression``, ``async_training``; ``tensor_parallel``,
+``expert_parallel``, ``pipeline_parallel``) < ``strategy_map`` < ``parallel_3d``; ``viz`` and
+``quiz`` read the pure layers; ``app`` holds the command line.
 The names below load on first use, so ``import edu_parallel.viz`` never imports torch.
 """
 

@@ -1,19 +1,23 @@
-"""Shared fixtures. Multi-process tests use gloo with 2 to 4 ranks and short timeouts."""
+"""Shared fixtures. Multi-process tests use gloo with 2 to 4 ranks and short timeouts; the plain
+helpers (``cli``, ``fresh_python``, ``free_port``, ``child_pids``) are in ``helpers.py``."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+from helpers import LEARNER
 from lab_driver import why_no_browser
 
 from edu_parallel import Cluster
+from edu_parallel.core.i18n import LANG_VAR
+from edu_parallel.core.workspace import WORKSPACE_VAR
+from edu_parallel.quiz.shuffle import LEARNER_VAR
 
 # a fixed learner for the quizzes' option order: no test writes .edu-parallel/learner.json here
-os.environ.setdefault("EDU_PARALLEL_LEARNER", "tests")
+os.environ.setdefault(LEARNER_VAR, "tests")
 # English unless a test asks for Chinese (set_language / language()), whatever this machine's locale
-os.environ.setdefault("EDU_PARALLEL_LANG", "en")
+os.environ.setdefault(LANG_VAR, "en")
 
 BROWSER_PASS = "test_learner_path.py"
 
@@ -48,29 +52,42 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(note)
 
 
-def child_pids(pid: int | None = None) -> list[int]:
-    """Live (non-zombie) processes whose parent is ``pid`` (default: this process)."""
-    pid = os.getpid() if pid is None else pid
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
+@pytest.fixture(scope="module")
+def cluster2():
+    with Cluster(2, timeout=20) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def cluster3():
+    with Cluster(3, timeout=20) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
 def cluster4():
-
     with Cluster(4, timeout=20) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def cluster2():
-
-    with Cluster(2, timeout=20) as c:
+def cluster8():
+    """Eight ranks on this machine's cores: a longer job timeout than the small clusters'."""
+    with Cluster(8, timeout=30) as c:
         yield c
+
+
+@pytest.fixture
+def quiet_workspace(monkeypatch, tmp_path):
+    """A fresh workspace in ``tmp_path`` (nothing is written to the checkout) and no learner from
+    the environment: a quiz built without ``learner=`` draws and saves a new id there."""
+    monkeypatch.setenv(WORKSPACE_VAR, str(tmp_path))
+    monkeypatch.delenv(LEARNER_VAR, raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def fixed_learner(quiet_workspace, monkeypatch):
+    """``quiet_workspace`` with one known learner (``LEARNER``), so the option order is known."""
+    monkeypatch.setenv(LEARNER_VAR, LEARNER)
+    return quiet_workspace

@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mplfonts
+from helpers import free_port
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
     "--no-sandbox",
@@ -76,17 +76,11 @@ def why_no_browser() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LabServer:
     """``python -m edu_parallel lab --no-browser`` in ``folder`` on a free port, stopped on exit."""
 
     def __init__(self, folder: Path, env: dict[str, str], args: tuple[str, ...] = ()):
-        self.folder, self.port, self.token = folder, _free_port(), secrets.token_hex(16)
+        self.folder, self.port, self.token = folder, free_port(), secrets.token_hex(16)
         self.args = tuple(args)  # more options of `edu-parallel lab` (``--lang zh``)
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "JUPYTER_TOKEN": self.token}

@@ -3,15 +3,13 @@ measured from the trace equal to the textbook formulas, and the bottlenecks (err
 
 import json
 import math
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import cli
 
-from edu_parallel import Cluster, run_allreduce
+from edu_parallel import run_allreduce
 from edu_parallel.app.cli import main
 from edu_parallel.comm.allreduce import format_report
 from edu_parallel.comm.compare import cluster_traffic_runner
@@ -30,7 +28,6 @@ from edu_parallel.plans.tree import (
     nccl_btree,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 EVEN = 4800  # bytes: 1200 float32, divisible by every chunk count used at N = 2, 3, 4, 8
 UNEVEN = 1000  # 250 float32 / 125 int64: not divisible by 3, 4 or 8 chunks (int64: nor 2)
 
@@ -177,18 +174,6 @@ def test_bad_arguments_name_parameter_value_and_range(call, match):
 
 
 # ------------------------------------------------------------------ real ranks
-@pytest.fixture(scope="module")
-def cluster3():
-    with Cluster(3, timeout=20) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def cluster8():
-    with Cluster(8, timeout=30) as c:
-        yield c
-
-
 def _check_run(report, even):
     """Matches the builtin, the trace is the plan, bytes equal the formula (even sizes)."""
     assert report.matches_builtin, report.algo
@@ -298,46 +283,10 @@ def test_cli_runs_every_algorithm(capsys, algo):
 
 @pytest.mark.multiprocess
 def test_cli_parameter_server_with_servers():
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "edu_parallel",
-            "run",
-            "allreduce",
-            "--algo",
-            "ps",
-            "--servers",
-            "2",
-            "--world-size",
-            "3",
-            "--size",
-            "1200",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=ROOT,
-    )
+    args = ("--algo", "ps", "--servers", "2", "--world-size", "3", "--size", "1200", "--json")
+    out = cli("run", "allreduce", *args)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["servers"] == 2 and data["per_rank_recv_bytes"] == [1800, 1800, 1200]
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "edu_parallel",
-            "run",
-            "allreduce",
-            "--algo",
-            "ring",
-            "--servers",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=ROOT,
-    )
+    bad = cli("run", "allreduce", "--algo", "ring", "--servers", "2")
     assert bad.returncode == 2 and "servers=2 is not valid" in bad.stderr

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import collections
+import contextlib
+import re
 import statistics
-import subprocess
-import sys
 
 import pytest
 import torch
+from helpers import fresh_python
 
 from edu_parallel import Cluster
+from edu_parallel.app.concepts.async_training import ASYNC
 from edu_parallel.async_training.config import (
     LESSON_LR,
     PARETO_CAP,
@@ -22,10 +25,12 @@ from edu_parallel.async_training.config import (
     workers_of,
     world_size_for,
 )
+from edu_parallel.async_training.param_server import server_job
 from edu_parallel.async_training.replay_run import replay
-from edu_parallel.async_training.report import applies_of, compare_regimes, format_async, run_async
-from edu_parallel.async_training.sgd import batch, build, flat_params
-from edu_parallel.async_training.tables import straggler_table
+from edu_parallel.async_training.report import applies_of, format_async, run_async, run_async_config
+from edu_parallel.async_training.sgd import batch, build, flat_params, local_sgd, sync_sgd
+from edu_parallel.async_training.tables import compare_regimes, straggler_table
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.schema import DROPPED_MARK
 from edu_parallel.core.trace import Trace
 from edu_parallel.task import classifier as task
@@ -66,7 +71,7 @@ def runs(cluster):
             dict(world_size=4, delay_ms=-1),
             "delay_ms=-1 is not valid: expected a number of milliseconds in [0, 1000]",
         ),
-        (dict(world_size=4, delay_ms=5000), "delay_ms=5000.0 is not valid"),
+        (dict(world_size=4, delay_ms=5000), "delay_ms=5000 is not valid"),
         (
             dict(world_size=4, mode="local-sgd", local_steps=0),
             "local_steps=0 is not valid: expected an integer in [1, 2000]",
@@ -77,10 +82,13 @@ def runs(cluster):
         ),
         (dict(world_size=4, mode="backup", backup=4), "backup=4 is not valid"),
         (dict(world_size=3, mode="backup", backup=0), "backup=0 is not valid"),
-        (dict(world_size=4, mode="hogwild"), "mode='hogwild' is not valid: expected one of sync"),
+        (
+            dict(world_size=4, mode="hogwild"),
+            "mode='hogwild' is not valid: expected one of 'sync', 'async-ps'",
+        ),
         (
             dict(world_size=4, distribution="cauchy"),
-            "distribution='cauchy' is not valid: expected one of fixed, exponential, pareto",
+            "distribution='cauchy' is not valid: expected one of 'fixed', 'exponential', 'pareto'",
         ),
         (dict(world_size=4, straggler="slow"), "straggler='slow' is not valid"),
         (dict(world_size=4, steps=0), "steps=0 is not valid: expected an integer in [1, 2000]"),
@@ -109,9 +117,7 @@ def test_every_bad_field_is_named_at_once():
 
 
 def test_the_config_is_torch_free_and_copies_the_task_constants():
-    code = "import sys, edu_parallel.async_training.config; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
+    fresh_python("import edu_parallel.async_training.config")
     assert LESSON_LR == 2 * task.TASK_LR and TARGET_ACCURACY == task.TARGET_ACCURACY
     _, params = build(AsyncConfig(1))
     assert PSI == sum(p.numel() for p in params) == 22_026
@@ -133,6 +139,102 @@ def test_batches_are_unique_per_worker_and_step_and_never_held_out():
     x, y = batch(c, 1, 5)
     assert x.shape == (8, 32) and torch.equal(x, batch(c, 1, 5)[0])
     assert not torch.equal(x, batch(c, 0, 5)[0])
+
+
+class Recorder:
+    """An executor that starts nothing: it records each ``run(fn, *args)`` it is asked for and
+    answers as a non-zero rank of torchrun does (None); ``sized(n)`` gives one of ``n`` ranks."""
+
+    backend = "gloo"
+
+    def __init__(self, world_size: int, calls: list | None = None):
+        self.world_size = world_size
+        self.calls = [] if calls is None else calls
+
+    def run(self, fn, *args, **kwargs):
+        self.calls.append((fn, args))
+
+    @contextlib.contextmanager
+    def sized(self, n: int):
+        yield Recorder(n, self.calls)
+
+
+def cli_config(*argv: str, world_size: int = 4):
+    """What ``edu-parallel run async ARGV`` hands its run, in this process."""
+    parser = argparse.ArgumentParser()
+    ASYNC.add_arguments(parser)
+    return ASYNC.check(parser.parse_args(argv), ParallelDims.local(world_size))
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """Every AsyncConfig checked (each construction runs ``_check`` once)."""
+    counted = []
+    original = AsyncConfig._check
+
+    def counting(self):
+        counted.append(self)
+        return original(self)
+
+    monkeypatch.setattr(AsyncConfig, "_check", counting)
+    return counted
+
+
+@pytest.mark.parametrize(
+    "argv, job",
+    [
+        (("--mode", "backup", "--straggler", "random"), server_job),
+        (("--mode", "local-sgd", "--local-steps", "3"), local_sgd),
+        ((), sync_sgd),
+    ],
+)
+def test_the_cli_checks_once_and_the_rank_job_gets_that_config(checks, argv, job):
+    config = cli_config(*argv)
+    assert isinstance(config, AsyncConfig) and len(checks) == 1
+    executor = Recorder(4)
+    assert ASYNC.run(executor, config) is None
+    assert executor.calls == [(job, (config,))]
+    assert executor.calls[0][1][0] is config and len(checks) == 1
+
+
+def test_a_comparison_builds_each_config_once_and_runs_that_object(checks):
+    executor = Recorder(4)
+    cmp = compare_regimes(executor, workers=3, steps=5)
+    ran = [args[0] for _, args in executor.calls]
+    assert len(ran) == len(cmp.reports) == 12 and len(checks) == 12  # 4 regimes x 3 settings
+    assert all(any(c is r for r in ran) for c in checks)
+    assert {(c.mode, c.world_size) for c in ran} == {
+        ("sync", 3),
+        ("local-sgd", 3),
+        ("async-ps", 4),
+        ("backup", 4),
+    }
+
+
+def test_bad_cli_options_are_one_line_naming_each_as_spelled():
+    with pytest.raises(ValueError) as err:
+        cli_config("--straggler-rank", "7", "--delay-ms", "-5", "--local-steps", "0", "--rows", "0")
+    text = str(err.value)
+    assert "\n" not in text
+    for named in ("straggler-rank=7", "delay-ms=-5.0", "local-steps=0", "rows=0"):
+        assert named + " is not valid" in text, text
+    assert not any(field in text for field in ("straggler_rank", "delay_ms", "local_steps"))
+
+
+def test_a_given_config_must_fit_the_executor():
+    executor = Recorder(4)
+    with pytest.raises(ValueError, match=re.escape("config.world_size=3 is not valid: expected 4")):
+        run_async_config(executor, AsyncConfig(3))
+    assert executor.calls == []
+
+
+def test_the_keyword_call_builds_the_config_once(checks):
+    executor = Recorder(3)
+    run_async(executor, "async-ps", steps=7, straggler="rank")
+    ((fn, (config,)),) = executor.calls
+    assert fn is server_job and len(checks) == 1
+    got = (config.world_size, config.mode, config.steps, config.straggler_rank)
+    assert got == (3, "async-ps", 7, 2)  # the straggler: the last rank
 
 
 # ------------------------------------------------------------------ stragglers

@@ -2,16 +2,12 @@
 
 import io
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from edu_parallel.comm.bench import ProgressBar, bench_collectives, format_bench, size_sweep
 from edu_parallel.core.metrics import bus_factor
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_size_sweep_follows_nccl_tests_b_e_f():
@@ -58,36 +54,12 @@ def test_every_collective_row_is_verified_and_follows_the_bus_factor(cluster2):
 
 @pytest.mark.multiprocess
 def test_cli_json_and_one_line_errors():
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "edu_parallel",
-            "bench",
-            "collectives",
-            "--world-size",
-            "2",
-            "--collective",
-            "all_gather",
-            "--max-size",
-            "4KiB",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    sweep = ("--world-size", "2", "--collective", "all_gather", "--max-size", "4KiB", "--json")
+    out = cli("bench", "collectives", *sweep)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["size"] for r in rows] == [1024, 4096] and all(r["verified"] for r in rows)
-    bad = subprocess.run(
-        [sys.executable, "-m", "edu_parallel", "bench", "collectives", "--collective", "allsum"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    bad = cli("bench", "collectives", "--collective", "allsum")
     assert (
         bad.returncode == 2 and bad.stderr.count("\n") == 1 and "collective='allsum'" in bad.stderr
     )

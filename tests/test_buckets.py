@@ -1,12 +1,19 @@
 """DDP's bucket rule as pure data, checked against torch's own C++ assignment; the run's config."""
 
+import argparse
+import pickle
 import random
+import typing
 
 import pytest
 import torch
 import torch.distributed as dist
 
+from edu_parallel.app.concepts.ddp import DDP
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.units import MIB
+from edu_parallel.data_parallel import buckets
+from edu_parallel.data_parallel import config as config_module
 from edu_parallel.data_parallel.buckets import (
     DEFAULT_FIRST_BUCKET_BYTES,
     BucketPlan,
@@ -15,7 +22,19 @@ from edu_parallel.data_parallel.buckets import (
     bucket_limits,
     validate_buckets,
 )
-from edu_parallel.data_parallel.config import DDP_MODELS, DdpConfig
+from edu_parallel.data_parallel.config import (
+    DDP_MODELS,
+    MODELS,
+    SYNCS,
+    DdpConfig,
+    DdpRun,
+    ModelName,
+    Sync,
+)
+from edu_parallel.data_parallel.ddp import ddp_job
+from edu_parallel.engine.context import RankContext, rank_output
+from edu_parallel.engine.executor import RunResult
+from edu_parallel.engine.recording import Tracer
 from edu_parallel.engine.stream import CommStream
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -120,7 +139,7 @@ def test_a_tied_weight_is_one_parameter_and_frozen_layers_are_in_no_bucket():
         ({"freeze": 3}, "freeze=3 is not valid: expected at most 2"),
         ({"world_size": 3}, "world_size=3 is not valid with accumulate=1"),
         ({"world_size": 4, "accumulate": 8}, "splits evenly over world sizes 1, 2"),
-        ({"model": "huge"}, "model='huge' is not valid: expected one of mlp, deep, tied"),
+        ({"model": "huge"}, "model='huge' is not valid: expected one of 'mlp', 'deep', 'tied'"),
         ({"sync": "later"}, "sync='later' is not valid"),
     ],
 )
@@ -136,6 +155,12 @@ def test_several_bad_options_are_named_together():
         DdpConfig(2, bucket_cap_mb=0, accumulate=0, steps=0, lr=-1)
     for name in ("bucket_cap_mb=0", "accumulate=0", "steps=0", "lr=-1"):
         assert name in str(err.value)
+
+
+def test_the_models_and_syncs_have_one_source_each():
+    assert tuple(DDP_MODELS) == MODELS == typing.get_args(ModelName)
+    assert all(spec.name == name for name, spec in DDP_MODELS.items())
+    assert SYNCS == typing.get_args(Sync) == ("per-param", "bucketed", "overlap")
 
 
 def test_every_model_splits_its_batch_over_the_documented_world_sizes():
@@ -163,3 +188,86 @@ def test_the_comm_stream_runs_in_order_and_hands_errors_to_the_waiter():
     assert ran == [0, 1, 2, 3, 4]
     h = handles[0]
     assert h.issued <= h.started <= h.finished <= h.released and h.waited <= h.released
+
+
+# ------------------------------------------------------------ checked once, passed down
+class RankZeroHere:
+    """An executor that runs rank 0 of a one-rank job in this process, as a worker runs it: the
+    job and its arguments pickled and unpickled on the way, a context with no process group (a
+    single rank has nobody to line up with). It records what it was asked to run."""
+
+    world_size = 1
+    backend = "gloo"
+    timeout = 60.0
+
+    def __init__(self):
+        self.jobs = []
+
+    def run(self, fn, *args, trace=True, **kwargs):
+        self.jobs.append((fn, args))
+        fn, args = pickle.loads(pickle.dumps((fn, args)))  # what a worker receives
+        ctx = Alone(0, 1, "gloo", torch.device("cpu"), Tracer(0))
+        return RunResult.merge([rank_output(ctx, fn(ctx, *args))], {}, 0.0)
+
+
+class Alone(RankContext):
+    def barrier(self):
+        pass
+
+
+def counted(monkeypatch, calls, owner, name, *more_owners):
+    """Count the calls of ``owner.name`` (patched where each owner looks it up)."""
+    real = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        calls[name] = calls.get(name, 0) + 1
+        return real(*args, **kwargs)
+
+    for where in (owner, *more_owners):
+        monkeypatch.setattr(where, name, wrapper)
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError("the bucket plan was parsed from text on its way to the ranks")
+
+
+def test_bucket_mb_is_checked_once_from_the_command_line_to_the_ranks(monkeypatch):
+    """``--bucket-mb`` is checked by the config the CLI's check builds, and nowhere else: the
+    bucket limits are computed and the buckets assigned once per run, the rank job receives the
+    same frozen config with the plan in it as a BucketPlan (no text), and neither the ranks nor
+    the references nor the report check, derive or parse it again."""
+    calls = {}
+    counted(monkeypatch, calls, buckets, "bucket_limits", config_module)
+    counted(monkeypatch, calls, config_module, "assign_within")
+    counted(monkeypatch, calls, DdpConfig, "_check")
+    monkeypatch.setattr(BucketPlan, "from_text", refuse)
+    parser = argparse.ArgumentParser()
+    DDP.add_arguments(parser)
+    a = parser.parse_args(["--bucket-mb", "0.001", "--steps", "2", "--no-torch"])
+    run = DDP.check(a, ParallelDims.local(1))
+    assert isinstance(run, DdpRun) and run.config.bucket_cap_mb == 0.001
+    assert calls == {"bucket_limits": 1, "assign_within": 1, "_check": 1}
+    executor = RankZeroHere()
+    report = DDP.run(executor, run)
+    assert calls == {"bucket_limits": 1, "assign_within": 1, "_check": 1}  # nothing again
+    [(fn, args)] = executor.jobs
+    assert fn is ddp_job and args[0] is run.config and args[1:] == (None, False)
+    assert isinstance(args[0].plan, BucketPlan) and args[0].buckets() is run.config.plan
+    assert len(run.config.plan) == 3  # 0.001 MiB: one bucket per layer of the mlp
+    assert report.plan is run.config.plan and report.bitwise_equal_reference
+    assert [b["params"] for b in report.buckets] == [list(b.params) for b in run.config.plan]
+
+
+def test_the_command_line_names_its_options_without_patching_the_text():
+    parser = argparse.ArgumentParser()
+    DDP.add_arguments(parser)
+    a = parser.parse_args(["--bucket-mb", "0", "--flops", "-1", "--rows", "0", "--model", "x"])
+    with pytest.raises(ValueError) as err:
+        DDP.check(a, ParallelDims.local(2))
+    text = str(err.value)
+    assert "bucket-mb=0.0 is not valid: expected a finite number > 0 (leave it out" in text
+    assert "flops=-1.0 is not valid" in text and "rows=0 is not valid" in text
+    assert "model='x' is not valid" in text and "\n" not in text
+    assert "bucket_cap_mb" not in text and "flops_per_s" not in text
+    with pytest.raises(ValueError, match="bucket_cap_mb=0 is not valid"):  # Python's names
+        DdpRun.of(2, bucket_cap_mb=0)

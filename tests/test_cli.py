@@ -1,28 +1,14 @@
 """The command line: readable tables, JSON, one-line errors, torchrun, traces on disk."""
 
 import json
-import subprocess
-import sys
 from importlib import metadata
-from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from edu_parallel.core.trace import Trace
 
 pytestmark = pytest.mark.multiprocess
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli(*args, timeout=90, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "edu_parallel", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-    )
 
 
 def test_run_ring_json_has_the_documented_keys():
@@ -149,30 +135,7 @@ def test_plan_prints_text_and_grid():
 
 def test_the_same_concept_runs_under_torchrun(tmp_path):
     trace = tmp_path / "tr.json"
-    # `torchrun` is `python -m torch.distributed.run`; this keeps our interpreter
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "-m",
-            "edu_parallel",
-            "run",
-            "ring",
-            "--size",
-            "64KiB",
-            "--json",
-            "--trace",
-            str(trace),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    out = cli("run", "ring", "--size", "64KiB", "--json", "--trace", str(trace), torchrun=2)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     assert len(lines) == 1  # rank 0 reports, rank 1 stays quiet
@@ -196,25 +159,7 @@ def test_the_same_concept_runs_under_torchrun(tmp_path):
 )
 def test_concepts_of_several_jobs_run_under_torchrun(args, key):
     """Rank 1 must take part in every job of the concept, not stop after the first."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "-m",
-            "edu_parallel",
-            "run",
-            *args,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    out = cli("run", *args, "--json", torchrun=2)
     assert out.returncode == 0, out.stderr[-2000:]
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     data = json.loads(line)
@@ -280,9 +225,9 @@ def test_run_compress_prints_a_readable_report():
         (["--ratio", "1.5"], "ratio=1.5 is not valid"),
         (["--method", "powersgd", "--rank", "0"], "rank=0 is not valid: expected an integer"),
         (["--method", "powersgd", "--rank", "64"], "rank=64 is not valid"),
-        (["--method", "zip"], "method='zip' is not valid: expected one of none, fp16"),
-        (["--error-feedback"], "--error-feedback is not valid with method='none'"),
-        (["--world-size", "3"], "world_size=3 is not valid: the 'classifier' model's batch"),
+        (["--method", "zip"], "method='zip' is not valid: expected one of 'none', 'fp16'"),
+        (["--error-feedback"], "error-feedback=True is not valid: expected False with method="),
+        (["--world-size", "3"], "world_size=3 is not valid: expected a divisor of the classifier"),
         (["--start-step", "-1"], "start-step=-1 is not valid"),
     ],
 )
@@ -332,7 +277,7 @@ def test_run_async_json_has_the_issue_keys():
         (["--delay-ms", "-5"], "delay-ms=-5.0 is not valid: expected a number of milliseconds"),
         (["--mode", "local-sgd", "--local-steps", "0"], "local-steps=0 is not valid"),
         (["--mode", "backup", "--backup", "4"], "backup=4 is not valid: expected an integer in"),
-        (["--mode", "gossip"], "mode='gossip' is not valid: expected one of sync, async-ps"),
+        (["--mode", "gossip"], "mode='gossip' is not valid: expected one of 'sync', 'async-ps'"),
         (["--distribution", "zipf"], "distribution='zipf' is not valid"),
         (["--steps", "0"], "steps=0 is not valid: expected an integer in [1, 2000]"),
         (["--straggler", "sometimes"], "straggler='sometimes' is not valid"),

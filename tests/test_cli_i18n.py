@@ -4,38 +4,21 @@ own words and one-line errors. No cluster starts: only ``--help`` and argument e
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from edu_parallel.app.cli import argparse_in_language, build_parser
 from edu_parallel.core.i18n import language
 
-ROOT = Path(__file__).resolve().parent.parent
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # argparse's English words that must not show through in Chinese
 ARGPARSE_ENGLISH = ("usage:", "options:", "positional arguments", "show this help message")
 
 
-def cli(lang: str, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("LANGUAGE", "LC_ALL", "LC_MESSAGES")}
-    env["EDU_PARALLEL_LANG"] = lang
-    return subprocess.run(
-        [sys.executable, "-m", "edu_parallel", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env=env,
-    )
-
-
 def test_top_level_help_in_chinese():
-    out = cli("zh", "--help")
+    out = cli("--help", lang="zh")
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert CJK.search(text)
@@ -48,7 +31,7 @@ def test_top_level_help_in_chinese():
 
 
 def test_run_ring_help_in_chinese_keeps_options_and_values():
-    out = cli("zh", "run", "ring", "--help")
+    out = cli("run", "ring", "--help", lang="zh")
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "用法：edu-parallel run ring" in text and "选项" in text
@@ -81,7 +64,7 @@ def test_run_ring_help_in_chinese_keeps_options_and_values():
     ],
 )
 def test_errors_in_chinese_are_one_line(args, kept):
-    out = cli("zh", *args)
+    out = cli(*args, lang="zh")
     assert out.returncode == 2
     assert out.stdout == ""
     line = out.stderr.strip()
@@ -104,7 +87,7 @@ def test_errors_in_chinese_are_one_line(args, kept):
     ],
 )
 def test_english_has_no_chinese(args):
-    out = cli("en", *args)
+    out = cli(*args, lang="en")
     text = out.stdout + out.stderr
     assert not CJK.search(text), text
     if "--help" in args:

@@ -1,14 +1,11 @@
 """Collective semantics: every plan validates, runs on real ranks, matches torch and the formula."""
 
 import json
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from helpers import cli, fresh_python
 
-from edu_parallel import Cluster
 from edu_parallel.comm.collective import format_collective, run_collective
 from edu_parallel.comm.tables import builtin_table, volume_table
 from edu_parallel.core.metrics import bus_factor, bus_factor_source
@@ -29,7 +26,6 @@ from edu_parallel.plans.collectives import (
 from edu_parallel.plans.plan import ROOTED, Plan, Step, Transfer
 from edu_parallel.plans.ring import ring_all_gather_steps, ring_reduce_scatter_steps
 
-ROOT = Path(__file__).resolve().parent.parent
 NAMES = list(COLLECTIVE_PLANS)
 
 
@@ -192,13 +188,6 @@ def test_bad_builder_arguments(call, match):
 
 
 # ----------------------------------------------------------------- real ranks
-@pytest.fixture(scope="module")
-def cluster3():
-
-    with Cluster(3, timeout=20) as c:
-        yield c
-
-
 def _planned(plan: Plan, chunk_bytes: list[int]) -> list:
     """The events the plan says a run records (a recv's chunk is where the data lands)."""
     return plan_events(plan, chunk_bytes)
@@ -311,16 +300,6 @@ def test_bad_run_arguments_raise_before_anything_runs(cluster2):
 
 
 # ----------------------------------------------------------------- command line
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "edu_parallel", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=ROOT,
-    )
-
-
 @pytest.mark.multiprocess
 def test_cli_json_for_two_collectives():
     keys = (
@@ -365,17 +344,14 @@ def test_cli_bad_size_is_one_line():
 
 def test_before_after_draws_a_simulated_trace_without_torch():
     code = (
-        "import sys\n"
         "from edu_parallel.viz import before_after\n"
         "from edu_parallel.models.simulation import simulate\n"
         "from edu_parallel.plans.collectives import chain_reduce_plan\n"
         "trace, _ = simulate(chain_reduce_plan(3, 2), 72, 'int64', pattern='random')\n"
         "fig = before_after(trace)\n"
         "print([t.get_text().split(chr(10))[0] for t in fig.axes[1].texts])\n"
-        "assert 'torch' not in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = fresh_python(code)  # and torch was not imported
     assert done.stdout.strip() == str(["undefined"] * 6 + ["\u03a3"] * 3)  # only the root defined
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+import re
 
 import pytest
 import torch
 from test_ddp import NothingMayRun
 
+from edu_parallel.app.concepts.compression import COMPRESS
 from edu_parallel.compression import (
     CompressConfig,
     Measured,
     bytes_by_world_size,
     run_compress,
+    run_compress_config,
     what_if,
     wire_bytes_per_step,
 )
@@ -26,7 +30,8 @@ from edu_parallel.compression.config import (
     powersgd_split,
 )
 from edu_parallel.compression.powersgd import compressible, orthogonalize
-from edu_parallel.compression.report import TORCH_RTOL, make_hook
+from edu_parallel.compression.report import COMPARE_STEPS, TORCH_RTOL, compress_job, make_hook
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.schema import COMPRESS_MARK, GRAD_SYNC
 from edu_parallel.data_parallel import run_ddp
 from edu_parallel.data_parallel.config import DdpConfig
@@ -133,13 +138,16 @@ def test_powersgd_compresses_what_torch_would():
 @pytest.mark.parametrize(
     "kwargs, expected",
     [
-        ({"method": "gzip"}, "method='gzip' is not valid: expected one of none, fp16"),
+        ({"method": "gzip"}, "method='gzip' is not valid: expected one of 'none', 'fp16'"),
         ({"ratio": 0}, "ratio=0 is not valid: expected a number in (0, 1]"),
         ({"ratio": 1.5}, "ratio=1.5 is not valid"),
         ({"ratio": float("nan")}, "ratio=nan is not valid"),
         ({"rank": 0}, "rank=0 is not valid: expected an integer in [1, 31]"),
         ({"rank": 32}, "rank=32 is not valid: expected an integer in [1, 31]"),
-        ({"error_feedback": True}, "error_feedback=True is not valid with method='none'"),
+        (
+            {"error_feedback": True},
+            "error_feedback=True is not valid: expected False with method='none'",
+        ),
         ({"steps": 0}, "steps=0 is not valid"),
         ({"lr": -1}, "lr=-1"),
         ({"start_step": -1}, "start_step=-1 is not valid"),
@@ -165,6 +173,86 @@ def test_every_bad_option_is_named_at_once():
 def test_run_compress_checks_before_any_process_runs(kwargs):
     with pytest.raises(ValueError):
         run_compress(NothingMayRun(), **kwargs)
+
+
+class Recorder:
+    """An executor that starts nothing: it records each ``run(fn, *args)`` it is asked for and
+    answers as a non-zero rank of torchrun does (None)."""
+
+    backend = "gloo"
+
+    def __init__(self, world_size: int):
+        self.world_size = world_size
+        self.calls: list[tuple] = []
+
+    def run(self, fn, *args, **kwargs):
+        self.calls.append((fn, args))
+
+
+def cli_config(*argv: str, world_size: int = 2):
+    """What ``edu-parallel run compress ARGV`` hands its run, in this process."""
+    parser = argparse.ArgumentParser()
+    COMPRESS.add_arguments(parser)
+    return COMPRESS.check(parser.parse_args(argv), ParallelDims.local(world_size))
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """How many times a CompressConfig is checked (every construction runs ``_check`` once)."""
+    counted = []
+    original = CompressConfig._check
+
+    def counting(self):
+        counted.append(self)
+        return original(self)
+
+    monkeypatch.setattr(CompressConfig, "_check", counting)
+    return counted
+
+
+@pytest.mark.parametrize("argv", [("--method", "topk", "--ratio", "0.05"), ("--no-torch",)])
+def test_the_cli_checks_once_and_the_rank_job_gets_that_config(checks, argv):
+    """The concept's check returns the frozen config; the run hands the same object to every
+    rank, and nothing on the way builds or checks another one."""
+    config = cli_config(*argv)
+    assert isinstance(config, CompressConfig) and len(checks) == 1
+    executor = Recorder(2)
+    assert COMPRESS.run(executor, config) is None
+    assert executor.calls == [(compress_job, (config, None))]
+    assert executor.calls[0][1][0] is config and len(checks) == 1
+
+
+def test_a_torch_comparison_gets_its_short_run_from_the_parent(checks):
+    """With torch's hook the ranks also get the short run, built once in the parent."""
+    config = cli_config("--method", "powersgd", "--rank", "2", "--steps", "20")
+    executor = Recorder(2)
+    run_compress_config(executor, config)
+    ((fn, (got, short)),) = executor.calls
+    assert fn is compress_job and got is config and len(checks) == 2  # config, then short
+    assert short.steps == COMPARE_STEPS and short.rank == 2 and short.ddp().steps == COMPARE_STEPS
+
+
+def test_the_keyword_call_builds_the_config_once(checks):
+    executor = Recorder(4)
+    run_compress(executor, "sign", error_feedback=True, steps=5, compare_torch=False)
+    ((_, (config, short)),) = executor.calls
+    assert len(checks) == 1 and short is None
+    assert (config.world_size, config.method, config.steps) == (4, "sign", 5)
+
+
+def test_bad_cli_options_are_one_line_naming_each_as_spelled():
+    with pytest.raises(ValueError) as err:
+        cli_config("--error-feedback", "--start-step", "-1", "--ratio", "0", world_size=3)
+    text = str(err.value)
+    assert "\n" not in text
+    for named in ("error-feedback=True", "start-step=-1", "ratio=0.0", "world_size=3"):
+        assert named + " is not valid" in text, text
+    assert "start_step" not in text and "error_feedback" not in text
+
+
+def test_a_given_config_must_fit_the_executor():
+    with pytest.raises(ValueError, match=re.escape("config.world_size=2 is not valid: expected 4")):
+        run_compress_config(NothingMayRun(), CompressConfig(2, "fp16"))
 
 
 # ------------------------------------------------------------------------------ on the ranks

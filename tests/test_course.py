@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from edu_parallel.app.course.errata import ERRATA
 from edu_parallel.app.course.lessons import (
     INDEX,
     LESSONS,
@@ -38,7 +39,7 @@ from edu_parallel.app.course.lessons import (
     write,
 )
 from edu_parallel.app.course.links import broken_links, chain_problems, load, markdown
-from edu_parallel.app.course.outline import ERRATA, UNITS
+from edu_parallel.app.course.outline import UNITS
 from edu_parallel.app.course.pages import ERRATA_PAGE, SYLLABUS
 
 ROOT = NOTEBOOKS.parent

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from edu_parallel.app.course import notebook_i18n
+from edu_parallel.app.course.errata import ERRATA
 from edu_parallel.app.course.lessons import (
     INDEX,
     LESSONS,
@@ -33,7 +34,7 @@ from edu_parallel.app.course.lessons import (
     with_nav,
 )
 from edu_parallel.app.course.links import broken_links, chain_problems, links, load, markdown
-from edu_parallel.app.course.outline import ERRATA, UNITS
+from edu_parallel.app.course.outline import UNITS
 from edu_parallel.app.course.pages import ERRATA_PAGE, SYLLABUS, ZH
 from edu_parallel.core.i18n import language
 

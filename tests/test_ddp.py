@@ -1,7 +1,6 @@
 """Data-parallel training on real ranks: buckets, overlap, accumulation, against torch's DDP."""
 
 import json
-import time
 
 import pytest
 import torch
@@ -215,12 +214,10 @@ def failing_hook(ctx, flat, step, bucket):
 
 
 def test_a_failure_on_the_communication_stream_names_the_rank_and_the_next_run_works():
-    with Cluster(4, timeout=20) as cluster:
-        start = time.perf_counter()
+    with Cluster(4, timeout=20) as cluster:  # a WorkerError, not the others' JobTimeoutError
         with pytest.raises(WorkerError) as err:
             run_ddp(cluster, "mlp", steps=3, hook=failing_hook, compare_torch=False)
         assert err.value.rank == 1 and "a bucket could not be reduced" in str(err.value)
-        assert time.perf_counter() - start < 15
         assert run_ddp(cluster, "mlp", steps=1, compare_torch=False).bitwise_equal_reference
 
 
@@ -237,7 +234,8 @@ class NothingMayRun:
     "kwargs, expected",
     [
         ({"flops_per_s": -1}, "flops_per_s=-1 is not valid"),
-        ({"rows": 0}, "rows=0 is not valid: expected None or an integer in [1, 1073741824]"),
+        ({"rows": 0}, "rows=0 is not valid: expected an integer in [1, 1073741824] (leave it out"),
+        ({"rows": float("inf")}, "rows=inf is not valid"),
         ({"rows": 2.5}, "rows=2.5 is not valid"),
         ({"link": "wifi"}, "link='wifi' is not valid"),
         ({"hook": 3}, "hook=3 is not valid"),

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
+from helpers import checked_names, count_checks, fresh_python, no_process_cluster
 
 from edu_parallel import Cluster
 from edu_parallel.app import cli
 from edu_parallel.app.concepts.registry import CONCEPTS
+from edu_parallel.comm.allreduce import allreduce_job
+from edu_parallel.comm.collective import collective_job
 from edu_parallel.core import dims as dims_module
 from edu_parallel.core import inputs
 from edu_parallel.core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from edu_parallel.engine.cluster import local_dims
 from edu_parallel.engine.executor import Executor
 from edu_parallel.engine.torchrun import TorchrunExecutor
 from edu_parallel.plans import algorithms
+from edu_parallel.plans.algorithms import AllReduceRun, plan_allreduce
+from edu_parallel.plans.collectives import CollectiveRun, plan_collective
 
 
 def test_degrees_multiply_to_the_world_size() -> None:
@@ -150,26 +154,70 @@ def test_checks_do_not_rewrite_the_arguments() -> None:
     for argv in (["run", "pipeline"], ["run", "pipeline", "--stages", "2"], ["run", "zero"]):
         a = parser.parse_args(argv)
         before = dict(vars(a))
-        concept = CONCEPTS[a.concept]
-        spec = concept.check(a, ParallelDims.local(concept.world_size(a)))
-        assert vars(a) == before and isinstance(spec, dict)
+        dims, spec = CONCEPTS[a.concept].prepare(a, None)
+        assert vars(a) == before and isinstance(dims, ParallelDims) and spec is not None
     a = parser.parse_args(["run", "pipeline"])
-    assert CONCEPTS["pipeline"].world_size(a) == 4  # --world-size, else --stages, else 4
-    spec = CONCEPTS["pipeline"].check(a, ParallelDims.local(4))
-    assert spec["stages"] == 4 and a.stages is None
+    dims, spec = CONCEPTS["pipeline"].prepare(a, None)  # --world-size, else --stages, else 4
+    assert dims.world_size == spec.stages == 4 and a.stages is None
+
+
+# ------------------------------------------------ the world size of run ring, checked once
+@pytest.mark.parametrize(
+    "argv, job, spec",
+    [
+        (["ring", "--world-size", "3", "--size", "1KiB"], allreduce_job, AllReduceRun),
+        (["allreduce", "--algo", "tree", "--world-size", "5"], allreduce_job, AllReduceRun),
+        (["allgather", "--world-size", "3", "--size", "96"], collective_job, CollectiveRun),
+        (["broadcast", "--world-size", "3", "--root", "2"], collective_job, CollectiveRun),
+    ],
+)
+def test_the_world_size_is_checked_once_on_its_way_to_the_ranks(monkeypatch, argv, job, spec):
+    """CLI -> ``ParallelDims.local`` -> the concept's check -> ``plan_allreduce`` /
+    ``plan_collective`` (the plan builders) -> ``Cluster(dims)`` -> ``local_dims`` -> the ranks'
+    job: one check of ``--world-size`` (a ``check_int`` of it anywhere counts), one ParallelDims,
+    and the cluster and the job's plan are built from that same object. No process starts."""
+    records = no_process_cluster(monkeypatch)
+    built = count_checks(monkeypatch, ParallelDims)
+    names = checked_names(monkeypatch)
+    assert cli.main(["run", *argv]) == 0
+    assert names.count("world_size") == 1 and len(built) == 1
+    ((cluster, fn, (run,)),) = records
+    assert cluster.dims is built[0] and fn is job and isinstance(run, spec)
+    assert run.plan.world_size == built[0].world_size == int(argv[argv.index("--world-size") + 1])
+
+
+def test_a_plain_world_size_from_python_is_checked_once_at_its_entry(monkeypatch) -> None:
+    names = checked_names(monkeypatch)
+    assert plan_allreduce(4, "1KiB").plan.world_size == 4
+    assert plan_collective(4, "broadcast", "1KiB", root=1).plan.root == 1
+    assert plan_allreduce(ParallelDims.local(4), algo="naive").plan.world_size == 4
+    assert names.count("world_size") == 3  # one per entry, the last one ParallelDims's
+    for bad in (0, 5000, "x"):
+        with pytest.raises(ValueError, match=f"world_size={bad!r} is not valid: expected an"):
+            plan_allreduce(bad)
+
+
+def test_local_dims_trusts_validated_dims_and_keeps_their_degrees(monkeypatch) -> None:
+    built, names = count_checks(monkeypatch, ParallelDims), checked_names(monkeypatch)
+    local = ParallelDims.local(8, tp=2, pp=2)
+    assert local_dims(local) is local and len(built) == 1 and names.count("world_size") == 1
+    launched = ParallelDims(8, tp=2)  # validated without the local limit: only that is checked
+    assert local_dims(launched) is launched and launched.tp == 2
+    assert len(built) == 2 and names.count("world_size") == 3
+    with pytest.raises(ValueError, match=r"world_size=17 is not valid: expected an integer in"):
+        local_dims(ParallelDims(17, tp=17))
+    assert local_dims(4) == ParallelDims.local(4)
 
 
 def test_a_bad_option_of_a_comm_concept_is_named_before_torch_loads() -> None:
     """``edu-parallel run ring --size 1XB`` checks everything from ``plans/`` and ``core/``: the
     one-line error comes before torch (2 s to import here) or any process."""
     code = (
-        "import sys\n"
         "from edu_parallel.app.cli import main\n"
-        "code = main(['run', 'ring', '--world-size', '3', '--size', '1XB'])\n"
-        "print(code, 'torch' in sys.modules)\n"
+        "print(main(['run', 'ring', '--world-size', '3', '--size', '1XB']))\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert run.stdout.split() == ["2", "False"], run.stderr
+    run = fresh_python(code)  # and torch was never imported
+    assert run.stdout.split() == ["2"], run.stderr
     assert run.stderr.strip().splitlines() == [
         "error: size='1XB' is not valid: expected a byte count > 0 and <= 1GiB, such as 4096, "
         "64KiB, 1MiB"

@@ -110,7 +110,6 @@ def test_the_reference_passes_every_case(cluster4):
     assert {c.world_size for c in cases} == {2, 4}
     assert {c.option("model") for c in cases} == {"mlp", "tied", "classifier"}
     assert {f.check for f in g.findings} == {"result", "bytes", "messages", "overlap"}
-    assert g.wall_s < 5
 
 
 def test_all_reducing_after_backward_fails_only_the_overlap(cluster4):

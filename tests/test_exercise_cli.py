@@ -8,7 +8,7 @@ import json
 import textwrap
 
 import pytest
-from test_cli import cli
+from helpers import cli
 from test_exercise_ring import off_by_one_chunk
 
 from edu_parallel.exercises.problems.ring_allreduce import ring_allreduce

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 import torch
-from conftest import child_pids
+from helpers import child_pids
 from test_exercise_ring import off_by_one_chunk, whole_buffer_ring
 
 from edu_parallel import Cluster

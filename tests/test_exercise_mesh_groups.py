@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from edu_parallel import Cluster
 from edu_parallel.core.dims import ParallelDims
 from edu_parallel.exercises import check, get_exercise, grade
 from edu_parallel.exercises.problems.mesh_groups import EXERCISE, STARTER, mesh_groups, picture
 from edu_parallel.exercises.progress import WORKSPACE_VAR
 
 pytestmark = pytest.mark.multiprocess
-
-
-@pytest.fixture(scope="module")
-def cluster8():
-    with Cluster(8, timeout=30) as c:
-        yield c
 
 
 def dp_fastest(rank, dp, tp, pp):
@@ -131,7 +124,7 @@ def test_pp_and_dp_swapped_fails_only_where_both_are_split(cluster8):
     assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["yours", "the mesh (pp, dp, tp)"]
 
 
-def test_the_starter_returns_quickly_and_fails_on_the_group_sizes(cluster8, tmp_path, monkeypatch):
+def test_the_starter_returns_and_fails_on_the_group_sizes(cluster8, tmp_path, monkeypatch):
     monkeypatch.setenv(WORKSPACE_VAR, str(tmp_path))
     feedback = check("10", starter(), cluster8)
     g = feedback.grade
@@ -140,7 +133,6 @@ def test_the_starter_returns_quickly_and_fails_on_the_group_sizes(cluster8, tmp_
         "rank 0's TP group [0] has 1 rank; tp = 2, so it has 2 (3 other ranks' answers are "
         "wrong too)"
     )
-    assert g.wall_s < 10
 
 
 def test_a_malformed_answer_is_one_line_naming_the_rank(cluster8):

@@ -98,7 +98,6 @@ def test_the_reference_passes_every_case(cluster4):
         for r in shown
     ]
     assert arrived == target_bytes(g.shown)
-    assert g.wall_s < 5
 
 
 def test_ignoring_capacity_fails_the_rows_and_the_bytes(cluster4):

@@ -74,7 +74,6 @@ def test_the_reference_passes_every_case(cluster4):
         assert min(ms) < p and p in ms and max(ms) > p
     assert {f.check for f in g.findings} == {"result", "steps", "memory"}
     assert any("gradients equal one process's" in f.message for f in g.findings)
-    assert g.wall_s < 5.0
 
 
 def test_the_package_schedule_object_is_accepted(cluster4):

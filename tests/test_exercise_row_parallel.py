@@ -105,7 +105,6 @@ def test_the_reference_passes_every_case(cluster4):
     assert {c.world_size for c in cases} == {2, 4}
     assert {c.dtype for c in cases} == {"float64", "float32"}
     assert {f.check for f in g.findings} == {"result", "messages", "bytes"}
-    assert g.wall_s < 5
     ops = [(e.rank, e.op, e.phase) for e in g.trace.events if e.kind == "collective"]
     assert sorted(ops) == [(r, "all_reduce", "forward") for r in range(g.shown.world_size)]
 

@@ -10,7 +10,6 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from edu_parallel import Cluster
 from edu_parallel.engine.context import ALL_GATHER, REDUCE_SCATTER
 from edu_parallel.exercises import check, get_exercise, grade
 from edu_parallel.exercises.problems.two_level import (
@@ -24,12 +23,6 @@ from edu_parallel.exercises.problems.two_level import (
 from edu_parallel.exercises.progress import WORKSPACE_VAR
 
 pytestmark = pytest.mark.multiprocess
-
-
-@pytest.fixture(scope="module")
-def cluster8():
-    with Cluster(8, timeout=30) as c:
-        yield c
 
 
 def flat(ctx, x, node, rail):
@@ -126,7 +119,7 @@ def test_no_cross_node_step_leaves_the_node_sum(cluster8):
     )
 
 
-def test_the_starter_returns_quickly_and_fails(cluster8, tmp_path, monkeypatch):
+def test_the_starter_returns_and_fails(cluster8, tmp_path, monkeypatch):
     monkeypatch.setenv(WORKSPACE_VAR, str(tmp_path))
     feedback = check("13", starter(), cluster8)
     grade_ = feedback.grade
@@ -134,4 +127,3 @@ def test_the_starter_returns_quickly_and_fails(cluster8, tmp_path, monkeypatch):
     assert "rank 0's result differs from dist.all_reduce at element 0: got 1, expected 15" == (
         grade_.first_failure.message
     )
-    assert grade_.wall_s < 20

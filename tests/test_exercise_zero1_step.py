@@ -62,7 +62,6 @@ def test_the_reference_passes_every_case_bit_for_bit(cluster4):
     assert {c.numel for c in cases} == {816, 368}  # Ψ = 367 is padded to a multiple of 4
     assert {f.check for f in g.findings} == {"result", "bytes", "messages", "memory"}
     assert all(torch.equal(o.result, o.facts["expected"]) for o in g.outputs)
-    assert g.wall_s < 5
 
 
 def test_keeping_the_whole_optimizer_state_fails_the_memory(cluster4):

@@ -7,22 +7,28 @@ Zhao et al. 2023, "PyTorch FSDP" (arXiv 2304.11277); the PyTorch ``fully_shard``
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import types
 
 import pytest
+from helpers import Recorder, count_checks, fresh_python
 
+from edu_parallel.app.cli import build_parser
+from edu_parallel.app.concepts.registry import CONCEPTS
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.trace import Trace
 from edu_parallel.memory.communication import fsdp_collectives_per_step
 from edu_parallel.task.mlp import num_params
-from edu_parallel.zero.fsdp import FsdpUnavailableError, preload, require_fsdp2
+from edu_parallel.zero.config import FsdpConfig, ZeroConfig
+from edu_parallel.zero.fsdp import FsdpUnavailableError, fsdp_job, preload, require_fsdp2
 from edu_parallel.zero.fsdp_report import (
     format_fsdp,
     formula_sent_bytes,
     fsdp_padded_numel,
     run_fsdp,
+    run_fsdp_config,
 )
+from edu_parallel.zero.stages import zero_job
 from edu_parallel.zero.tables import fsdp_table
 
 # FSDP2 is ``torch.distributed.fsdp.fully_shard`` from torch 2.6 on; the package supports torch >=
@@ -189,8 +195,24 @@ def test_uneven_dim0_is_padded(cluster2) -> None:
 )
 def test_bad_arguments_name_parameter_value_and_range(kwargs, words) -> None:
     with pytest.raises(ValueError) as info:
-        run_fsdp(None, **kwargs)  # checked before any process runs
-    assert all(w in str(info.value) for w in words), str(info.value)
+        run_fsdp(Recorder(2), **kwargs)  # checked before any job starts
+    text = str(info.value)
+    assert all(w in text for w in words) and "\n" not in text, text
+    assert text.startswith(words[0] + " is not valid") and text.count("is not valid") == 1
+
+
+def test_every_bad_value_is_named_at_once_and_zero3_shares_the_checks() -> None:
+    with pytest.raises(ValueError) as info:
+        FsdpConfig(2, steps=0, granularity="block", reshard_after_forward=1, dims=(16,))
+    text = str(info.value)
+    assert "\n" not in text and text.count("is not valid") == 4, text
+    for name in ("steps=0", "granularity='block'", "reshard_after_forward=1", "dims=(16,)"):
+        assert name in text
+    config = FsdpConfig(2, steps=3, dims=[16, 15, 16])  # the ZeRO-3 run is built with it, once
+    assert config.zero3 == ZeroConfig(2, 3, steps=3, dims=(16, 15, 16))
+    assert config.dims == (16, 15, 16) and config.gathers_per_step == 2
+    assert FsdpConfig(2, reshard_after_forward=False).gathers_per_step == 1
+    assert FsdpConfig(2, granularity="model", reshard_after_forward=None).gathers_per_step == 1
 
 
 def test_no_fsdp2_is_a_clear_error(monkeypatch) -> None:
@@ -199,8 +221,43 @@ def test_no_fsdp2_is_a_clear_error(monkeypatch) -> None:
     )
     with pytest.raises(FsdpUnavailableError, match=r"fully_shard \(torch >= 2.6\)"):
         require_fsdp2()
+    executor = Recorder(2)
     with pytest.raises(FsdpUnavailableError):
-        run_fsdp(None)
+        run_fsdp(executor)
+    assert executor.calls == []  # said before any job starts
+
+
+def test_the_cli_checks_once_and_the_rank_jobs_get_that_config(monkeypatch) -> None:
+    """FSDP2's job gets the config the concept's check returned; ZeRO-3's job its ``zero3``,
+    built inside that one check."""
+    fsdp, zero3 = count_checks(monkeypatch, FsdpConfig), count_checks(monkeypatch, ZeroConfig)
+    argv = ["run", "fsdp", "--world-size", "2", "--granularity", "model", "--steps", "3"]
+    a = build_parser().parse_args([*argv, "--reshard-after-forward", "default"])
+    config = CONCEPTS["fsdp"].check(a, ParallelDims.local(2))
+    assert (config.granularity, config.reshard_after_forward, config.steps) == ("model", None, 3)
+    assert fsdp == [config] and zero3 == [config.zero3]
+    executor = Recorder(2)
+    assert CONCEPTS["fsdp"].run(executor, config) is None
+    assert executor.calls == [(fsdp_job, (config,)), (zero_job, (config.zero3, False))]
+    assert executor.calls[0][1][0] is config and executor.calls[1][1][0] is config.zero3
+    assert fsdp == [config] and zero3 == [config.zero3]  # nothing checked again
+
+
+def test_bad_cli_options_are_one_line_naming_each_as_spelled() -> None:
+    argv = ["run", "fsdp", "--granularity", "model", "--forward-prefetch", "--steps", "0"]
+    a = build_parser().parse_args([*argv, "--reshard-after-forward", "maybe"])
+    with pytest.raises(ValueError) as info:
+        CONCEPTS["fsdp"].check(a, ParallelDims.local(2))
+    text = str(info.value)
+    assert "\n" not in text and text.count("is not valid") == 3, text
+    for name in ("--reshard-after-forward='maybe'", "--forward-prefetch=True", "steps=0"):
+        assert name + " is not valid" in text
+    assert "reshard_after_forward" not in text
+
+
+def test_a_given_config_must_fit_the_executor() -> None:
+    with pytest.raises(ValueError, match="config.world_size=4 is not valid: expected 2"):
+        run_fsdp_config(Recorder(2), FsdpConfig(4))
 
 
 @needs_fsdp2
@@ -232,8 +289,7 @@ def test_sequence_picture_and_table_from_json(layer) -> None:
 
 
 def test_renderer_never_imports_torch() -> None:
-    code = "import sys, edu_parallel.viz.fsdp; sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    fresh_python("import edu_parallel.viz.fsdp")
 
 
 @needs_fsdp2
@@ -250,7 +306,7 @@ def test_cli_json(capsys) -> None:
     assert data["matches_zero3"] is True and data["collectives_per_step"] == {"fsdp": 3, "zero3": 3}
     assert data["per_rank_sent_bytes"] == [formula_sent_bytes(DIMS, 2, 2)] * 2
     assert main(["run", "fsdp", "--reshard-after-forward", "maybe"]) == 2
-    assert "reshard_after_forward='maybe' is not valid" in capsys.readouterr().err
+    assert "--reshard-after-forward='maybe' is not valid" in capsys.readouterr().err
 
 
 def test_collective_count_formula_rejects_bad_input() -> None:

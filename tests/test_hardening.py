@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
-from test_cli import cli  # the command run as a learner runs it, in a subprocess
-from test_lab import _free_port
+from helpers import cli, free_port  # the command run as a learner runs it, in a subprocess
 
 from edu_parallel import Cluster
 from edu_parallel.app.paths import check_output_file
@@ -97,12 +95,15 @@ def test_output_paths_are_checked(tmp_path):
         (["figure", "--out", "/no/such/dir/f.png"], "does not exist"),
         (["figure", "--out", "picture"], "expected a file name ending in .png, .svg, .pdf"),
         (["plan", "ring", "--world-size", "4096"], "expected an integer in [1, 256] for `plan`"),
+        (["run", "zero", "--stage", "4", "--steps", "0"], "1, 2, 3; steps=0 is not valid"),
+        (["run", "tp", "--mode", "row", "--gather-output"], "--gather-output=True is not valid"),
+        (["run", "moe", "--top-k", "9", "--tokens", "0"], "--top-k=9 is not valid: expected an"),
     ],
 )
 def test_bad_inputs_get_one_line_before_any_work(args, expected):
-    start = time.monotonic()
-    one_line_error(cli(*args), expected)
-    assert time.monotonic() - start < 20  # refused up front, not after a run
+    out = cli(*args)
+    one_line_error(out, expected)
+    assert out.stdout == ""  # refused up front: no run printed anything
 
 
 def test_a_bad_trace_path_does_not_cost_the_run(tmp_path):
@@ -119,24 +120,19 @@ def test_one_rank_has_no_bandwidth_rather_than_an_infinite_one():
     assert data["algbw_gbps"] is None and data["time_s"] == 0
 
 
-def test_plan_at_its_largest_world_size_prints_a_summary_in_bounded_time():
+def test_plan_at_its_largest_world_size_prints_a_summary_not_the_grid():
     for algo in ("ring", "rabenseifner", "double-tree"):
-        start = time.monotonic()
-        out = cli("plan", algo, "--world-size", "256")
-        took = time.monotonic() - start
+        out = cli("plan", algo, "--world-size", "256")  # the grid would take minutes
         assert out.returncode == 0, out.stderr
         assert "is valid: it computes all_reduce" in out.stdout and len(out.stdout) < 1000
-        assert took < 20, (algo, took)  # about 3 s here; the grid would take minutes
     small = cli("plan", "ring", "--world-size", "32").stdout
     assert "r31" in small and "reduce-scatter |" in small  # the full text and grid up to 32
 
 
 def test_a_stale_torchrun_environment_is_named_within_the_timeout():
     env = dict(os.environ, RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1")
-    env["MASTER_PORT"] = str(_free_port())  # nobody serves the rendezvous there
-    start = time.monotonic()
-    out = cli("run", "ring", "--size", "1KiB", "--timeout", "2", env=env)
-    assert time.monotonic() - start < 30
+    env["MASTER_PORT"] = str(free_port())  # nobody serves the rendezvous there
+    out = cli("run", "ring", "--size", "1KiB", "--timeout", "2", env=env)  # not a hang
     one_line_error(out, "could not join the torchrun group at 127.0.0.1:")
     assert "unset RANK WORLD_SIZE MASTER_ADDR MASTER_PORT" in out.stderr
 

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from edu_parallel.app import i18n_catalog
 from edu_parallel.app.course import notebook_i18n
+from edu_parallel.app.course.errata import ERRATA
 from edu_parallel.app.course.lessons import ERRATA_BOXES, LESSONS
-from edu_parallel.app.course.outline import ERRATA
 from edu_parallel.core import i18n
 from edu_parallel.core.errors import check_int
 from edu_parallel.core.i18n import _, get_language, language, set_language
@@ -84,18 +82,13 @@ def test_an_error_reads_in_the_learners_language_with_the_same_numbers():
 
 
 def test_the_command_line_speaks_chinese_when_asked():
-    env = {**os.environ, "EDU_PARALLEL_LANG": "zh"}
-    cmd = [sys.executable, "-m", "edu_parallel", "run", "ring", "--world-size", "0"]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    out = cli("run", "ring", "--world-size", "0", lang="zh")
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and _chinese(lines[0]) and "0" in lines[0], out.stderr
-    bad = subprocess.run(
-        cmd[:3] + ["tour", "--lang", "fr"], capture_output=True, text=True, timeout=120
-    )
+    bad = cli("tour", "--lang", "fr")
     assert bad.returncode != 0 and "--lang" in bad.stderr and "'fr'" in bad.stderr
-    env["EDU_PARALLEL_LANG"] = "klingon"
-    named = subprocess.run(cmd[:3] + ["tour"], capture_output=True, text=True, env=env, timeout=120)
+    named = cli("tour", lang="klingon")
     assert named.returncode == 2 and named.stdout == ""
     assert named.stderr.strip() == (
         "error: EDU_PARALLEL_LANG='klingon' is not valid: expected one of 'en', 'zh'"

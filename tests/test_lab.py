@@ -4,7 +4,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import child_pids, cli, free_port
 
 from edu_parallel.app.lab import lab_command, lessons_source, prepare_lessons
 from edu_parallel.app.workspace import resolve_reset, sync_workspace
@@ -121,12 +121,6 @@ def test_the_lab_opens_on_the_course_index(tmp_path):
     assert "--LabApp.default_url=/lab/tree/index.ipynb" in lab_command(folder)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get_json(url: str, wait_s: float = 30.0) -> dict:
     """GET ``url``; Jupyter prints its URL a moment before it accepts connections, so retry."""
     deadline = time.monotonic() + wait_s
@@ -141,7 +135,7 @@ def _get_json(url: str, wait_s: float = 30.0) -> dict:
 
 
 def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "cfg")
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "rt")
@@ -188,8 +182,6 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
 
 def test_sigterm_to_the_wrapper_stops_the_child():
     """`edu-parallel lab` killed with SIGTERM (a container stop) takes JupyterLab with it."""
-    from conftest import child_pids
-
     code = (
         "import sys; from edu_parallel.app.lab import run_child; "
         "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(60)']))"
@@ -213,8 +205,6 @@ def test_sigterm_to_the_wrapper_stops_the_child():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_sigkill_to_the_wrapper_still_stops_the_child():
     """SIGKILL cannot be caught or forwarded: the kernel's parent-death signal stops the child."""
-    from conftest import child_pids
-
     code = (
         "import sys; from edu_parallel.app.lab import run_child; "
         "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(60)']))"
@@ -252,8 +242,7 @@ def test_sigkill_to_the_wrapper_still_stops_the_child():
 )
 def test_a_bad_lab_argument_is_refused_before_anything_is_copied(tmp_path, args, message):
     dest = tmp_path / "course"
-    cmd = [sys.executable, "-m", "edu_parallel", "lab", "--no-browser", "--dir", str(dest), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    done = cli("lab", "--no-browser", "--dir", str(dest), *args, timeout=60)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not dest.exists()

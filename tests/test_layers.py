@@ -20,14 +20,13 @@ rule and checks that each break is named.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import textwrap
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import fresh_python
 
 ROOT = Path(__file__).resolve().parents[1] / "edu_parallel"
 
@@ -378,8 +377,7 @@ def test_lazy_tables_name_real_modules_and_names(package: Package) -> None:
     code = "import importlib\n" + "\n".join(
         f"getattr(importlib.import_module({m!r}), {n!r})" for m, n in names
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
+    fresh_python(code, absent=())
 
 
 def test_no_public_name_is_also_a_module_name(package: Package) -> None:
@@ -388,9 +386,7 @@ def test_no_public_name_is_also_a_module_name(package: Package) -> None:
     clashes = []
     for pkg in (m for m in package.files if package.is_package(m)):
         code = f"import importlib; print(' '.join(importlib.import_module({pkg!r}).__all__))"
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        assert run.returncode == 0, run.stderr
-        names = set(run.stdout.split())
+        names = set(fresh_python(code, absent=()).stdout.split())
         clashes += [f"{pkg}.{n}" for n in sorted(names) if f"{pkg}.{n}" in package.files]
     assert not clashes, f"names that are also modules: {clashes}"
 
@@ -399,11 +395,7 @@ def test_pure_layers_import_without_torch(package: Package) -> None:
     """Renderers, quizzes, plans and models load without torch (and so without the engine),
     and every folder's ``__init__`` is light: its names load on first use."""
     light = [m for m in package.files if package.folder(m) in PURE or package.is_package(m)]
-    code = "import sys\n" + "".join(f"import {m}\n" for m in light)
-    code += "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3])"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "[]", f"torch was imported: {run.stdout}"
+    fresh_python("".join(f"import {m}\n" for m in light))  # and torch was not imported
 
 
 # ------------------------------------------------------------------ the checker catches each rule

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from helpers import cli
 
 from edu_parallel.memory.activations import activation_bytes, activation_estimate
 from edu_parallel.memory.communication import comm_bytes_per_step, comm_estimate
@@ -241,17 +240,8 @@ def test_to_json_dict_round_trips():
     assert set(data["breakdown"]) == {"param16", "grad16", "master32", "adam_m", "adam_v"}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "edu_parallel", "memory", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_cli_json():
-    out = cli("--params", "7.5e9", "--gpus", "64", "--zero", "2", "--json")
+    out = cli("memory", "--params", "7.5e9", "--gpus", "64", "--zero", "2", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["bytes_per_gpu"] == pytest.approx(2 * PSI + 14 * PSI / N)
@@ -262,6 +252,7 @@ def test_cli_json():
 
 def test_cli_model_offload_tp_json():
     out = cli(
+        "memory",
         "--model",
         "llama3-70b",
         "--gpus",
@@ -293,7 +284,7 @@ def test_cli_model_offload_tp_json():
 
 
 def test_cli_text():
-    out = cli("--params", "7.5B", "--gpus", "64", "--zero", "1")
+    out = cli("memory", "--params", "7.5B", "--gpus", "64", "--zero", "1")
     assert out.returncode == 0, out.stderr
     assert "bytes_per_gpu" in out.stdout and "breakdown" in out.stdout
     assert "31.41 GB" in out.stdout and "master32" in out.stdout
@@ -315,7 +306,7 @@ def test_cli_text():
     ],
 )
 def test_cli_one_line_errors(args, words):
-    out = cli(*args)
+    out = cli("memory", *args)
     assert out.returncode == 2
     assert out.stdout == ""
     lines = out.stderr.strip().splitlines()

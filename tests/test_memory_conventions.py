@@ -11,7 +11,7 @@ import json
 import math
 
 import pytest
-from test_memory import cli
+from helpers import cli
 
 from edu_parallel.memory import (
     CONVENTIONS,
@@ -200,17 +200,21 @@ def test_conventions_table_reads_the_calculator():
 
 def test_cli_convention_deepspeed_json_and_text():
     args = ("--model", "zero-7.5b", "--gpus", "64", "--zero", "3", "--offload", "all")
-    out = cli(*args, "--convention", "deepspeed", "--json")
+    out = cli("memory", *args, "--convention", "deepspeed", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     shape = get_preset("zero-7.5b")
     cpu, gpu = deepspeed_reference(shape.params, 50257 * 3072, 8, 8, 3, "all")
     assert data["bytes_per_gpu"] == gpu and data["cpu_bytes_per_node"] == cpu
     assert data["convention"] == "deepspeed"
-    text = cli("--params", "7.5e9", "--gpus", "64", "--zero", "1", "--convention", "megatron")
+    text = cli(
+        "memory", "--params", "7.5e9", "--gpus", "64", "--zero", "1", "--convention", "megatron"
+    )
     assert text.returncode == 0, text.stderr
     assert "convention=megatron" in text.stdout and "46.41 GB" in text.stdout  # 6Ψ + 12Ψ/64
-    bad = cli("--params", "7.5e9", "--gpus", "64", "--zero", "1", "--convention", "deepspeed")
+    bad = cli(
+        "memory", "--params", "7.5e9", "--gpus", "64", "--zero", "1", "--convention", "deepspeed"
+    )
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         line for line in bad.stderr.strip().splitlines() if line.startswith("error: ")
     ]

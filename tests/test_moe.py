@@ -8,25 +8,32 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import Recorder, count_checks, fresh_python
 
-from edu_parallel.app.cli import main
+from edu_parallel.app.cli import build_parser, main
+from edu_parallel.app.concepts.registry import CONCEPTS
+from edu_parallel.core.dims import ParallelDims
+from edu_parallel.expert_parallel.config import MoEConfig
 from edu_parallel.expert_parallel.experts import init_moe, make_tokens
 from edu_parallel.expert_parallel.formulas import (
     all_to_one_dropped,
     balanced_dispatch_bytes,
-    check_moe_args,
     expert_capacity,
     padded_dispatch_bytes,
 )
-from edu_parallel.expert_parallel.layer import moe_reference
-from edu_parallel.expert_parallel.report import format_moe, moe_routing_stats, moe_runner, run_moe
+from edu_parallel.expert_parallel.layer import moe_job, moe_reference
+from edu_parallel.expert_parallel.report import (
+    format_moe,
+    moe_routing_stats,
+    moe_runner,
+    run_moe,
+    run_moe_config,
+)
 from edu_parallel.expert_parallel.router import capacity_positions, route
 from edu_parallel.expert_parallel.tables import (
     bytes_into,
@@ -296,21 +303,11 @@ def test_quiz_predict_then_run_against_real_ranks(cluster4) -> None:
 # ----------------------------------------------------------------- padded (GShard) dispatch
 def both_dispatches(cluster, kw: dict) -> dict:
     """moe_job's raw per-rank results for both dispatches (same weights, tokens, routing)."""
-    from edu_parallel.expert_parallel.layer import moe_job
-
-    args = [
-        kw.get(a, d)
-        for a, d in (
-            ("experts", 8),
-            ("top_k", 2),
-            ("capacity_factor", 1.25),
-            ("skew", 0.0),
-            ("tokens", 16),
-            ("hidden", 8),
-            ("seed", 0),
-        )
-    ]
-    return {d: cluster.run(moe_job, *args, True, d).results for d in ("variable", "padded")}
+    n = cluster.world_size
+    return {
+        d: cluster.run(moe_job, MoEConfig(n, **kw, dispatch=d)).results
+        for d in ("variable", "padded")
+    }
 
 
 @pytest.mark.parametrize("kw", CASES)
@@ -409,19 +406,50 @@ def test_variable_bytes_never_exceed_padded(cluster4, kw: dict) -> None:
         ({"seed": -1}, "seed"),
     ],
 )
-def test_bad_inputs_name_the_parameter(kwargs: dict, name: str) -> None:
-    args = {
-        "world_size": 4,
-        "experts": 8,
-        "top_k": 2,
-        "capacity_factor": 1.25,
-        "skew": 0.0,
-        "tokens": 16,
-        "hidden": 8,
-        "seed": 0,
-    } | kwargs
-    with pytest.raises(ValueError, match=f"{name}.*is not valid: expected"):
-        check_moe_args(**args)
+def test_a_bad_value_is_one_line_naming_it(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError) as err:
+        MoEConfig(4, **kwargs)
+    text = str(err.value)
+    assert text.startswith(name) and text.count("is not valid: expected") == 1, text
+    assert "\n" not in text
+
+
+def test_every_bad_value_is_named_at_once() -> None:
+    with pytest.raises(ValueError) as err:
+        MoEConfig(4, experts=6, top_k=7, skew="hot", dispatch="dense", backward=1)
+    text = str(err.value)
+    assert text.count("is not valid") == 5 and "\n" not in text, text
+    for name in ("experts=6", "top_k=7", "skew='hot'", "dispatch='dense'", "backward=1"):
+        assert name + " is not valid" in text
+    c = MoEConfig(4, skew=2, capacity_factor=1)
+    assert (c.skew, c.capacity_factor, c.experts_per_rank, c.capacity) == (2.0, 1.0, 2, 4)
+
+
+def cli_config(*argv: str, world_size: int = 2) -> MoEConfig:
+    """What ``edu-parallel run moe ARGV`` hands its run, in this process."""
+    a = build_parser().parse_args(["run", "moe", "--world-size", str(world_size), *argv])
+    return CONCEPTS["moe"].check(a, ParallelDims.local(world_size))
+
+
+def test_the_cli_checks_once_and_the_rank_job_gets_that_config(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, MoEConfig)
+    config = cli_config("--experts", "4", "--top-k", "1", "--dispatch", "padded")
+    assert (config.experts, config.top_k, config.dispatch) == (4, 1, "padded") and config.backward
+    executor = Recorder(2)
+    assert CONCEPTS["moe"].run(executor, config) is None
+    assert executor.calls == [(moe_job, (config,))] and executor.calls[0][1][0] is config
+    assert checks == [config]  # checked once, by the concept
+
+
+def test_the_keyword_call_builds_the_config_once(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, MoEConfig)
+    executor = Recorder(4)
+    run_moe(executor, 8, 1, 2.0, skew=3.0, backward=False)
+    ((fn, (config,)),) = executor.calls
+    assert fn is moe_job and checks == [config]
+    assert config == MoEConfig(4, 8, 1, 2.0, skew=3.0, backward=False)
+    with pytest.raises(ValueError, match="config.world_size=4 is not valid: expected 2"):
+        run_moe_config(Recorder(2), config)
 
 
 def test_bad_input_before_running(cluster2) -> None:
@@ -462,9 +490,9 @@ def test_cli_json_and_errors(capsys) -> None:
     assert data["traffic_matrix_bytes"] == independent_matrix(2, 4, 2, 1.0, 2.0, 8, 4)
     assert isinstance(data["dropped_tokens"], int) and data["dropped_tokens"] >= 0
     for bad, text in (
-        (["--experts", "4", "--top-k", "5"], "top_k=5"),
+        (["--experts", "4", "--top-k", "5"], "--top-k=5"),
         (["--experts", "3"], "experts=3"),
-        (["--capacity-factor", "0"], "capacity_factor=0.0"),
+        (["--capacity-factor", "0"], "--capacity-factor=0.0"),
         (["--tokens", "0"], "tokens=0"),
         (["--skew", "-2"], "skew=-2.0"),
         (["--hidden", "0"], "hidden=0"),
@@ -525,13 +553,7 @@ def test_heatmap_load_bars_and_animation() -> None:
 
 
 def test_renderers_import_without_torch() -> None:
-    code = (
-        "import sys\nimport edu_parallel.viz.moe as m\nimport"
-        " edu_parallel.expert_parallel.formulas\nassert 'torch' not in sys.modules, 'torch"
-        " imported'\nprint('ok')\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    fresh_python("import edu_parallel.viz.moe, edu_parallel.expert_parallel.formulas")
 
 
 def test_tables_read_the_runs_and_the_formulas(cluster4) -> None:

@@ -4,16 +4,17 @@ TP, DP or EP group of the mesh, and the bytes each rank sends per group equal th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from helpers import checked_names, cli, count_checks, no_process_cluster
 
 from edu_parallel import Cluster
+from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
-from edu_parallel.parallel_3d import LAYOUTS, check_3d_args, measure_3d, run_3d
-from edu_parallel.parallel_3d.config import ITEMSIZE
+from edu_parallel.parallel_3d import LAYOUTS, measure_3d, run_3d
+from edu_parallel.parallel_3d.config import ITEMSIZE, Config3D, Run3D
 from edu_parallel.parallel_3d.report import _compare
+from edu_parallel.parallel_3d.step import step_job
 
 JSON_KEYS = {
     "matches_reference",
@@ -27,7 +28,7 @@ JSON_KEYS = {
 # ---------------------------------------------------------------- checked before any process
 def test_bad_degrees_and_sizes_are_named_at_once() -> None:
     with pytest.raises(ValueError) as err:
-        check_3d_args(8, dp=2, tp=3, pp=8, layers=4, heads=4, hidden=16)
+        Run3D.build(8, dp=2, tp=3, pp=8, layers=4, heads=4, hidden=16)
     text = str(err.value)
     assert "tp=3 is not valid: expected a divisor of world_size=8" in text
     assert "tp=3 is not valid: expected a divisor of heads=4" in text
@@ -45,8 +46,9 @@ def test_bad_degrees_and_sizes_are_named_at_once() -> None:
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message.replace("*", r"\*")):
-            check_3d_args(8, **kwargs)
-    dims, cfg = check_3d_args(8, 2, 2, 2)
+            Run3D.build(8, **kwargs)
+    run = Run3D.build(8, 2, 2, 2)
+    dims, cfg = run.dims, run.config
     assert (dims.dp, dims.tp, dims.pp, cfg.num_microbatches(2), cfg.micro_batch(dims)) == (
         2,
         2,
@@ -54,6 +56,60 @@ def test_bad_degrees_and_sizes_are_named_at_once() -> None:
         4,
         2,
     )
+
+
+@pytest.mark.parametrize(
+    "sizes, message",
+    [
+        ({"layers": 0}, "layers=0 is not valid: expected an integer in [1, 32]"),
+        ({"hidden": 4096}, "hidden=4096 is not valid: expected an integer in [1, 128]"),
+        ({"heads": 3}, "heads=3 is not valid: expected a divisor of hidden=16"),
+        ({"batch": 0}, "batch=0 is not valid"),
+        ({"seq": 1000}, "seq=1000 is not valid: expected an integer in [1, 256]"),
+        ({"microbatches": 0}, "microbatches=0 is not valid"),
+        ({"zero": 2}, "zero=2 is not valid: expected one of 0, 1"),
+        ({"experts": 65}, "experts=65 is not valid: expected an integer in [0, 64]"),
+        ({"experts": 3}, "experts=3 is not valid: expected a divisor of 4*hidden=64"),
+        ({"experts": 4, "top_k": 5}, "top_k=5 is not valid: expected an integer in [1, 4]"),
+        ({"experts": 4, "capacity_factor": 0}, "capacity_factor=0 is not valid"),
+        ({"lr": 0}, "lr=0 is not valid"),
+        ({"seed": -1}, "seed=-1 is not valid"),
+    ],
+)
+def test_each_bad_size_is_one_line_naming_it(sizes, message) -> None:
+    with pytest.raises(ValueError) as err:
+        Config3D(**sizes)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_every_bad_size_is_named_at_once_and_the_run_holds_dims_of_its_model() -> None:
+    with pytest.raises(ValueError) as err:
+        Config3D(layers=0, heads=0, lr=-1)
+    assert [part.split("=")[0] for part in str(err.value).split("; ")] == ["layers", "heads", "lr"]
+    cfg = Config3D()
+    other = Config3D(heads=8).dims(8, 2, 2, 2)
+    with pytest.raises(ValueError, match=r"dims=ParallelDims\(.*\) is not valid: expected degrees"):
+        Run3D(other, cfg)  # degrees checked against another model's heads
+    run = Run3D(cfg.dims(8, 2, 2, 2), cfg)
+    assert run.dims.heads == cfg.heads and Config3D(lr=1).lr == 1.0
+
+
+def test_run_3d_checks_tp_once_from_the_command_line_to_the_ranks(monkeypatch) -> None:
+    """``--tp`` is checked by the one ParallelDims the CLI builds with the model's shape; the
+    cluster runs on those dims and the rank job receives the Run3D that holds them. No
+    process starts: the cluster records what it is asked to run."""
+    records = no_process_cluster(monkeypatch)
+    dims_built = count_checks(monkeypatch, ParallelDims)
+    runs_built = count_checks(monkeypatch, Run3D)
+    names = checked_names(monkeypatch)
+    assert main(["run", "3d", "--dp", "2", "--tp", "2", "--pp", "2"]) == 0
+    assert names.count("tp") == 1 and names.count("world_size") == 1
+    assert len(dims_built) == 1 and len(runs_built) == 1
+    ((cluster, fn, (run,)),) = records
+    assert fn is step_job and run is runs_built[0] and run.dims is dims_built[0] is cluster.dims
+    assert (run.dims.dp, run.dims.tp, run.dims.pp, run.dims.heads) == (2, 2, 2, 4)
+    assert run_3d(cluster, dp=2, tp=2, pp=2) is None  # the Python entry checks it once more
+    assert names.count("tp") == 2 and len(dims_built) == 2 and records[-1][2][0].dims.tp == 2
 
 
 # ---------------------------------------------------------------- the runs
@@ -198,18 +254,13 @@ def test_the_json_report_has_the_issue_keys(reports) -> None:
     assert 0.0 <= data["bubble_fraction_measured"] < 1.0
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "edu_parallel", "run", "3d", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.multiprocess
 def test_cli_runs_3d_and_names_bad_degrees() -> None:
-    out = _cli("--dp", "2", "--tp", "2", "--pp", "2", "--json")
+    out = cli("run", "3d", "--dp", "2", "--tp", "2", "--pp", "2", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert JSON_KEYS <= set(data) and data["matches_reference"] and data["matches_planner"]
-    bad = _cli("--dp", "2", "--tp", "3", "--pp", "2", "--heads", "4")
+    bad = cli("run", "3d", "--dp", "2", "--tp", "3", "--pp", "2", "--heads", "4")
     assert bad.returncode == 2
     line = bad.stderr.strip()
     assert "\n" not in line and "Traceback" not in line

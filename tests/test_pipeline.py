@@ -6,9 +6,13 @@ from collections import Counter
 
 import pytest
 import torch
+from helpers import Recorder, checked_names, count_checks, no_process_cluster
 
 from edu_parallel.app.cli import main
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.pipeline_parallel.builders import build_schedule
+from edu_parallel.pipeline_parallel.config import PipelineConfig
+from edu_parallel.pipeline_parallel.execute import pipeline_job
 from edu_parallel.pipeline_parallel.model import (
     make_batch,
     microbatch_loss,
@@ -158,6 +162,46 @@ def test_bad_arguments_raise_before_any_work(kwargs, message):
     with pytest.raises(ValueError) as err:
         run_pipeline(_NoRun(), **kwargs)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_config_names_every_bad_field_at_once_and_fills_its_defaults() -> None:
+    with pytest.raises(ValueError) as err:
+        PipelineConfig("1f1b", 2, 0, 2, hidden=2048, microbatch_size=0, t_w=-1.0)
+    names = [part.split("=")[0] for part in str(err.value).split("; ")]
+    assert names == ["microbatches", "chunks", "hidden", "microbatch_size", "t_w"]
+    with pytest.raises(ValueError, match=r"stages=None is not valid: expected an integer >= 1"):
+        PipelineConfig()  # no stages and no world size to take them from
+    zb = PipelineConfig("zb-h1", world_size=3)
+    assert (zb.stages, zb.layers, zb.num_stages) == (3, 6, 3)
+    assert zb.times == {"t_f": 1.0, "t_b": 1.0, "t_w": 1.0, "t_comm": 0.0}
+    assert zb.plan == build_schedule("zb-h1", 3, 8)
+
+
+def test_run_pipeline_checks_once_and_the_ranks_receive_that_config(monkeypatch) -> None:
+    built = count_checks(monkeypatch, PipelineConfig)
+    recorder = Recorder(4)
+    assert run_pipeline(recorder, "interleaved", 2, 4, 2) is None  # what a non-zero rank gets
+    ((fn, (config,)),) = recorder.calls
+    assert fn is pipeline_job and config is built[0] and len(built) == 1
+    assert config.plan == build_schedule("interleaved", 2, 4, 2) and config.layers == 8
+
+
+def test_stages_are_checked_once_from_the_command_line_to_the_ranks(monkeypatch) -> None:
+    """``--stages`` that sets the world size is checked once, as the run's dims (named stages
+    in an error); with ``--world-size`` it is checked once, by the config, against it."""
+    records = no_process_cluster(monkeypatch)
+    dims_built = count_checks(monkeypatch, ParallelDims)
+    configs = count_checks(monkeypatch, PipelineConfig)
+    names = checked_names(monkeypatch)
+    assert main(["run", "pipeline", "--stages", "2", "--microbatches", "4"]) == 0
+    assert names.count("world_size") == 1 and "stages" not in names
+    ((cluster, fn, (config,)),) = records
+    assert fn is pipeline_job and config is configs[0] and cluster.dims is dims_built[0]
+    assert config.stages == cluster.world_size == 2 and len(dims_built) == len(configs) == 1
+    names.clear()
+    assert main(["run", "pipeline", "--world-size", "4", "--stages", "2"]) == 0
+    assert names.count("world_size") == names.count("stages") == 1
+    assert records[-1][2][0].stages == 2 and records[-1][0].world_size == 4
 
 
 def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):

@@ -7,20 +7,21 @@ returned), not by the code under test.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from helpers import Recorder, checked_names, cli, count_checks, fresh_python, no_process_cluster
 
+from edu_parallel.app.cli import main
 from edu_parallel.core.trace import Event, Trace
 from edu_parallel.strategy_map.formulas import (
     STRATEGIES,
     MapConfig,
-    check_map_args,
+    MapRun,
     formula_param_bytes,
     formula_sent_bytes,
 )
 from edu_parallel.strategy_map.report import run_strategy_map
+from edu_parallel.strategy_map.strategies import strategy_job
 from edu_parallel.strategy_map.table import measure
 from edu_parallel.strategy_map.tables import crossover_table, formula_table
 
@@ -219,17 +220,43 @@ def test_measure_needs_a_split_mark_per_all_to_all():
     ],
 )
 def test_bad_arguments_name_the_parameter(n, kw, match):
-    with pytest.raises(ValueError, match=match):
-        check_map_args(n, **kw)
+    with pytest.raises(ValueError, match=match) as err:
+        MapRun.build(n, **kw)
+    assert "\n" not in str(err.value)
 
 
 def test_bad_strategy_lists():
     for bad in ("dp", [], ["dp", "xx"], ["dp", "dp"]):
         with pytest.raises(ValueError, match="strategies="):
-            check_map_args(2, bad)
-    assert check_map_args(3, ["dp", "pp"], layers=3, batch=6)[0] == ("dp", "pp")
-    assert check_map_args(4, ["dp", "tp"], seq=6)[0] == ("dp", "tp")  # only TP+SP splits seq
-    assert check_map_args(4, "dp,tp,tp-sp,pp,ep".split(","))[0] == STRATEGIES
+            MapRun.build(2, bad)
+    assert MapRun.build(3, ["dp", "pp"], layers=3, batch=6).strategies == ("dp", "pp")
+    assert MapRun.build(4, ["dp", "tp"], seq=6).strategies == ("dp", "tp")  # only TP+SP: seq/N
+    assert MapRun.build(4, "dp,tp,tp-sp,pp,ep".split(",")).strategies == STRATEGIES
+
+
+def test_a_map_config_names_every_bad_size_at_once() -> None:
+    with pytest.raises(ValueError) as err:
+        MapConfig(layers=0, seq=2000, experts=3, microbatches=9, lr=0)
+    names = [part.split("=")[0] for part in str(err.value).split("; ")]
+    assert names == ["layers", "seq", "experts", "microbatches", "lr"]
+    assert MapConfig(lr=1).lr == 1.0 and MapConfig(microbatches=8).microbatches == 8
+
+
+def test_the_map_is_checked_once_and_the_ranks_receive_its_config(monkeypatch) -> None:
+    """Python entry: one MapConfig and one MapRun per call; every strategy's job receives the
+    same config object. The CLI: the world size once, the map once, the same config again."""
+    configs, runs = count_checks(monkeypatch, MapConfig), count_checks(monkeypatch, MapRun)
+    recorder = Recorder(2)
+    assert run_strategy_map(recorder, ["dp", "tp", "pp"]) is None
+    assert [(fn, args[0]) for fn, args in recorder.calls] == [
+        (strategy_job, s) for s in ("dp", "tp", "pp")
+    ]
+    assert all(args[1] is configs[0] is runs[0].config for _fn, args in recorder.calls)
+    assert len(configs) == len(runs) == 1
+    records, names = no_process_cluster(monkeypatch), checked_names(monkeypatch)
+    assert main(["run", "map", "--world-size", "2", "--strategies", "dp,ep"]) == 0
+    assert names.count("world_size") == 1 and len(configs) == len(runs) == 2
+    assert [args[1] for _c, _fn, args in records] == [configs[1]] * 2
 
 
 def test_renderers_read_report_data(report2):
@@ -259,43 +286,16 @@ def test_renderers_read_report_data(report2):
 
 
 def test_renderer_module_imports_no_torch():
-    code = (
-        "import sys, edu_parallel.viz.strategy_map, edu_parallel.quiz.banks.strategy_map\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    fresh_python("import edu_parallel.viz.strategy_map, edu_parallel.quiz.banks.strategy_map")
 
 
 def test_cli_map_json():
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "edu_parallel",
-            "run",
-            "map",
-            "--world-size",
-            "2",
-            "--strategies",
-            "dp,tp-sp,pp",
-            "--layers",
-            "2",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    args = ("--world-size", "2", "--strategies", "dp,tp-sp,pp", "--layers", "2", "--json")
+    done = cli("run", "map", *args)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["matches_reference"] and set(data["runs"]) == {"dp", "tp-sp", "pp"}
-    bad = subprocess.run(
-        [sys.executable, "-m", "edu_parallel", "run", "map", "--world-size", "2", "--top-k", "9"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = cli("run", "map", "--world-size", "2", "--top-k", "9")
     assert bad.returncode == 2 and "top_k=9" in bad.stderr
 
 

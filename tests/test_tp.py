@@ -5,13 +5,18 @@ trace, the syllabus's reversed rule (errata E4), sequence parallelism, pictures,
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import re
 
 import pytest
 import torch
+from helpers import Recorder, cli, count_checks, fresh_python
 
-from edu_parallel.tensor_parallel.formulas import ITEMSIZE, check_tp_args, tp_sent_bytes
+from edu_parallel.app.cli import build_parser
+from edu_parallel.app.concepts.registry import CONCEPTS
+from edu_parallel.core.dims import ParallelDims
+from edu_parallel.tensor_parallel.config import ITEMSIZE, TPConfig
+from edu_parallel.tensor_parallel.formulas import tp_sent_bytes
+from edu_parallel.tensor_parallel.job import tp_job
 from edu_parallel.tensor_parallel.layers import (
     column_parallel_linear,
     f_then_linear,
@@ -19,7 +24,7 @@ from edu_parallel.tensor_parallel.layers import (
     row_parallel_linear,
     shard_linear,
 )
-from edu_parallel.tensor_parallel.report import format_tp, run_tp
+from edu_parallel.tensor_parallel.report import format_tp, run_tp, run_tp_config
 from edu_parallel.tensor_parallel.tables import message_table, pass_formula, pass_table, rule_table
 
 # (batch, seq, hidden, ffn): ffn=None is 4h
@@ -58,12 +63,73 @@ def test_shard_linear_splits_nn_linear_weights() -> None:
         ({"world_size": 0}, "world_size=0"),
         ({"batch": 0}, "batch=0"),
         ({"rule": "nope"}, "rule='nope'"),
+        ({"gather_output": 1}, "gather_output=1"),
+        ({"seed": -1}, "seed=-1"),
+        ({"batch": 1024, "seq": 4096}, "batch*seq*max(hidden, ffn)=134217728"),
     ],
 )
-def test_bad_inputs_are_named(kwargs: dict, match: str) -> None:
-    args = {"mode": "mlp", "world_size": 4, "hidden": 8} | kwargs
-    with pytest.raises(ValueError, match=match):
-        check_tp_args(**args)
+def test_a_bad_value_is_one_line_naming_it(kwargs: dict, match: str) -> None:
+    args = {"world_size": 4, "mode": "mlp", "hidden": 8} | kwargs
+    with pytest.raises(ValueError) as err:
+        TPConfig(**args)
+    text = str(err.value)
+    assert text.startswith(match) and text.count("is not valid") == 1 and "\n" not in text, text
+
+
+def test_every_bad_value_is_named_at_once_and_ffn_defaults_to_4h() -> None:
+    with pytest.raises(ValueError) as err:
+        TPConfig(4, "mlp-sp", hidden=6, ffn=10, seq=6, dtype="int8")
+    text = str(err.value)
+    assert text.count("is not valid") == 4 and "\n" not in text, text
+    for name in ("dtype='int8'", "hidden=6", "ffn=10", "seq=6"):
+        assert name + " is not valid" in text
+    c = TPConfig(2, "column", hidden=6)
+    assert (c.ffn, c.itemsize, c.tolerances) == (24, 8, (1e-10, 1e-12))
+
+
+def test_more_ranks_than_a_local_cluster_are_a_matter_of_the_shape() -> None:
+    """The TP degree has no limit of its own: under torchrun it may exceed a local cluster's."""
+    assert TPConfig(32, "mlp", hidden=64).world_size == 32
+    with pytest.raises(ValueError, match="hidden=8 is not valid: expected a multiple of the TP"):
+        TPConfig(32, "mlp", hidden=8)
+
+
+def cli_config(*argv: str, world_size: int = 2) -> TPConfig:
+    """What ``edu-parallel run tp ARGV`` hands its run, in this process."""
+    a = build_parser().parse_args(["run", "tp", "--world-size", str(world_size), *argv])
+    return CONCEPTS["tp"].check(a, ParallelDims.local(world_size))
+
+
+def test_the_cli_checks_once_and_the_rank_job_gets_that_config(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, TPConfig)
+    config = cli_config("--mode", "column", "--gather-output", "--dtype", "float32")
+    assert (config.mode, config.dtype, config.ffn) == ("column", "float32", 32)
+    assert config.gather_output is True
+    executor = Recorder(2)
+    assert CONCEPTS["tp"].run(executor, config) is None
+    assert executor.calls == [(tp_job, (config,))] and executor.calls[0][1][0] is config
+    assert checks == [config]  # checked once, by the concept
+
+
+def test_the_keyword_call_builds_the_config_once(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, TPConfig)
+    executor = Recorder(4)
+    run_tp(executor, "mlp-sp", seq=8, hidden=16)
+    ((fn, (config,)),) = executor.calls
+    assert fn is tp_job and checks == [config] and config == TPConfig(4, "mlp-sp", seq=8, hidden=16)
+
+
+def test_bad_cli_options_are_one_line_naming_each_as_spelled() -> None:
+    with pytest.raises(ValueError) as err:
+        cli_config("--mode", "row", "--gather-output", "--hidden", "5")
+    text = str(err.value)
+    assert "\n" not in text and text.count("is not valid") == 2, text
+    assert "--gather-output=True is not valid" in text and "hidden=5 is not valid" in text
+
+
+def test_a_given_config_must_fit_the_executor() -> None:
+    with pytest.raises(ValueError, match=re.escape("config.world_size=2 is not valid: expected 4")):
+        run_tp_config(Recorder(4), TPConfig(2))
 
 
 def test_bad_input_before_running(cluster2) -> None:
@@ -290,36 +356,31 @@ def test_animation_draws_every_frame_with_the_blocks() -> None:
 
 def test_tp_renderers_import_no_torch(tmp_path) -> None:
     code = (
-        "import sys\nimport edu_parallel.viz.tp as v, edu_parallel.tensor_parallel.formulas as m,"
-        " edu_parallel.quiz.banks.tensor_parallel\nf, b = m.expected_collectives('mlp-sp')\nrep ="
-        " dict(mode='mlp-sp', world_size=2, rule='megatron', gather_output=False,\n          "
-        " forward_collectives=f, backward_collectives=b, local_output_kind=['partial_sum'] *"
-        f" 2)\nv.tp_animation(rep).write_html({str(tmp_path / 'tp.html')!r},"
-        " include_plotlyjs='cdn')\nassert 'torch' not in sys.modules, sorted(k for k in"
-        " sys.modules if 'torch' in k)[:3]\n"
+        "import edu_parallel.viz.tp as v, edu_parallel.tensor_parallel.formulas as m\n"
+        "import edu_parallel.quiz.banks.tensor_parallel\n"
+        "f, b = m.expected_collectives('mlp-sp')\n"
+        "rep = dict(mode='mlp-sp', world_size=2, rule='megatron', gather_output=False,\n"
+        "           forward_collectives=f, backward_collectives=b,\n"
+        "           local_output_kind=['partial_sum'] * 2)\n"
+        f"v.tp_animation(rep).write_html({str(tmp_path / 'tp.html')!r}, include_plotlyjs='cdn')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    fresh_python(code)
     assert "addFrames" in (tmp_path / "tp.html").read_text()
 
 
 # ------------------------------------------------------------------ CLI
-def cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "edu_parallel", "run", "tp", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=90)
-
-
 def test_cli_json_and_errors() -> None:
-    out = cli("--mode", "mlp", "--world-size", "2", "--hidden", "4", "--seq", "2", "--json")
+    args = ("--mode", "mlp", "--world-size", "2", "--hidden", "4", "--seq", "2", "--json")
+    out = cli("run", "tp", *args)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["forward_collectives"] == ["all_reduce"] == data["backward_collectives"]
     assert (
         data["matches_dense"] is True and data["per_rank_sent_bytes"] == [2 * (2 * 2 * 4 * 8)] * 2
     )
-    bad = cli("--mode", "row", "--world-size", "4", "--hidden", "6")
+    bad = cli("run", "tp", "--mode", "row", "--world-size", "4", "--hidden", "6")
     assert bad.returncode == 2 and "hidden=6 is not valid" in bad.stderr + bad.stdout
-    bad = cli("--mode", "diagonal")
+    bad = cli("run", "tp", "--mode", "diagonal")
     assert bad.returncode == 2 and "mode='diagonal'" in bad.stderr + bad.stdout
 
 

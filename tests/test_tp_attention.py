@@ -3,9 +3,12 @@ ranks, checked against one process and torch's own multi-head attention, collect
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import Recorder, count_checks
 
 from edu_parallel.parallel_3d.model import TensorParallel, attention
 from edu_parallel.tensor_parallel import (
@@ -16,8 +19,12 @@ from edu_parallel.tensor_parallel import (
     run_tp_attention,
     shard_attention,
 )
-from edu_parallel.tensor_parallel.attention_run import make_attention_problem
-from edu_parallel.tensor_parallel.formulas import check_attention_args
+from edu_parallel.tensor_parallel.attention_run import (
+    attention_job,
+    make_attention_problem,
+    run_attention_config,
+)
+from edu_parallel.tensor_parallel.config import AttentionConfig
 
 WEIGHTS = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")
 
@@ -98,11 +105,31 @@ def test_float32_non_causal_more_heads(cluster2) -> None:
         ),
         ({"world_size": 2, "causal": "yes"}, "causal='yes'"),
         ({"world_size": 2, "dtype": "int8"}, "dtype='int8'"),
+        ({"world_size": 0}, "world_size=0"),
+        ({"world_size": 2, "seq": 0}, "seq=0"),
+        ({"world_size": 2, "seed": 1.5}, "seed=1.5"),
+        (
+            {"world_size": 2, "batch": 1024, "seq": 64},
+            "batch*seq*max(hidden, seq*heads)=16777216 is not valid: expected at most 4194304",
+        ),
     ],
 )
-def test_bad_arguments_are_named_before_any_process(kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        check_attention_args(**kwargs)
+def test_a_bad_value_is_one_line_naming_it(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError) as err:
+        AttentionConfig(**kwargs)
+    text = str(err.value)
+    assert text.startswith(match) and text.count("is not valid") == 1 and "\n" not in text, text
+
+
+def test_the_keyword_call_builds_the_config_once_for_the_rank_job(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, AttentionConfig)
+    executor = Recorder(2)
+    assert run_tp_attention(executor, 2, 4, 16, heads=4, causal=False) is None
+    ((fn, (config,)),) = executor.calls
+    assert fn is attention_job and checks == [config] and config.heads_per_rank == 2
+    assert config == AttentionConfig(2, 2, 4, 16, heads=4, causal=False)
+    with pytest.raises(ValueError, match=re.escape("config.world_size=2 is not valid: expected 4")):
+        run_attention_config(Recorder(4), config)
 
 
 def test_lesson_10_attention_is_the_tensor_parallel_one() -> None:

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import re
 
 import pytest
 import torch
+from helpers import Recorder, cli, count_checks
 
+from edu_parallel.app.cli import build_parser
+from edu_parallel.app.concepts.registry import CONCEPTS
+from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.metrics import ring_sent_bytes
 from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
 from edu_parallel.task.mlp import (
@@ -18,7 +21,9 @@ from edu_parallel.task.mlp import (
     num_params,
     reference_training,
 )
-from edu_parallel.zero.report import check_zero_args, format_zero, run_zero
+from edu_parallel.zero.config import ZeroConfig
+from edu_parallel.zero.report import format_zero, run_zero, run_zero_config
+from edu_parallel.zero.stages import zero_job
 from edu_parallel.zero.tables import zero_table
 
 PSI = num_params((16, 16, 16, 16))
@@ -138,27 +143,73 @@ def test_ring_volume() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"stage": 4}, "stage"),
-        ({"stage": "1"}, "stage"),
-        ({"steps": 0}, "steps"),
-        ({"lr": 0.0}, "lr"),
-        ({"lr": -1}, "lr"),
-        ({"dims": (1, 1), "world_size": 4}, "world_size"),
-        ({"dims": (3,)}, "dims"),
+        ({"stage": 4}, "stage=4"),
+        ({"stage": "1"}, "stage='1'"),
+        ({"stage": True}, "stage=True"),
+        ({"steps": 0}, "steps=0"),
+        ({"steps": 1001}, "steps=1001"),
+        ({"lr": 0.0}, "lr=0.0"),
+        ({"lr": -1}, "lr=-1"),
+        ({"seed": -1}, "seed=-1"),
+        ({"dims": (1, 1), "world_size": 4}, "world_size=4"),
+        ({"dims": (3,)}, "dims=(3,)"),
+        ({"dims": 3}, "dims=3"),
+        ({"microbatch": 0}, "microbatch=0"),
+        ({"world_size": 0}, "world_size=0"),
     ],
 )
-def test_bad_inputs(kwargs: dict, name: str) -> None:
-    args = {
-        "stage": 1,
-        "steps": 2,
-        "lr": 1e-2,
-        "seed": 0,
-        "dims": (16, 16),
-        "microbatch": 4,
-        "world_size": 2,
-    } | kwargs
-    with pytest.raises(ValueError, match=f"{name}="):
-        check_zero_args(**args)
+def test_a_bad_value_is_one_line_naming_it(kwargs: dict, name: str) -> None:
+    args = {"world_size": 2, "stage": 1, "dims": (16, 16)} | kwargs
+    with pytest.raises(ValueError) as err:
+        ZeroConfig(**args)
+    text = str(err.value)
+    assert text.startswith(name + " is not valid: expected") and "\n" not in text, text
+
+
+def test_every_bad_value_is_named_at_once() -> None:
+    with pytest.raises(ValueError) as err:
+        ZeroConfig(2, stage=9, steps=0, lr=-1.0, microbatch=0)
+    text = str(err.value)
+    assert "\n" not in text and text.count("is not valid") == 4, text
+    for name in ("stage=9", "steps=0", "lr=-1.0", "microbatch=0"):
+        assert name in text
+
+
+def test_the_config_holds_normalised_values() -> None:
+    c = ZeroConfig(2, 2.0, steps=3.0, dims=[16, 16])
+    assert (c.stage, c.steps, c.dims) == (2, 3, (16, 16)) and isinstance(c.stage, int)
+    assert c.psi == num_params((16, 16))
+
+
+def cli_config(*argv: str, world_size: int = 2) -> ZeroConfig:
+    """What ``edu-parallel run zero ARGV`` hands its run, in this process."""
+    a = build_parser().parse_args(["run", "zero", "--world-size", str(world_size), *argv])
+    return CONCEPTS["zero"].check(a, ParallelDims.local(world_size))
+
+
+def test_the_cli_checks_once_and_the_rank_job_gets_that_config(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, ZeroConfig)
+    config = cli_config("--stage", "3", "--steps", "4")
+    assert isinstance(config, ZeroConfig) and len(checks) == 1
+    assert (config.world_size, config.stage, config.steps) == (2, 3, 4)
+    executor = Recorder(2)
+    assert CONCEPTS["zero"].run(executor, config) is None
+    assert executor.calls == [(zero_job, (config,))]
+    assert executor.calls[0][1][0] is config and len(checks) == 1  # never checked again
+
+
+def test_the_keyword_call_builds_the_config_once(monkeypatch) -> None:
+    checks = count_checks(monkeypatch, ZeroConfig)
+    executor = Recorder(4)
+    run_zero(executor, 2, steps=3, seed=5)
+    ((fn, (config,)),) = executor.calls
+    assert fn is zero_job and checks == [config]
+    assert config == ZeroConfig(4, 2, steps=3, seed=5)
+
+
+def test_a_given_config_must_fit_the_executor() -> None:
+    with pytest.raises(ValueError, match=re.escape("config.world_size=2 is not valid: expected 4")):
+        run_zero_config(Recorder(4), ZeroConfig(2))
 
 
 def test_bad_input_before_running(cluster2) -> None:
@@ -167,21 +218,8 @@ def test_bad_input_before_running(cluster2) -> None:
 
 
 def test_cli_json() -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "edu_parallel",
-        "run",
-        "zero",
-        "--stage",
-        "2",
-        "--world-size",
-        "2",
-        "--steps",
-        "1",
-        "--json",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    args = ("--world-size", "2", "--steps", "1", "--json")
+    out = cli("run", "zero", "--stage", "2", *args)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for key in (
@@ -194,7 +232,7 @@ def test_cli_json() -> None:
         assert key in data
     assert data["matches_reference"] is True and data["comm_ratio_vs_dp"] == 1.0
     assert isinstance(data["per_rank_sent_bytes"], list) and len(data["per_rank_sent_bytes"]) == 2
-    bad = subprocess.run(cmd[:6] + ["7"] + cmd[7:], capture_output=True, text=True, timeout=60)
+    bad = cli("run", "zero", "--stage", "7", *args)
     assert bad.returncode == 2 and "stage=7" in bad.stderr + bad.stdout
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import EngineError, bad_value, check_timeout
 from ..core.i18n import LANGUAGES, N_, _, get_language, set_language
 from ..core.units import check_dtype
-from ..engine.executor import in_torchrun, partial_torchrun_vars, torchrun_dims
+from ..engine.executor import in_torchrun, partial_torchrun_vars
 from ..plans.algorithms import build_plan
 from ..plans.checker import explain, validate
 from .concepts.registry import CONCEPTS
@@ -103,8 +104,10 @@ def _run(a: argparse.Namespace) -> int:
             " (unset {unset} if left over from another job)"
         )
         print(note.format(names=", ".join(leftover), unset=" ".join(leftover)), file=sys.stderr)
-    dims = torchrun_dims() if torchrun else ParallelDims.local(concept.world_size(a))
-    spec = concept.check(a, dims)
+    # The run's dims and spec, each checked once here (the world size, the degrees, every
+    # option); the executor, the runner and the ranks receive them and trust them.
+    launched = int(os.environ["WORLD_SIZE"]) if torchrun else None
+    dims, spec = concept.prepare(a, launched)
     if torchrun:
         executor = engine.TorchrunExecutor(a.backend, a.timeout, dims)
     else:

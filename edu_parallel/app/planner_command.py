@@ -23,16 +23,19 @@ import argparse
 import json
 from typing import Any
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import Problems, bad_value, check_choice, check_int, spelled_as
 from ..core.i18n import _
 from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
 from ..models.topology import LINKS
-from ..planner.evaluate import check_inputs
 from ..planner.hardware import GPUS, ClusterSpec
+from ..planner.inputs import PlannerInputs
 from ..planner.planning import PlannerResult, plan
 
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k")
 ZERO_OK = ("vocab", "experts")  # shape options that may be 0
+# what the inputs' check is given in place of a bad model or cluster (already reported)
+STAND_IN_MODEL = next(iter(PRESETS))
+STAND_IN_CLUSTER = ClusterSpec(1, 1)
 
 
 def add_planner_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,50 +88,47 @@ def add_planner_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
-def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
-    """The preset name or a custom ModelShape, and its default sequence length."""
+# how the command line spells the parameters its errors name (a config's field or an option)
+SPELLING = {
+    name: "--" + name.replace("_", "-")
+    for name in (*SHAPE_OPTIONS, "model", "arch", "nodes", "gpus_per_node", "gpu", "intra",
+                 "inter", "global_batch", "seq", "efficiency", "memory_gb", "top")
+}  # fmt: skip
+
+
+def _model(a: argparse.Namespace, p: Problems) -> tuple[Any, int | None]:
+    """The preset name or a custom ModelShape, and its default sequence length; ``(None, None)``
+    with the problems recorded in ``p`` when the options do not make a model."""
     given = [k for k in SHAPE_OPTIONS if k != "vocab" and getattr(a, k) is not None]
     if a.model is not None:
         if given:
-            raise bad_value(
-                f"--{given[0].replace('_', '-')}", getattr(a, given[0]), _("omitted with --model")
-            )
+            p.add(bad_value(given[0], getattr(a, given[0]), _("omitted with --model")))
+            return None, None
         return a.model, None
     missing = [f"--{k}" for k in ("layers", "hidden", "heads") if getattr(a, k) is None]
     if missing:
-        raise bad_value(
-            "model",
-            None,
-            _("--model {{{presets}}} or a custom shape ({missing} missing)").format(
-                presets=", ".join(PRESETS), missing=", ".join(missing)
-            ),
+        valid = _("--model {{{presets}}} or a custom shape ({missing} missing)").format(
+            presets=", ".join(PRESETS), missing=", ".join(missing)
         )
-    problems = []
+        p.add(bad_value("model", None, valid))
+        return None, None
+    before = len(p)
     for k in SHAPE_OPTIONS:
         if getattr(a, k) is not None:
-            try:
-                check_int(k, getattr(a, k), 0 if k in ZERO_OK else 1)
-            except ValueError as exc:
-                problems.append(str(exc))
-    if a.arch not in ARCHS:
-        valid = _("one of {options}").format(options=", ".join(ARCHS))
-        problems.append(str(bad_value("arch", a.arch, valid)))
-    if not problems and a.hidden % a.heads:
-        problems.append(
-            str(
-                bad_value(
-                    "hidden", a.hidden, _("a multiple of heads={heads}").format(heads=a.heads)
-                )
-            )
-        )
+            p.check(check_int, k, getattr(a, k), 0 if k in ZERO_OK else 1)
+    p.check(check_choice, "arch", a.arch, ARCHS)
+    if len(p) > before:
+        return None, None
     experts = a.experts or 0
-    if not problems and experts and not 1 <= (a.top_k or 0) <= experts:
+    if a.hidden % a.heads:
+        p.add(bad_value("hidden", a.hidden, _("a multiple of heads={heads}").format(heads=a.heads)))
+    elif experts and not 1 <= (a.top_k or 0) <= experts:
         valid = _("an integer in [1, {experts}] with --experts {experts}").format(experts=experts)
-        problems.append(str(bad_value("top_k", a.top_k, valid)))
-    elif not problems and not experts and a.top_k is not None:
-        problems.append(str(bad_value("top_k", a.top_k, _("omitted without --experts (dense)"))))
-    if problems:
-        raise ValueError("; ".join(problems))
+        p.add(bad_value("top_k", a.top_k, valid))
+    elif not experts and a.top_k is not None:
+        p.add(bad_value("top_k", a.top_k, _("omitted without --experts (dense)")))
+    if len(p) > before:
+        return None, None
     seq = a.seq if a.seq is not None else 2048
     shape = ModelShape(
         "custom",
@@ -146,36 +146,46 @@ def _model(a: argparse.Namespace) -> tuple[Any, int | None]:
     return shape, seq
 
 
-def planner_result(a: argparse.Namespace) -> PlannerResult:
-    """Validate the arguments (every bad one named in one line) and plan."""
-    model, default_seq = _model(a)
-    problems: list[str] = []
-    try:
-        cluster = ClusterSpec(a.nodes, a.gpus_per_node, a.gpu, a.intra, a.inter)
-    except ValueError as exc:
-        problems.append(str(exc))
-        cluster = ClusterSpec(1, 1)  # stands in while the other inputs are checked
-    seq = a.seq if a.seq is not None else default_seq
-    if seq is None:  # a preset (an unknown name is reported below)
-        seq = PRESETS[model].seq if model in PRESETS else 1
-    budget = None
-    if a.memory_gb is not None:
-        if not a.memory_gb > 0:
-            problems.append(str(bad_value("memory_gb", a.memory_gb, _("a number of GB > 0"))))
-        else:
-            budget = a.memory_gb * 1e9
-    try:
+def inputs_from_options(a: argparse.Namespace) -> PlannerInputs:
+    """The options checked once into the planner's inputs: every bad one named in one line, as
+    the command line spells it (``--global-batch=0``), before any work."""
+    with spelled_as(SPELLING):
+        p = Problems()
+        model, default_seq = _model(a, p)
+        cluster = None
+        try:
+            cluster = ClusterSpec(a.nodes, a.gpus_per_node, a.gpu, a.intra, a.inter)
+        except ValueError as exc:
+            p.add(exc)
+        seq = a.seq if a.seq is not None else default_seq
+        if seq is None:  # a preset (an unknown name is reported by the inputs' check)
+            seq = PRESETS[model].seq if model in PRESETS else 1
+        budget = None
+        if a.memory_gb is not None:
+            if not 0 < a.memory_gb * 1e9 < float("inf"):
+                p.add(bad_value("memory_gb", a.memory_gb, _("a number of GB > 0")))
+            else:
+                budget = a.memory_gb * 1e9
         if a.top is not None:
-            check_int("top", a.top, 1)
-    except ValueError as exc:
-        problems.append(str(exc))
-    try:
-        check_inputs(model, cluster, a.global_batch, seq, a.efficiency, budget)
-    except ValueError as exc:
-        problems.append(str(exc))
-    if problems:
-        raise ValueError("; ".join(problems))
-    return plan(model, cluster, a.global_batch, seq, efficiency=a.efficiency, memory_budget=budget)
+            p.check(check_int, "top", a.top, 1)
+        try:  # stand-ins for a bad model or cluster, so that the rest is checked all the same
+            inputs = PlannerInputs(
+                STAND_IN_MODEL if model is None else model,
+                cluster or STAND_IN_CLUSTER,
+                a.global_batch,
+                seq,
+                a.efficiency,
+                budget,
+            )
+        except ValueError as exc:
+            p.add(exc)
+        p.raise_any()
+    return inputs
+
+
+def planner_result(a: argparse.Namespace) -> PlannerResult:
+    """Check the options once (:func:`inputs_from_options`) and plan."""
+    return plan(inputs_from_options(a))
 
 
 def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: A002

@@ -5,8 +5,9 @@
 * ``sgd.py``: synchronous and local SGD on the ranks; ``param_server.py``: the asynchronous and
   backup-worker parameter servers;
 * ``replay_run.py``: the one-process replay of a run's recorded order of updates, bit for bit;
-* ``report.py``: :func:`run_async` and :func:`compare_regimes`; ``tables.py``: what a straggler
-  costs (:func:`straggler_table`).
+* ``report.py``: one run, measured (:func:`run_async`, or :func:`run_async_config` for a config
+  built already); ``tables.py``: every regime under every straggler setting
+  (:func:`compare_regimes`) and what a straggler costs (:func:`straggler_table`).
 
 Trains the classifier of ``task/`` with DDP's model family (``data_parallel/``). Names load on
 first use.
@@ -25,9 +26,10 @@ _LAZY = {
     "server_job": "param_server",
     "replay": "replay_run",
     "AsyncReport": "report",
-    "Comparison": "report",
+    "Comparison": "tables",
     "run_async": "report",
-    "compare_regimes": "report",
+    "run_async_config": "report",
+    "compare_regimes": "tables",
     "format_async": "report",
     "async_runner": "report",
 }

@@ -39,109 +39,142 @@ drawn from a generator seeded by ``(seed, w, t)``, so a run's delays do not depe
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal, get_args
 
-from ..core.errors import Checked, bad_value, check_int, check_non_negative, check_positive
-from ..data_parallel.config import DdpConfig
+from ..core.dims import MAX_LOCAL_WORLD_SIZE
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    check_non_negative,
+    check_positive,
+)
+from ..core.i18n import _
+from ..data_parallel.config import DDP_MODELS, DdpConfig
 from ..task.targets import TARGET_ACCURACY, TASK_LR
 
-MODES = ("sync", "async-ps", "local-sgd", "backup")
-SERVER_MODES = ("async-ps", "backup")  # rank 0 is a dedicated server
-STRAGGLERS = ("none", "rank", "random")
-DISTRIBUTIONS = ("fixed", "exponential", "pareto")
+Mode = Literal["sync", "async-ps", "local-sgd", "backup"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+SERVER_MODES: tuple[Mode, ...] = ("async-ps", "backup")  # rank 0 is a dedicated server
+Straggler = Literal["none", "rank", "random"]
+STRAGGLERS: tuple[Straggler, ...] = get_args(Straggler)
+Distribution = Literal["fixed", "exponential", "pareto"]
+DISTRIBUTIONS: tuple[Distribution, ...] = get_args(Distribution)
 PARETO_SHAPE = 1.5  # mean = shape * x_m / (shape - 1) = 3 x_m; variance infinite
 PARETO_CAP = 50.0  # a pareto draw is at most 50 x the mean delay
 MAX_STEPS = 2000
-MAX_WORLD = 16
 MAX_ROWS = 512
 MAX_DELAY_MS = 1000.0
+MAX_SEED = 2**31 - 1  # batch seeds (batch_seed) then stay below 2^64, torch.Generator's range
+MODEL = "classifier"
 # W gradients of 64 samples per step: twice the task's lr (TASK_LR = 0.2, for steps of 64
 # samples), reaching the target in about 60 synchronous steps with 3 workers (linear scaling,
-# Goyal et al. 2017, would allow 3x). ddp_config holds the task's constants torch-free.
+# Goyal et al. 2017, would allow 3x). task/targets.py holds the task's constants torch-free.
 LESSON_LR = 2 * TASK_LR
-PSI = DdpConfig(1, model="classifier").psi  # the classifier's 22,026 parameters
+PSI = DdpConfig(1, model=MODEL).psi  # the classifier's 22,026 parameters
 BATCH_SEED_BASE = 2_000_003  # above the held-out set's seed: a training batch is never held out
+
+
+def check_delay_ms(name: str, value: object) -> float:
+    """``value`` as milliseconds in [0, :data:`MAX_DELAY_MS`], or a ValueError."""
+    valid = _("a number of milliseconds in [0, {limit}]").format(limit=f"{MAX_DELAY_MS:g}")
+    ms = check_non_negative(name, value, valid)
+    if ms > MAX_DELAY_MS:
+        raise bad_value(name, value, valid)
+    return ms
+
+
+def check_accuracy(name: str, value: object) -> float:
+    """``value`` as a held-out accuracy in (0, 1], or a ValueError."""
+    valid = _("a held-out accuracy in (0, 1]")
+    try:
+        accuracy = check_positive(name, value)
+    except ValueError:
+        raise bad_value(name, value, valid) from None
+    if accuracy > 1:
+        raise bad_value(name, value, valid)
+    return accuracy
 
 
 @dataclass(frozen=True)
 class AsyncConfig(Checked):
-    """What every rank runs (see the module doc); the constructor names every bad field."""
+    """What every rank runs (see the module doc), checked once: the constructor names every bad
+    field in one ValueError, and the runner, the rank jobs and the replay trust it."""
 
     world_size: int
-    mode: str = "sync"
+    """Ranks, at most :data:`~edu_parallel.core.dims.MAX_LOCAL_WORLD_SIZE`; at least 2 where
+    rank 0 serves (:data:`SERVER_MODES`)."""
+    mode: Mode = "sync"
+    """The regime: one of :data:`MODES` (the module doc)."""
     steps: int = 100
-    straggler: str = "none"
-    straggler_rank: int | None = None  # None: the last rank
-    distribution: str = "fixed"
+    """The sample budget in steps of ``W * rows`` samples, at most :data:`MAX_STEPS`."""
+    straggler: Straggler = "none"
+    """Who is slow: nobody, the rank ``straggler_rank``, or a random worker per gradient."""
+    straggler_rank: int | None = None
+    """The slow rank of ``straggler="rank"``, a worker's rank; None: the last rank."""
+    distribution: Distribution = "fixed"
+    """How a slow gradient's delay is drawn: one of :data:`DISTRIBUTIONS`."""
     delay_ms: float = 10.0
-    local_steps: int = 4  # H of local SGD
-    backup: int = 1  # b of backup workers
-    rows: int = 64  # samples per gradient: the task's global batch
+    """The mean delay of a slow gradient, in [0, :data:`MAX_DELAY_MS`] milliseconds."""
+    local_steps: int = 4
+    """``H`` of local SGD: local steps between two parameter averages."""
+    backup: int = 1
+    """``b`` of backup workers: a step keeps the first ``W - b`` gradients (1 <= b < W)."""
+    rows: int = DDP_MODELS[MODEL].batch
+    """Samples per gradient, at most :data:`MAX_ROWS`: by default the task's global batch."""
     lr: float = LESSON_LR
+    """SGD's learning rate (async-ps applies each gradient with ``lr / W``)."""
     seed: int = 0
+    """Seed of the weights, the batches and the delays, at most :data:`MAX_SEED`."""
     target: float = TARGET_ACCURACY
+    """The held-out accuracy whose time and steps to reach the report reads off."""
+    classifier: DdpConfig = field(init=False, repr=False, compare=False)
+    """The seeded classifier every replica is built from, made once by the check."""
 
     def _check(self) -> list[str]:
-        out: list[str] = []
+        p = Problems()
+        mode = self._field(p, "mode", check_choice, MODES)
+        server = mode in SERVER_MODES
+        n = self._field(p, "world_size", check_int, 2 if server else 1, MAX_LOCAL_WORLD_SIZE)
+        if n is None and server:
+            p.amend(
+                _(" (mode {mode!r}: rank 0 serves, so at least one worker more)").format(mode=mode)
+            )
+        self._field(p, "steps", check_int, 1, MAX_STEPS)
+        self._field(p, "straggler", check_choice, STRAGGLERS)
+        self._field(p, "distribution", check_choice, DISTRIBUTIONS)
+        self._field(p, "delay_ms", check_delay_ms)
+        self._field(p, "local_steps", check_int, 1, MAX_STEPS)
+        self._field(p, "rows", check_int, 1, MAX_ROWS)
+        self._field(p, "lr", check_positive)
+        seed = self._field(p, "seed", check_int, 0, MAX_SEED)
+        self._field(p, "target", check_accuracy)
+        if mode is None or n is None:
+            return p.lines  # the ranks, the workers and the server depend on both
+        self._check_ranks(p, mode, n)
+        if seed is not None:
+            object.__setattr__(self, "classifier", DdpConfig(1, model=MODEL, seed=seed))
+        return p.lines
 
-        def attempt(name: str, fn, *args) -> bool:  # noqa: ANN001 - a check_* function
-            try:
-                object.__setattr__(self, name, fn(name, getattr(self, name), *args))
-                return True
-            except ValueError as exc:
-                out.append(str(exc))
-                return False
-
-        def choice(name: str, options: tuple[str, ...]) -> bool:
-            if getattr(self, name) in options:
-                return True
-            out.append(str(bad_value(name, getattr(self, name), "one of " + ", ".join(options))))
-            return False
-
-        mode_ok = choice("mode", MODES)
-        low = 2 if self.mode in SERVER_MODES else 1
-        world_ok = attempt("world_size", check_int, low, MAX_WORLD)
-        if not world_ok and self.mode in SERVER_MODES:
-            out[-1] += f" (mode {self.mode!r}: rank 0 serves, so at least one worker more)"
-        attempt("steps", check_int, 1, MAX_STEPS)
-        choice("straggler", STRAGGLERS)
-        choice("distribution", DISTRIBUTIONS)
-        attempt(
-            "delay_ms", check_non_negative, f"a number of milliseconds in [0, {MAX_DELAY_MS:g}]"
-        )
-        if isinstance(self.delay_ms, float) and self.delay_ms > MAX_DELAY_MS:
-            valid = f"a number of milliseconds in [0, {MAX_DELAY_MS:g}]"
-            out.append(str(bad_value("delay_ms", self.delay_ms, valid)))
-        attempt("local_steps", check_int, 1, MAX_STEPS)
-        attempt("rows", check_int, 1, MAX_ROWS)
-        attempt("lr", lambda n, v: check_positive(n, v))
-        attempt("seed", check_int, 0, 2**31 - 1)
-        try:
-            target = check_positive("target", self.target)
-            if target > 1:
-                raise bad_value("target", self.target, "a held-out accuracy in (0, 1]")
-            object.__setattr__(self, "target", target)
-        except ValueError:
-            out.append(str(bad_value("target", self.target, "a held-out accuracy in (0, 1]")))
-        if not (mode_ok and world_ok):
-            return out
-        first = 1 if self.mode in SERVER_MODES else 0
+    def _check_ranks(self, p: Problems, mode: Mode, n: int) -> None:
+        """The straggler's rank and the backup workers, against the ranks of ``mode``."""
         if self.straggler_rank is None:
-            object.__setattr__(self, "straggler_rank", self.world_size - 1)
-        else:
-            attempt("straggler_rank", check_int, first, self.world_size - 1)
-            if out and out[-1].startswith("straggler_rank="):
-                out[-1] += f" (the worker ranks of {self.mode!r} on {self.world_size} ranks)"
-        workers = workers_of(self.mode, self.world_size)
-        if self.mode == "backup":
-            if attempt("backup", check_int, 1, workers - 1) is False:
-                out[-1] += (
-                    f" (backup workers b < W = {workers} workers: the server steps with the"
-                    f" first W - b gradients; {self.world_size} ranks = 1 server + {workers})"
-                )
-        else:
-            attempt("backup", check_int, 0, MAX_WORLD)
-        return out
+            object.__setattr__(self, "straggler_rank", n - 1)
+        elif self._field(p, "straggler_rank", check_int, self.first_worker, n - 1) is None:
+            p.amend(_(" (the worker ranks of {mode!r} on {n} ranks)").format(mode=mode, n=n))
+        workers = workers_of(mode, n)
+        if mode != "backup":
+            self._field(p, "backup", check_int, 0, MAX_LOCAL_WORLD_SIZE)
+        elif self._field(p, "backup", check_int, 1, workers - 1) is None:
+            p.amend(
+                _(
+                    " (backup workers b < W = {workers} workers: the server steps with the first"
+                    " W - b gradients; {n} ranks = 1 server + {workers})"
+                ).format(workers=workers, n=n)
+            )
 
     # ---------------------------------------------------------------- derived
     @property
@@ -191,7 +224,10 @@ def world_size_for(mode: str, workers: int) -> int:
 
 def batch_seed(seed: int, worker: int, t: int) -> int:
     """The seed of worker ``worker``'s ``t``-th batch (``t >= 1``): unique per (seed, w, t)."""
-    return BATCH_SEED_BASE + ((seed * (MAX_STEPS * 64 + 1) + t) * (MAX_WORLD + 1) + worker) * 13
+    # strides that keep (seed, w, t) apart and every seed of the lessons' replays unchanged:
+    per_seed = MAX_STEPS * 64 + 1  # above any t (a worker computes at most MAX_STEPS * W)
+    per_t = MAX_LOCAL_WORLD_SIZE + 1  # above any worker index (the world size's limit)
+    return BATCH_SEED_BASE + ((seed * per_seed + t) * per_t + worker) * 13
 
 
 def delay_s(config: AsyncConfig, worker: int, t: int) -> float:

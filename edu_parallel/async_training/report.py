@@ -1,12 +1,13 @@
-"""Parent side of lesson 12: run a regime, replay it, measure it, compare regimes.
+"""Parent side of lesson 12: run a regime, replay it, measure it.
 
-:func:`run_async` validates an :class:`~edu_parallel.async_training.config.AsyncConfig`
-before any process starts, trains on the cluster, then reads everything off the trace:
+:func:`run_async_config` takes an :class:`~edu_parallel.async_training.config.AsyncConfig`
+(:func:`run_async` builds it, once, from keyword options, before any process starts), trains on
+the cluster, then reads everything off the trace:
 
-* the order of updates (the ``apply`` events of rank 0) and :func:`~edu_parallel.data_parallel.
-  async_replay.replay` of it in one process: ``replay_matches`` says the replay ends with the
-  ranks' parameters bit for bit (for ``sync`` and ``local-sgd`` the replay is the one-process
-  reference);
+* the order of updates (the ``apply`` events of rank 0) and its replay in one process
+  (:func:`~edu_parallel.async_training.replay_run.replay`): ``replay_matches`` says the replay
+  ends with the ranks' parameters bit for bit (for ``sync`` and ``local-sgd`` the replay is the
+  one-process reference);
 * the staleness of every applied gradient: the version it was applied to minus the version it was
   computed from, counted over the ``apply`` events (rank 0's; every rank's replica in local SGD),
   as a histogram;
@@ -15,26 +16,25 @@ before any process starts, trains on the cluster, then reads everything off the 
 * the held-out loss and accuracy at every checkpoint of the replay, against the wall-clock time at
   which the ranks reached that checkpoint, and the time and steps to the target accuracy.
 
-:func:`compare_regimes` runs every regime under every straggler setting with the same number of
-workers and returns the table of time to target: measured, never assumed.
+Many runs side by side (:func:`~edu_parallel.async_training.tables.compare_regimes`) are in
+``tables.py``.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import torch
 
-from ..core.i18n import N_, _
+from ..core.errors import bad_value
+from ..core.i18n import _
 from ..core.schema import STEP_START_MARK
-from ..core.shown import shown
 from ..core.trace import Event, Trace
 from ..engine.executor import Executor
-from .config import PSI, AsyncConfig, ring_bytes_per_rank, world_size_for
+from .config import PSI, AsyncConfig, Mode, ring_bytes_per_rank
 from .param_server import server_job
 from .replay_run import Checkpoint, replay
 from .sgd import AVERAGE, local_sgd, sync_sgd
@@ -132,9 +132,20 @@ def wait_fraction(trace: Trace, config: AsyncConfig, start: float, end: float) -
     return sum(max(0.0, 1 - busy[r] / span) for r in workers) / len(workers)
 
 
-def run_async(cluster: Executor, mode: str = "sync", **options: Any) -> AsyncReport | None:
-    """Train ``mode`` on every rank of ``cluster``, replay it, measure it (see module doc)."""
-    config = AsyncConfig(cluster.world_size, mode, **options)
+def run_async(cluster: Executor, mode: Mode = "sync", **options: Any) -> AsyncReport | None:
+    """Train ``mode`` on every rank of ``cluster``, replay it, measure it (see module doc):
+    ``mode`` and ``options`` become one :class:`AsyncConfig` on the cluster's ranks, checked here
+    before any process starts, for :func:`run_async_config`."""
+    return run_async_config(cluster, AsyncConfig(cluster.world_size, mode, **options))
+
+
+def run_async_config(cluster: Executor, config: AsyncConfig) -> AsyncReport | None:
+    """Run ``config`` on ``cluster`` (its world size), replay it, measure it; the config is
+    trusted by the rank jobs and the replay."""
+    if cluster.world_size != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=cluster.world_size)
+        raise bad_value("config.world_size", config.world_size, valid)
+    mode = config.mode
     out = cluster.run(JOBS[mode], config)
     if out is None:  # a non-zero rank under torchrun
         return None
@@ -187,79 +198,6 @@ def run_async(cluster: Executor, mode: str = "sync", **options: Any) -> AsyncRep
         checkpoints=rep.checkpoints,
         trace=trace,
     )
-
-
-# the straggler settings of the lesson's table: none, one slow rank (heavy-tailed), a random one
-SETTINGS: tuple[dict[str, Any], ...] = (
-    {"straggler": "none"},
-    {"straggler": "rank", "distribution": "pareto"},
-    {"straggler": "random", "distribution": "exponential"},
-)
-MODES_ORDER = ("sync", "async-ps", "local-sgd", "backup")
-
-
-@dataclass
-class Comparison:
-    """Every regime under every straggler setting, with the same number of workers."""
-
-    workers: int
-    reports: dict[tuple[str, str], AsyncReport]  # (mode, straggler label) -> its run
-
-    def table(self) -> pd.DataFrame:
-        """One row per run: throughput, staleness, time and steps to target, final loss."""
-        rows = []
-        for (mode, label), r in self.reports.items():
-            hist = r.staleness_histogram
-            applied = sum(hist.values())
-            rows.append(
-                {
-                    N_("regime"): mode,
-                    N_("straggler"): label,
-                    N_("samples/s"): r.samples_per_s,
-                    N_("time to target (s)"): r.time_to_target_s,
-                    N_("steps to target"): r.steps_to_target,
-                    N_("final loss"): r.final_loss,
-                    N_("mean staleness"): sum(k * v for k, v in hist.items()) / max(applied, 1),
-                    N_("max staleness"): max(hist, default=0),
-                    N_("dropped"): r.dropped,
-                    N_("workers waiting"): r.wait_fraction,
-                    N_("replay matches"): r.replay_matches,
-                }
-            )
-        return shown(pd.DataFrame(rows))
-
-    def time_to_target(self) -> pd.DataFrame:
-        """Time to the target accuracy (s): regimes down, straggler settings across."""
-        t = self.table()
-        return t.pivot(index="regime", columns="straggler", values="time to target (s)").loc[
-            [m for m in MODES_ORDER if m in set(t["regime"])], list(dict.fromkeys(t["straggler"]))
-        ]
-
-
-def compare_regimes(
-    cluster: Executor,
-    workers: int = 3,
-    modes: Sequence[str] = MODES_ORDER,
-    settings: Sequence[dict[str, Any]] = SETTINGS,
-    **options: Any,
-) -> Comparison:
-    """Run each of ``modes`` under each of ``settings`` (AsyncConfig fields) with ``workers``
-    workers: the server regimes on ``workers + 1`` ranks (``cluster.sized``), the others on
-    ``workers``. Every configuration is checked before the first run starts."""
-    configs = {}
-    for mode in modes:
-        for s in settings:
-            c = AsyncConfig(world_size_for(str(mode), workers), mode, **{**options, **s})
-            configs[(mode, c.straggler_label())] = c
-    reports: dict[tuple[str, str], AsyncReport] = {}
-    for size in sorted({c.world_size for c in configs.values()}, reverse=True):
-        with cluster.sized(size) as ranks:
-            for key, c in configs.items():
-                if c.world_size == size:
-                    fields = {k: getattr(c, k) for k in c.__dataclass_fields__}
-                    fields.pop("world_size")
-                    reports[key] = run_async(ranks, **fields)
-    return Comparison(workers, {k: reports[k] for k in configs})
 
 
 def format_async(report: AsyncReport) -> str:

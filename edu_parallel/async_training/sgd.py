@@ -32,7 +32,6 @@ from typing import Any
 import torch
 
 from ..core.schema import GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
-from ..data_parallel.config import DdpConfig
 from ..data_parallel.model import build_model, trained_params
 from ..engine.context import RankContext
 from ..engine.execute import run_plan
@@ -51,7 +50,7 @@ def ring(world_size: int) -> Plan:
 
 def build(config: AsyncConfig) -> tuple[torch.nn.Sequential, list[torch.nn.Parameter]]:
     """The seeded classifier (the same initial weights in every regime) and its parameters."""
-    model = build_model(DdpConfig(1, "classifier", seed=config.seed))
+    model = build_model(config.classifier)
     return model, [p for _, p in trained_params(model)]
 
 

@@ -1,5 +1,8 @@
-"""Synchronous and asynchronous runs as a table (a pandas DataFrame).
+"""Synchronous and asynchronous runs side by side, as tables (pandas DataFrames).
 
+* :func:`compare_regimes`: every regime under every straggler setting with the same number of
+  workers (each configuration checked before the first run starts), a :class:`Comparison`
+  whose :meth:`~Comparison.time_to_target` is the lesson's table: measured, never assumed;
 * :func:`straggler_table`: what a straggler costs synchronous regimes, gradients applied beside
   ``S (W - b)`` (backup workers, Chen et al. 2016, arXiv 1604.00981).
 """
@@ -7,12 +10,86 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from ..core.i18n import N_
 from ..core.shown import shown
-from .report import Comparison
+from ..engine.executor import Executor
+from .config import MODES, AsyncConfig, Mode, world_size_for
+from .report import AsyncReport, run_async_config
+
+# the straggler settings of the lesson's table: none, one slow rank (heavy-tailed), a random one
+SETTINGS: tuple[dict[str, Any], ...] = (
+    {"straggler": "none"},
+    {"straggler": "rank", "distribution": "pareto"},
+    {"straggler": "random", "distribution": "exponential"},
+)
+MODES_ORDER = MODES  # the tables' order of regimes
+
+
+@dataclass
+class Comparison:
+    """Every regime under every straggler setting, with the same number of workers."""
+
+    workers: int
+    reports: dict[tuple[str, str], AsyncReport]  # (mode, straggler label) -> its run
+
+    def table(self) -> pd.DataFrame:
+        """One row per run: throughput, staleness, time and steps to target, final loss."""
+        rows = []
+        for (mode, label), r in self.reports.items():
+            hist = r.staleness_histogram
+            applied = sum(hist.values())
+            rows.append(
+                {
+                    N_("regime"): mode,
+                    N_("straggler"): label,
+                    N_("samples/s"): r.samples_per_s,
+                    N_("time to target (s)"): r.time_to_target_s,
+                    N_("steps to target"): r.steps_to_target,
+                    N_("final loss"): r.final_loss,
+                    N_("mean staleness"): sum(k * v for k, v in hist.items()) / max(applied, 1),
+                    N_("max staleness"): max(hist, default=0),
+                    N_("dropped"): r.dropped,
+                    N_("workers waiting"): r.wait_fraction,
+                    N_("replay matches"): r.replay_matches,
+                }
+            )
+        return shown(pd.DataFrame(rows))
+
+    def time_to_target(self) -> pd.DataFrame:
+        """Time to the target accuracy (s): regimes down, straggler settings across."""
+        t = self.table()
+        return t.pivot(index="regime", columns="straggler", values="time to target (s)").loc[
+            [m for m in MODES_ORDER if m in set(t["regime"])], list(dict.fromkeys(t["straggler"]))
+        ]
+
+
+def compare_regimes(
+    cluster: Executor,
+    workers: int = 3,
+    modes: Sequence[Mode] = MODES_ORDER,
+    settings: Sequence[dict[str, Any]] = SETTINGS,
+    **options: Any,
+) -> Comparison:
+    """Run each of ``modes`` under each of ``settings`` (AsyncConfig fields) with ``workers``
+    workers: the server regimes on ``workers + 1`` ranks (``cluster.sized``), the others on
+    ``workers``. Every configuration is checked before the first run starts."""
+    configs = {}
+    for mode in modes:
+        for s in settings:
+            c = AsyncConfig(world_size_for(mode, workers), mode, **{**options, **s})
+            configs[(mode, c.straggler_label())] = c
+    reports: dict[tuple[str, str], AsyncReport] = {}
+    for size in sorted({c.world_size for c in configs.values()}, reverse=True):
+        with cluster.sized(size) as ranks:
+            for key, c in configs.items():
+                if c.world_size == size:
+                    reports[key] = run_async_config(ranks, c)
+    return Comparison(workers, {k: reports[k] for k in configs})
 
 
 def straggler_table(

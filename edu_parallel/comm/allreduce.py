@@ -131,9 +131,8 @@ def run_allreduce(
     still records one message per planned transfer. ``servers`` (``algo="ps"`` or
     ``"ps-sharded"`` only) sets how many ranks act as parameter servers.
     """
-    run = plan_allreduce(
-        cluster.world_size, size, dtype, algo, pattern, seed, segment_bytes, servers
-    )
+    dims = getattr(cluster, "dims", cluster.world_size)  # a Cluster's dims: validated, trusted
+    run = plan_allreduce(dims, size, dtype, algo, pattern, seed, segment_bytes, servers)
     return execute_allreduce(cluster, run, trace)
 
 

@@ -211,7 +211,8 @@ def run_collective(
 
     Sizes the builtin cannot cut into N equal parts raise a ValueError before anything runs. Under
     torchrun only rank 0 gets a report (others None). ``trace=False`` counts bytes from the plan."""
-    run = plan_collective(cluster.world_size, name, size, dtype, pattern, seed, root, segment_bytes)
+    dims = getattr(cluster, "dims", cluster.world_size)  # a Cluster's dims: validated, trusted
+    run = plan_collective(dims, name, size, dtype, pattern, seed, root, segment_bytes)
     return execute_collective(cluster, run, trace)
 
 

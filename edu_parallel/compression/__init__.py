@@ -4,8 +4,9 @@
 * ``compressors.py``: fp16/bf16 casts, top-k, random-k and sign compression with error feedback;
   ``powersgd.py``: PowerSGD as torch's ``powerSGD_hook`` does it (Vogels et al. 2019);
 * ``torch_hooks.py``: torch's own hooks on the same ranks, the reference;
-* ``report.py``: run and check one method (:func:`run_compress`); ``sweep.py``: every method,
-  bytes against the world size; ``whatif.py``: when compression pays on a link.
+* ``report.py``: run and check one method (:func:`run_compress`, or :func:`run_compress_config`
+  for a config built already); ``sweep.py``: every method, bytes against the world size;
+  ``whatif.py``: when compression pays on a link.
 
 Plugs into the DDP trainer's comm-hook seam (``data_parallel/``) and trains the classifier of
 ``task/``. Names load on first use.
@@ -28,6 +29,7 @@ _LAZY = {
     "make_hook": "report",
     "CompressReport": "report",
     "run_compress": "report",
+    "run_compress_config": "report",
     "format_compress": "report",
     "sweep_compress": "sweep",
     "summary_table": "sweep",

@@ -18,22 +18,31 @@ data-parallel trainer, each bucket reduced by the compressor's communication hoo
   al. 2019), as torch's ``powerSGD_hook`` does it.
 
 ``error_feedback`` keeps what compression dropped and adds it to the next step's gradient.
+
+The config is the one check of a run's options: the command line builds it (naming options as
+it spells them, :func:`~edu_parallel.core.errors.spelled_as`), or ``run_compress`` from its
+keywords; the runner, the rank jobs and torch's reference take it as it is. A docstring under
+each field says what it means (torchtitan's ``JobConfig`` style).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal, get_args
 
-from ..core.errors import Checked, bad_value, check_int
-from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig
+from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
+from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig, check_flag
 from ..task.targets import TARGET_STEPS, TASK_LR
 
-METHODS = ("none", "fp16", "bf16", "topk", "randk", "sign", "powersgd")
+Method = Literal["none", "fp16", "bf16", "topk", "randk", "sign", "powersgd"]
+METHODS: tuple[Method, ...] = get_args(Method)
 SPARSE = ("topk", "randk")  # the methods ``ratio`` applies to
 CASTS = {"fp16": "float16", "bf16": "bfloat16"}
 MIN_COMPRESSION_RATE = 2  # torch's PowerSGDState default: compress when (n+m) r * 2 < n m
 MODEL = "classifier"
+BATCH = DDP_MODELS[MODEL].batch  # rows of one step, split over the ranks
 
 
 def max_powersgd_rank(dims: tuple[int, ...], rate: int = MIN_COMPRESSION_RATE) -> int:
@@ -46,82 +55,98 @@ def max_powersgd_rank(dims: tuple[int, ...], rate: int = MIN_COMPRESSION_RATE) -
     return best
 
 
+MAX_POWERSGD_RANK = max_powersgd_rank(DDP_MODELS[MODEL].dims)  # 31 for the classifier
+
+
+def check_ratio(name: str, value: object) -> float:
+    """``value`` as a float in (0, 1], the fraction of entries kept, or a ValueError."""
+    valid = _("a number in (0, 1]: the kept fraction")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad_value(name, value, valid)
+    if not 0 < value <= 1:  # nan fails both comparisons
+        raise bad_value(name, value, valid)
+    return float(value)
+
+
 @dataclass(frozen=True)
 class CompressConfig(Checked):
-    """What every rank runs; see the module doc. ``ratio``: the fraction of entries top-k and
-    random-k keep; ``rank``: PowerSGD's rank; ``start_step``: PowerSGD runs plain all-reduce for
-    the first ``start_step`` steps, like torch's ``start_powerSGD_iter`` (at least 2 there)."""
+    """What every rank runs (see the module doc), checked once: the constructor names every bad
+    field in one ValueError, and the runner, the rank jobs and torch's reference trust it."""
 
     world_size: int
-    method: str = "none"
+    """Ranks: a divisor of the classifier's batch of :data:`BATCH` rows (each gets batch / N)."""
+    method: Method = "none"
+    """How each bucket travels: one of :data:`METHODS` (the module doc)."""
     ratio: float = 0.01
+    """The fraction of entries top-k and random-k keep, in (0, 1]."""
     rank: int = 1
+    """PowerSGD's rank ``r``: at most the largest at which some weight is still compressed."""
     error_feedback: bool = False
+    """Keep what compression dropped and add it to the next step's gradient."""
     steps: int = TARGET_STEPS
+    """SGD steps, at most the DDP trainer's ``MAX_STEPS``."""
     lr: float = TASK_LR
+    """Plain SGD's learning rate."""
     seed: int = 0
+    """Seed of the weights, the data and random-k's indices."""
     start_step: int = 2
+    """PowerSGD runs plain all-reduce for the first ``start_step`` steps, like torch's
+    ``start_powerSGD_iter`` (which must be at least 2)."""
+    compare_torch: bool = True
+    """Also train a few steps with torch's own hook, where torch has one, and compare."""
+    ddp_config: DdpConfig = field(init=False, repr=False, compare=False)
+    """The data-parallel run the hook plugs into, built once by the check (:meth:`ddp`)."""
 
     def _check(self) -> list[str]:
-        out: list[str] = []
-
-        def attempt(fn, *args) -> None:  # noqa: ANN001 - a check_* function
-            try:
-                fn(*args)
-            except (ValueError, TypeError) as exc:
-                out.append(str(exc))
-
-        if self.method not in METHODS:
-            out.append(str(bad_value("method", self.method, "one of " + ", ".join(METHODS))))
-        if isinstance(self.ratio, bool) or not isinstance(self.ratio, (int, float)):
-            out.append(str(bad_value("ratio", self.ratio, "a number in (0, 1]")))
-        elif not 0 < self.ratio <= 1:
-            out.append(str(bad_value("ratio", self.ratio, "a number in (0, 1]: the kept fraction")))
-        top = max_powersgd_rank(self.dims)
-        try:
-            check_int("rank", self.rank, 1, top)
-        except ValueError:
-            out.append(
-                str(
-                    bad_value(
-                        "rank",
-                        self.rank,
-                        f"an integer in [1, {top}]: above it no weight of the {MODEL} is worth"
-                        f" compressing ((n + m) r x {MIN_COMPRESSION_RATE} >= n m, torch's"
-                        " min_compression_rate)",
-                    )
-                )
+        p = Problems()
+        n = self._field(p, "world_size", check_int, 1)
+        if n is not None and BATCH % n:
+            sizes = ", ".join(str(d) for d in range(1, BATCH + 1) if BATCH % d == 0)
+            valid = _("a divisor of the {model}'s batch of {rows} rows ({sizes})")
+            p.add(bad_value("world_size", n, valid.format(model=MODEL, rows=BATCH, sizes=sizes)))
+        method = self._field(p, "method", check_choice, METHODS)
+        self._field(p, "ratio", check_ratio)
+        if self._field(p, "rank", check_int, 1, MAX_POWERSGD_RANK) is None:
+            p.amend(
+                _(
+                    ": above it no weight of the {model} is worth compressing ((n + m) r x {rate}"
+                    " >= n m, torch's min_compression_rate)"
+                ).format(model=MODEL, rate=MIN_COMPRESSION_RATE)
             )
-        if not isinstance(self.error_feedback, bool):
-            out.append(str(bad_value("error_feedback", self.error_feedback, "True or False")))
-        attempt(check_int, "start_step", self.start_step, 0, MAX_STEPS)
-        try:
-            DdpConfig(self.world_size, model=MODEL, steps=self.steps, lr=self.lr, seed=self.seed)
-        except ValueError as exc:  # compression has no accumulation: leave it out of the text
-            out.append(str(exc).replace(" with accumulate=1", "").replace(" (N K)", " N"))
-        if self.error_feedback is True and self.method == "none":
-            out.append(
-                "error_feedback=True is not valid with method='none': nothing is dropped, so there"
-                " is no error to feed back (use it with fp16, bf16, topk, randk, sign, powersgd)"
+        feedback = self._field(p, "error_feedback", check_flag)
+        if feedback is True and method == "none":
+            others = ", ".join(m for m in METHODS if m != "none")
+            valid = _(
+                "False with method='none': nothing is dropped, so there is no error to feed back"
+                " (use it with {others})"
             )
-        return out
+            p.add(bad_value("error_feedback", True, valid.format(others=others)))
+        self._field(p, "steps", check_int, 1, MAX_STEPS)
+        self._field(p, "lr", check_positive)
+        self._field(p, "seed", check_int, 0)
+        self._field(p, "start_step", check_int, 0, MAX_STEPS)
+        self._field(p, "compare_torch", check_flag)
+        if not p:
+            # Its ranks are not lined up before each step: the all-reduce synchronises them
+            # anyway, and a barrier per step costs a latency the lesson's 200-step runs would feel.
+            ddp = DdpConfig(
+                self.world_size,
+                model=MODEL,
+                steps=self.steps,
+                lr=self.lr,
+                seed=self.seed,
+                line_up=False,
+            )
+            object.__setattr__(self, "ddp_config", ddp)
+        return p.lines
 
     @property
     def dims(self) -> tuple[int, ...]:
         return DDP_MODELS[MODEL].dims
 
     def ddp(self) -> DdpConfig:
-        """The data-parallel run the hook plugs into (DDP's default buckets, overlap). Its ranks
-        are not lined up before each step: the all-reduce synchronises them anyway, and a
-        barrier per step costs a message latency the lesson's 200-step runs would feel."""
-        return DdpConfig(
-            self.world_size,
-            model=MODEL,
-            steps=self.steps,
-            lr=self.lr,
-            seed=self.seed,
-            line_up=False,
-        )
+        """The data-parallel run the hook plugs into (DDP's default buckets, overlap)."""
+        return self.ddp_config
 
     @property
     def label(self) -> str:

@@ -1,8 +1,9 @@
 """Parent side of gradient compression: run a compressor, check it, read its cost off the trace.
 
-:func:`run_compress` validates a :class:`~edu_parallel.compression.config.CompressConfig`
-before any process starts, trains the classifier task with the compressor's hook on lesson 05's
-trainer, and reports, from the trace and the ranks' results:
+:func:`run_compress_config` takes a :class:`~edu_parallel.compression.config.CompressConfig`
+(:func:`run_compress` builds it, once, from keyword options, before any process starts), trains
+the classifier task with the compressor's hook on lesson 05's trainer, and reports, from the
+trace and the ranks' results:
 
 * wire bytes per rank per step (every ``send`` of phase ``grad_sync``), the formula
   :func:`~edu_parallel.compression.config.wire_bytes_per_step` beside it, and the
@@ -31,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.schema import COMPRESS_MARK, COMPRESS_PHASE, GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Trace
@@ -40,7 +42,7 @@ from ..engine.executor import Executor
 from ..task.classifier import steps_to_target
 from ..task.targets import TARGET_ACCURACY
 from .compressors import COMPRESSORS
-from .config import CompressConfig, dense_bytes_per_step, wire_bytes_per_step
+from .config import CompressConfig, Method, dense_bytes_per_step, wire_bytes_per_step
 from .powersgd import PowerSGD
 from .torch_hooks import has_torch_reference, torch_hook_run
 from .whatif import Measured
@@ -60,13 +62,14 @@ def make_hook(config: CompressConfig) -> CommHook:
     return COMPRESSORS[config.method](config)
 
 
-def compress_job(ctx: RankContext, config: CompressConfig, compare: bool) -> dict[str, Any]:
+def compress_job(
+    ctx: RankContext, config: CompressConfig, short: CompressConfig | None
+) -> dict[str, Any]:
     """On every rank: train with the compressor (traced); then, untraced, ours and torch's hook
-    for :data:`COMPARE_STEPS` steps. Only rank 0 returns parameters."""
+    for the ``short`` run (None: no comparison). Only rank 0 returns parameters."""
     out = train_ddp(ctx, config.ddp(), make_hook(config))
     res = {k: out[k] for k in ("losses", "evals", "digests")}
-    if compare:
-        short = dataclasses.replace(config, steps=min(COMPARE_STEPS, config.steps))
+    if short is not None:
         with ctx.tracer.paused():
             ours = train_ddp(ctx, short.ddp(), make_hook(short))
             ref = torch_hook_run(ctx, short)
@@ -186,26 +189,24 @@ def _measure(trace: Trace, n: int, steps: int) -> dict[str, Any]:
 
 
 def run_compress(
-    cluster: Executor,
-    method: str = "none",
-    ratio: float = 0.01,
-    rank: int = 1,
-    error_feedback: bool = False,
-    steps: int | None = None,
-    lr: float | None = None,
-    seed: int = 0,
-    start_step: int = 2,
-    compare_torch: bool = True,
+    cluster: Executor, method: Method = "none", **options: Any
 ) -> CompressReport | None:
-    """Train the classifier with ``method`` on ``cluster`` and measure it (see the module doc)."""
-    options: dict[str, Any] = dict(method=method, ratio=ratio, rank=rank, seed=seed)
-    options.update(error_feedback=error_feedback, start_step=start_step)
-    options.update({k: v for k, v in (("steps", steps), ("lr", lr)) if v is not None})
-    config = CompressConfig(cluster.world_size, **options)
-    if not isinstance(compare_torch, bool):
-        raise ValueError(f"compare_torch={compare_torch!r} is not valid: expected True or False")
-    compare = compare_torch and has_torch_reference(config, cluster.backend)
-    out = cluster.run(compress_job, config, compare)
+    """Train the classifier with ``method`` on ``cluster`` and measure it (see the module doc):
+    ``method`` and ``options`` (``ratio``, ``rank``, ``error_feedback``, ``steps``, ``lr``,
+    ``seed``, ``start_step``, ``compare_torch``) become one :class:`CompressConfig` on the
+    cluster's ranks, checked here before any process starts, for :func:`run_compress_config`."""
+    return run_compress_config(cluster, CompressConfig(cluster.world_size, method, **options))
+
+
+def run_compress_config(cluster: Executor, config: CompressConfig) -> CompressReport | None:
+    """Run ``config`` on ``cluster`` (its world size) and measure it; the config is trusted."""
+    if cluster.world_size != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=cluster.world_size)
+        raise bad_value("config.world_size", config.world_size, valid)
+    short = None
+    if config.compare_torch and has_torch_reference(config, cluster.backend):
+        short = dataclasses.replace(config, steps=min(COMPARE_STEPS, config.steps))
+    out = cluster.run(compress_job, config, short)
     if out is None:  # a non-zero rank under torchrun
         return None
     res, r0, n = out.results, out.results[0], config.world_size
@@ -214,7 +215,7 @@ def run_compress(
     held = [loss for loss, _ in r0["evals"]]
     acc = [a for _, a in r0["evals"]]
     matches = diff = None
-    if compare:
+    if short is not None:
         ours, ref = r0["short_ours"], r0["short_torch"]
         diff = float((ours - ref).abs().max())
         matches = diff <= TORCH_RTOL[config.method] * max(1.0, float(ref.abs().max()))

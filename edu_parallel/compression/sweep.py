@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..engine.executor import Executor
 from .config import CompressConfig
-from .report import CompressReport, run_compress
+from .report import CompressReport, run_compress, run_compress_config
 
 ALL_GATHER = ("topk", "sign")  # the methods whose ranks send different things: all-gather
 
@@ -41,9 +41,9 @@ def sweep_compress(
 ) -> tuple[pd.DataFrame, list[CompressReport]]:
     """Run every configuration (each checked before the first runs); a table and the reports.
     ``common``: options of :class:`CompressConfig` every run shares (``steps``, ``lr``...)."""
-    for run in runs:
-        CompressConfig(cluster.world_size, **{**common, **run})
-    reports = [run_compress(cluster, compare_torch=compare_torch, **common, **run) for run in runs]
+    options = {"compare_torch": compare_torch, **common}
+    configs = [CompressConfig(cluster.world_size, **{**options, **run}) for run in runs]
+    reports = [run_compress_config(cluster, config) for config in configs]
     return summary_table(reports), reports
 
 
@@ -79,19 +79,20 @@ def bytes_by_world_size(
     """Wire bytes per rank per step against ``N``: counted on the ranks (short runs on clusters
     of each size) beside the formula. Top-k and sign travel by all-gather, so they grow with
     ``N``; an all-reduce stays below ``2x`` its buffer."""
-    for n in world_sizes:
-        for m in methods:
-            CompressConfig(n, steps=steps, **m)
+    configs = [
+        (n, [CompressConfig(n, steps=steps, compare_torch=False, **m) for m in methods])
+        for n in world_sizes
+    ]
     rows = []
-    for n in world_sizes:
+    for n, sized in configs:
         with cluster.sized(n) as ranks:
-            for m in methods:
-                r = run_compress(ranks, steps=steps, compare_torch=False, **m)
+            for config in sized:
+                r = run_compress_config(ranks, config)
                 rows.append(
                     {
                         "N": n,
-                        "method": r.config.label,
-                        "collective": "all-gather" if m["method"] in ALL_GATHER else "all-reduce",
+                        "method": config.label,
+                        "collective": "all-gather" if config.method in ALL_GATHER else "all-reduce",
                         "sent B/step": r.wire_bytes_per_step,
                         "formula B/step": r.formula_wire_bytes,
                     }

@@ -7,7 +7,9 @@ or :class:`JobTimeoutError` (ranks that did not finish), both naming the rank an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from .i18n import _
@@ -134,11 +136,33 @@ class Checked:
         return value
 
 
+# How the entry point in force spells each parameter (``{"bucket_cap_mb": "--bucket-mb"}`` under
+# the command line): a config is checked with its field names and the error says the learner's.
+_SPELLING: ContextVar[Mapping[str, str] | None] = ContextVar("spelling", default=None)
+
+
+@contextlib.contextmanager
+def spelled_as(names: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, every error that :func:`bad_value` makes names a parameter as the entry
+    point spells it: the command line checks a config built from its options and the message says
+    ``--bucket-mb``, not the field ``bucket_cap_mb``. Nothing is checked twice or patched after."""
+    token = _SPELLING.set({**(_SPELLING.get() or {}), **names})
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def spelling(name: str) -> str:
+    """``name`` as the entry point in force spells it (itself outside :func:`spelled_as`)."""
+    return (_SPELLING.get() or {}).get(name, name)
+
+
 def bad_value(name: str, value: Any, valid: str) -> ValueError:
     """The one-line error for a bad argument: parameter, value given, valid range."""
     return ValueError(
         _("{name}={value!r} is not valid: expected {valid}").format(
-            name=name, value=value, valid=valid
+            name=spelling(name), value=value, valid=valid
         )
     )
 

@@ -22,6 +22,10 @@ from .errors import bad_value
 from .schema import meta_problems
 
 FORMAT_VERSION = 1
+# Bytes per rank up to which a run copies its buffers into the trace as :class:`Snapshot` s (the
+# engine's Tracer, the in-process simulation); larger runs carry none and renderers draw them
+# symbolically, from ``meta["plan"]``. The one home of this limit: everyone imports it.
+SNAPSHOT_LIMIT = 4096
 
 
 @dataclass(slots=True, kw_only=True)

@@ -24,6 +24,8 @@ Text form (round-trips through :meth:`BucketPlan.to_text` / :meth:`BucketPlan.fr
     b1 float32 cpu 7354368: 6.bias 6.weight ... 0.bias 0.weight
 
 The bucket's bytes follow its dtype and device; :func:`validate_buckets` reports every problem.
+A run's plan is made once, when its :class:`~edu_parallel.data_parallel.config.DdpConfig` is
+checked, and travels to the ranks as this dataclass; the text form is for lessons and trace files.
 """
 
 from __future__ import annotations
@@ -32,11 +34,16 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_positive
+from ..core.i18n import _
 from ..core.units import MIB, format_bytes
 
 DEFAULT_BUCKET_CAP_MB = 25  # torch.nn.parallel.distributed._DEFAULT_BUCKET_CAP_MB
 DEFAULT_FIRST_BUCKET_BYTES = 1 * MIB  # dist._DEFAULT_FIRST_BUCKET_BYTES
 MAX_BUCKET_CAP_MB = 1 << 20  # 1 TiB: far above any model this package runs
+# one bucket per parameter: DDP is given ``bucket_cap_mb=1e-9`` (``int(1e-9 MiB)`` = 0 bytes);
+# here the limits are 1 byte, which every parameter reaches alone
+PER_PARAM_CAP_MB = 1e-9
+PER_PARAM_LIMITS = (1, 1)
 ITEMSIZE = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4}
 _LINE = re.compile(r"b(\d+) (\S+) (\S+) (\d+): (.+)")
 
@@ -110,13 +117,18 @@ class BucketPlan:
 
 
 def bucket_limits(bucket_cap_mb: float | None = None) -> tuple[int, int]:
-    """``(first, cap)`` bytes as DDP sets them: None -> (1 MiB, 25 MiB); X -> (X MiB, X MiB)."""
+    """``(first, cap)`` bytes as DDP sets them: None -> (1 MiB, 25 MiB); X -> (X MiB, X MiB).
+
+    The one check of a bucket cap: :class:`~edu_parallel.data_parallel.config.DdpConfig` calls it
+    once and keeps the plan it makes; nothing below the config calls it again."""
     if bucket_cap_mb is None:
         return DEFAULT_FIRST_BUCKET_BYTES, DEFAULT_BUCKET_CAP_MB * MIB
     mb = check_positive("bucket_cap_mb", bucket_cap_mb)
     if mb > MAX_BUCKET_CAP_MB:
         raise bad_value(
-            "bucket_cap_mb", bucket_cap_mb, f"a size in MiB in (0, {MAX_BUCKET_CAP_MB}]"
+            "bucket_cap_mb",
+            bucket_cap_mb,
+            _("a size in MiB in (0, {limit}]").format(limit=MAX_BUCKET_CAP_MB),
         )
     cap = max(1, int(mb * MIB))  # DDP: int(bucket_cap_mb * 1024 * 1024)
     return cap, cap
@@ -124,7 +136,12 @@ def bucket_limits(bucket_cap_mb: float | None = None) -> tuple[int, int]:
 
 def assign_buckets(params: list[ParamSpec], bucket_cap_mb: float | None = None) -> BucketPlan:
     """Buckets of ``params`` (given in registration order) by DDP's rule; see the module doc."""
-    first, cap = bucket_limits(bucket_cap_mb)
+    return assign_within(params, *bucket_limits(bucket_cap_mb))
+
+
+def assign_within(params: list[ParamSpec], first: int, cap: int) -> BucketPlan:
+    """Buckets of ``params`` (registration order) within limits already checked: ``first``
+    bytes for the first bucket of each (dtype, device), ``cap`` bytes for the others."""
     open_: dict[tuple[str, str], list[ParamSpec]] = {}
     closed_count: dict[tuple[str, str], int] = {}
     done: list[list[ParamSpec]] = []

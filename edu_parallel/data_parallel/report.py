@@ -1,7 +1,9 @@
 """Parent side of :mod:`edu_parallel.data_parallel.ddp`: run, check, measure, sweep.
 
-:func:`run_ddp` validates a :class:`~edu_parallel.data_parallel.config.DdpConfig` before any
-process starts, trains on the cluster, and checks the ranks against
+:func:`run_ddp` checks its options once, into a :class:`~edu_parallel.data_parallel.config.DdpRun`
+(the command line builds its own), before any process starts; :func:`run_ddp_config` trusts it,
+hands its :class:`~edu_parallel.data_parallel.config.DdpConfig` (bucket plan included) to the
+ranks, and checks them against
 
 * the single-process reference that replays the ranks' ring additions (bit for bit);
 * one backward over the whole global batch (equal up to the order of additions);
@@ -23,14 +25,14 @@ from typing import Any
 import pandas as pd
 import torch
 
-from ..core.errors import bad_value
-from ..core.i18n import N_, _
+from ..core.errors import Problems
+from ..core.i18n import N_
 from ..core.shown import shown
 from ..core.trace import Trace
-from ..core.units import MIB, format_bytes
+from ..core.units import MIB
 from ..engine.executor import Executor
-from .buckets import BucketPlan, bucket_line
-from .config import DdpConfig, check_ddp_args
+from .buckets import BucketPlan
+from .config import DEFAULT_FLOPS_PER_S, DdpConfig, DdpRun, ModelName, Sync, try_build
 from .ddp import CommHook, ddp_job
 from .model import big_batch_grads, build_model, reference_training, trained_params
 from .overlap import Measured, Modelled, gpu_retime, measure
@@ -77,7 +79,8 @@ class DdpReport:
 
     @property
     def plan(self) -> BucketPlan:
-        return BucketPlan.from_text(self.trace.meta["buckets"])
+        """The run's buckets, as its config made them."""
+        return self.config.buckets()
 
     @property
     def matches_builtin(self) -> bool:  # the CLI's exit status
@@ -132,35 +135,38 @@ class DdpReport:
 
 def run_ddp(
     cluster: Executor,
-    model: str = "mlp",
+    model: ModelName = "mlp",
     bucket_cap_mb: float | None = None,
-    sync: str = "overlap",
+    sync: Sync = "overlap",
     accumulate: int = 1,
     steps: int = 3,
     lr: float = 0.01,
     seed: int = 0,
     freeze: int = 0,
     link: str | None = None,
-    flops_per_s: float = 400e12,
+    flops_per_s: float = DEFAULT_FLOPS_PER_S,
     rows: int | None = None,
     compare_torch: bool = True,
     hook: CommHook | None = None,
 ) -> DdpReport | None:
-    """Train data-parallel on ``cluster`` and check it (see the module doc)."""
+    """Train data-parallel on ``cluster`` and check it (see the module doc). The options are
+    checked here, once, into a :class:`~edu_parallel.data_parallel.config.DdpRun`, before any
+    process starts; :func:`run_ddp_config` runs it."""
     options = dict(model=model, bucket_cap_mb=bucket_cap_mb, sync=sync, accumulate=accumulate)
     options.update(steps=steps, lr=lr, seed=seed, freeze=freeze)
-    config = check_ddp_args(cluster.world_size, link, flops_per_s, rows, **options)
-    if hook is not None and not callable(hook):
-        raise bad_value(
-            "hook", hook, "None or a function hook(ctx, flat, step, bucket) of a module"
-        )
-    if not isinstance(compare_torch, bool):
-        raise bad_value("compare_torch", compare_torch, "True or False")
-    out = cluster.run(ddp_job, config, hook, compare_torch)
+    gpu = dict(link=link, flops_per_s=flops_per_s, rows=rows)
+    run = DdpRun.of(cluster.world_size, **gpu, compare_torch=compare_torch, hook=hook, **options)
+    return run_ddp_config(cluster, run)
+
+
+def run_ddp_config(cluster: Executor, run: DdpRun) -> DdpReport | None:
+    """Train ``run`` (checked, for ``cluster.world_size`` ranks) and check it against the
+    references; the ranks receive its :class:`DdpConfig` (and the bucket plan in it) as is."""
+    config = run.config
+    out = cluster.run(ddp_job, config, run.hook, run.compare_torch)
     if out is None:  # a non-zero rank under torchrun
         return None
-    res, r0 = out.results, out.results[0]
-    plan = BucketPlan.from_text(r0["plan"])
+    res, r0, plan = out.results, out.results[0], config.buckets()
     ref_model, ref_grads = reference_training(config)
     ref_params = _flat([p for _, p in trained_params(ref_model)])
     same_ranks = len({tuple(x["digests"]) for x in res}) == 1
@@ -172,7 +178,7 @@ def run_ddp(
     ours = [(list(b.params), b.nbytes) for b in plan]
     torch_ok = grads_ok = d_torch = t_time = None
     sizes: list[list[int]] = []
-    if compare_torch:
+    if run.compare_torch:
         t0 = r0["torch"]
         hooked = [(b["params"], b["nbytes"]) for b in t0["hook_buckets"][-1]]
         logged = list(zip(t0["logged_bucket_params"], t0["logged_bucket_sizes"], strict=False))
@@ -186,7 +192,7 @@ def run_ddp(
     meta.update(steps=config.steps, psi=config.psi, buckets=plan.to_text())
     out.trace.meta.update(meta)
     m: Measured = measure(out.trace)
-    modelled = gpu_retime(out.trace, link, flops_per_s, rows) if link else None
+    modelled = gpu_retime(out.trace, run.link, run.flops_per_s, run.rows) if run.link else None
     return DdpReport(
         config=config,
         buckets=[{"bucket": b.index, "params": list(b.params), "bytes": b.nbytes} for b in plan],
@@ -215,82 +221,6 @@ def run_ddp(
     )
 
 
-def format_ddp(report: DdpReport) -> str:
-    """Readable output: the checks, the buckets, bytes and messages, time and overlap."""
-    r, c = report, report.config
-    yes = {True: _("yes"), False: _("NO"), None: _("not run")}
-    cap = (
-        _("DDP default (25 MiB, first 1 MiB)")
-        if c.bucket_cap_mb is None
-        else f"{c.bucket_cap_mb} MiB"
-    )
-    big = _("matches one big batch: {ok} (max |diff| {diff})").format(
-        ok=yes[r.matches_big_batch], diff=f"{r.max_abs_diff_big_batch:.1e}"
-    )
-    one = _("matches one process: {ok}").format(ok=yes[r.matches_reference])
-    if r.bitwise_equal_reference:
-        one = _("matches one process: {ok} (bit for bit)").format(ok=yes[r.matches_reference])
-    torch_line = _("torch DDP buckets equal: {buckets}; torch DDP gradients equal: {grads}").format(
-        buckets=yes[r.matches_torch_ddp_buckets], grads=yes[r.matches_torch_ddp_grads]
-    )
-    if r.max_abs_diff_torch_ddp:
-        torch_line += f" (max |diff| {r.max_abs_diff_torch_ddp:.1e})"
-    lines = [
-        _(
-            "data parallel, {model} model (Psi = {psi}), {n} ranks, sync {sync}, buckets {cap},"
-            " accumulate {accumulate}, {steps} SGD steps"
-        ).format(
-            model=c.model,
-            psi=f"{c.psi:,}",
-            n=c.world_size,
-            sync=c.sync,
-            cap=cap,
-            accumulate=c.accumulate,
-            steps=c.steps,
-        ),
-        one + "; " + big,
-        torch_line,
-        "",
-    ]
-    lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in r.buckets]
-    sent = ", ".join(format_bytes(int(x)) for x in r.per_rank_sent_bytes)
-    lines += [
-        "",
-        _("sent per rank per step: {sent}; formula 2(N-1)/N * Psi * 4 B = {formula}").format(
-            sent=sent, formula=format_bytes(int(r.formula_sent_bytes))
-        ),
-        _(
-            "messages per rank per step: {messages} (all-reduces: {collectives}, each 2(N-1) ring"
-            " messages)"
-        ).format(messages=f"{r.messages_per_step:g}", collectives=f"{r.collectives_per_step:g}"),
-        _(
-            "step {step} ms (measured on this machine); backward {backward} ms; all-reduce {comm}"
-            " ms, of which {hidden} hidden under backward"
-        ).format(
-            step=f"{r.step_time_s * 1e3:.1f}",
-            backward=f"{r.backward_s * 1e3:.1f}",
-            comm=f"{r.comm_s * 1e3:.1f}",
-            hidden=f"{r.overlap_fraction_measured:.0%}",
-        ),
-    ]
-    if r.modelled is not None:
-        m = r.modelled
-        lines.append(
-            _(
-                "modelled on a GPU ({tflops} TFLOP/s, {link}, {rows} rows per rank): step {step}"
-                " us, {hidden} of {comm} us all-reduce hidden"
-            ).format(
-                tflops=f"{m.flops_per_s / 1e12:g}",
-                link=m.link,
-                rows=m.rows,
-                step=f"{m.step_time_s * 1e6:.0f}",
-                hidden=f"{m.overlap_fraction:.0%}",
-                comm=f"{m.comm_s * 1e6:.0f}",
-            )
-        )
-    return "\n".join(lines)
-
-
 # caps from one parameter per bucket to one bucket for everything; None = DDP's default
 SWEEP_CAPS: tuple[float | None, ...] = (1e-6, 1.0, 2.0, 3.0, 4.0, 6.0, None, 25.0)
 
@@ -298,19 +228,24 @@ SWEEP_CAPS: tuple[float | None, ...] = (1e-6, 1.0, 2.0, 3.0, 4.0, 6.0, None, 25.
 def sweep_buckets(
     cluster: Executor,
     caps: Sequence[float | None] = SWEEP_CAPS,
-    model: str = "deep",
+    model: ModelName = "deep",
     link: str = "ib-ndr-400",
     rows: int | None = 16384,
     steps: int = 2,
 ) -> pd.DataFrame:
     """Step time against bucket size, measured on the ranks and retimed for a GPU."""
-    for cap in caps:  # every size checked before the first one runs
-        check_ddp_args(cluster.world_size, link, rows=rows, model=model, bucket_cap_mb=cap)
-    rows_out = []
-    for cap in caps:
-        rep = run_ddp(
-            cluster, model, cap, "overlap", steps=steps, link=link, rows=rows, compare_torch=False
+    p = Problems()
+    gpu = dict(link=link, rows=rows, compare_torch=False)
+    runs = [  # every size checked before the first one runs
+        try_build(
+            p, DdpRun.of, cluster.world_size, model=model, bucket_cap_mb=cap, steps=steps, **gpu
         )
+        for cap in caps
+    ]
+    p.raise_any()
+    rows_out = []
+    for cap, run in zip(caps, runs, strict=True):
+        rep = run_ddp_config(cluster, run)
         m = rep.modelled
         rows_out.append(
             {

@@ -39,12 +39,13 @@ from ..core.errors import (
     check_int,
     check_timeout,
 )
+from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method, warm_parent
 from .worker import PROBE_SIGNAL, STATUS_BYTES, read_status, worker_main, write_status
 
-MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # CPU ranks on one machine (core/dims.py)
+MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 
 
@@ -52,13 +53,14 @@ class Cluster:
     """``world_size`` live ranks in a ``torch.distributed`` group, reused across jobs.
 
     Args:
-        world_size: ranks, 1..16 (gloo) or 1..number of GPUs (nccl), or the run's
-            :class:`~edu_parallel.core.dims.ParallelDims` (validated already).
+        world_size: ranks, 1..MAX_LOCAL_WORLD_SIZE (gloo) or 1..number of GPUs (nccl), or the
+            run's :class:`~edu_parallel.core.dims.ParallelDims` (validated already: trusted).
         backend: "auto", "gloo" or "nccl".
         timeout: seconds a job may take before :class:`JobTimeoutError` (default 30).
         start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork", "spawn",
         "forkserver".
-        snapshot_limit: buffers up to this many bytes per rank are copied into traces.
+        snapshot_limit: buffers up to this many bytes per rank are copied into traces
+            (default :data:`~edu_parallel.core.trace.SNAPSHOT_LIMIT`).
     """
 
     def __init__(
@@ -68,7 +70,7 @@ class Cluster:
         *,
         timeout: float = 30.0,
         start_method: str = "auto",
-        snapshot_limit: int = 4096,
+        snapshot_limit: int = SNAPSHOT_LIMIT,
     ):
         self.dims = local_dims(world_size)
         self.world_size = self.dims.world_size
@@ -350,11 +352,15 @@ def _close_all() -> None:
 
 
 def local_dims(world_size: int | ParallelDims) -> ParallelDims:
-    """The degrees of a run on this machine: at most :data:`MAX_WORLD_SIZE` ranks. A
-    :class:`ParallelDims` validated against that limit (the CLI builds one) is taken as it is."""
-    if isinstance(world_size, ParallelDims):
-        top = world_size.max_world_size
-        if top is not None and top <= MAX_WORLD_SIZE:
-            return world_size
-        world_size = world_size.world_size
-    return ParallelDims.local(world_size)
+    """The degrees of a run on this machine: at most :data:`MAX_LOCAL_WORLD_SIZE` ranks.
+
+    A :class:`ParallelDims` validated against that limit (``ParallelDims.local``: the CLI builds
+    one) is trusted and taken as it is. One built without the limit (a planner's, torchrun's)
+    keeps its degrees and has its world size checked against the limit only, the one thing not
+    yet checked. A plain int is checked once, here."""
+    if not isinstance(world_size, ParallelDims):
+        return ParallelDims.local(world_size)
+    top = world_size.max_world_size
+    if top is None or top > MAX_LOCAL_WORLD_SIZE:
+        check_int("world_size", world_size.world_size, 1, MAX_LOCAL_WORLD_SIZE)
+    return world_size

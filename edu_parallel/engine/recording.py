@@ -13,9 +13,7 @@ from typing import Any
 
 import torch
 
-from ..core.trace import Event, Snapshot
-
-SNAPSHOT_LIMIT = 4096  # bytes per rank: larger buffers are never copied into the trace
+from ..core.trace import SNAPSHOT_LIMIT, Event, Snapshot
 
 
 class Tracer:

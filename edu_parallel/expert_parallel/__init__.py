@@ -3,12 +3,14 @@
 * ``experts.py``: the experts and router weights, seeded; ``router.py``: top-k gating and
   capacity; ``dispatch.py``: the all-to-all exchanges (variable splits, GShard's padded buffer);
   ``layer.py``: the layer, its single-process reference and the job.
-* ``formulas.py``: capacity and bytes per exchange (pure Python).
-* ``report.py``: a run checked against one process, traffic read off the trace (:func:`run_moe`);
-  ``tables.py``: runs side by side as DataFrames, bytes beside the formulas.
+* ``config.py``: :class:`MoEConfig`, a run's options checked once where it starts and passed down
+  unchanged (pure Python); ``formulas.py``: capacity and bytes per exchange (pure Python).
+* ``report.py``: a run checked against one process, traffic read off the trace (:func:`run_moe`,
+  :func:`run_moe_config`); ``tables.py``: runs side by side as DataFrames, bytes beside the
+  formulas.
 
 Imports ``core/``, ``plans/``, ``engine/``, ``models/``, ``memory/`` and ``comm/``. Names load on
-first use, so the formulas import without torch.
+first use, so the config and the formulas import without torch.
 """
 
 from __future__ import annotations
@@ -28,16 +30,16 @@ _LAZY = {
     "moe_layer": "layer",
     "moe_reference": "layer",
     "moe_job": "layer",
+    "MoEConfig": "config",
+    "DISPATCHES": "config",
     "DEFAULTS": "formulas",
-    "DISPATCHES": "formulas",
     "expert_capacity": "formulas",
     "balanced_dispatch_bytes": "formulas",
     "padded_dispatch_bytes": "formulas",
     "all_to_one_dropped": "formulas",
-    "check_moe_args": "formulas",
-    "check_dispatch": "formulas",
     "MoEReport": "report",
     "run_moe": "report",
+    "run_moe_config": "report",
     "format_moe": "report",
     "moe_routing_stats": "report",
     "moe_runner": "report",

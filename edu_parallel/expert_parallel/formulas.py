@@ -1,7 +1,7 @@
-"""Formulas and argument checks of the MoE layer: pure Python, no torch.
+"""Formulas of the MoE layer: pure Python, no torch.
 
-Imported by :mod:`edu_parallel.expert_parallel.report` (which re-exports them), the quiz bank and
-the layer.
+Imported by :mod:`edu_parallel.expert_parallel.config` (where a run's options are checked), the
+report, the quiz bank and the exercises.
 
 * Capacity (GShard, Lepikhin et al. 2020 §2.2; Switch, Fedus et al. 2021 §2.2):
   ``capacity = ceil(C * T * k / E)`` assignments per expert per source rank (T tokens per rank).
@@ -13,12 +13,9 @@ the layer.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from ..core.errors import bad_value, check_choice, check_int, check_positive
-
-MAX_EXPERTS, MAX_TOKENS, MAX_HIDDEN, MAX_SKEW = 64, 1024, 256, 100.0
-DEFAULTS = {
+MAX_EXPERTS, MAX_TOKENS, MAX_HIDDEN, MAX_SKEW = 64, 1024, 256, 100.0  # limits of a run
+DEFAULTS = {  # of a run: MoEConfig's fields, the command line's options
     "experts": 8,
     "top_k": 2,
     "capacity_factor": 1.25,
@@ -29,7 +26,6 @@ DEFAULTS = {
 }
 ITEMSIZE = 4  # float32 token rows
 ATOL, RTOL = 1e-5, 1e-4  # float32: the dense reference sums in another order
-DISPATCHES = ("variable", "padded")
 
 
 def expert_capacity(tokens: int, experts: int, top_k: int, capacity_factor: float) -> int:
@@ -54,45 +50,6 @@ def padded_dispatch_bytes(
     return (world_size - 1) * experts * capacity * hidden * itemsize / world_size
 
 
-def check_dispatch(dispatch: Any) -> str:
-    """``"variable"`` (counts, then the kept rows) or ``"padded"`` (GShard's (E, C, h) buffer)."""
-    return check_choice("dispatch", dispatch, DISPATCHES)
-
-
 def all_to_one_dropped(world_size: int, tokens: int, capacity: int) -> int:
     """Top-1 routing where every token picks the same expert: each rank drops T - capacity."""
     return world_size * max(tokens - capacity, 0)
-
-
-def check_moe_args(
-    world_size: int,
-    experts: Any,
-    top_k: Any,
-    capacity_factor: Any,
-    skew: Any,
-    tokens: Any,
-    hidden: Any,
-    seed: Any,
-) -> tuple[int, int, float, float, int, int, int]:
-    """Validate before any process starts; a ValueError names parameter, value and valid range."""
-    experts = check_int("experts", experts, 1, MAX_EXPERTS)
-    if world_size >= 1 and experts % world_size:
-        raise bad_value(
-            "experts", experts, f"a multiple of the world size {world_size} (E/N experts per rank)"
-        )
-    top_k = check_int("top_k", top_k, 1)
-    if top_k > experts:
-        raise bad_value(
-            "top_k", top_k, f"an integer in [1, experts={experts}] (k distinct experts per token)"
-        )
-    capacity_factor = check_positive("capacity_factor", capacity_factor)
-    try:
-        skew_f = float(skew)
-    except (TypeError, ValueError):
-        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]") from None
-    if isinstance(skew, bool) or not 0.0 <= skew_f <= MAX_SKEW:
-        raise bad_value("skew", skew, f"a number in [0, {MAX_SKEW:g}]")
-    tokens = check_int("tokens", tokens, 1, MAX_TOKENS)
-    hidden = check_int("hidden", hidden, 1, MAX_HIDDEN)
-    seed = check_int("seed", seed, 0)
-    return experts, top_k, capacity_factor, skew_f, tokens, hidden, seed

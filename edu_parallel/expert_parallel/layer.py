@@ -40,9 +40,9 @@ from torch import nn
 
 from ..core.schema import STEP_END_MARK
 from ..engine.context import RankContext
+from .config import MoEConfig
 from .dispatch import DISPATCH
 from .experts import ExpertBank, init_moe, make_tokens
-from .formulas import check_dispatch
 from .router import Routing, route
 
 
@@ -67,7 +67,7 @@ def moe_layer(
     (E, C, h) buffer (:func:`~edu_parallel.expert_parallel.dispatch.dispatch_padded`). The routing
     returned carries the measured :class:`~edu_parallel.expert_parallel.dispatch.DispatchStats`.
     """
-    run = DISPATCH[check_dispatch(dispatch)]
+    run = DISPATCH[dispatch]  # a choice of MoEConfig.dispatch (config.DISPATCHES)
     n = ctx.world_size if group is None else dist.get_world_size(group)
     t = x.shape[0]
     e = n * experts.num
@@ -103,35 +103,24 @@ def moe_reference(
 
 
 # ----------------------------------------------------------------- the job
-def moe_job(
-    ctx: RankContext,
-    experts: int,
-    top_k: int,
-    capacity_factor: float,
-    skew: float,
-    tokens: int,
-    hidden: int,
-    seed: int,
-    backward: bool = True,
-    dispatch: str = "variable",
-) -> dict[str, Any]:
+def moe_job(ctx: RankContext, config: MoEConfig) -> dict[str, Any]:
     """On every rank: one MoE layer forward (and backward with a seeded dy), traced as step 0."""
-    n, r = ctx.world_size, ctx.rank
-    params = init_moe(experts, hidden, seed=seed, skew=skew)
+    n, r, c = ctx.world_size, ctx.rank, config
+    params = init_moe(c.experts, c.hidden, seed=c.seed, skew=c.skew)
     router = params.router.to(ctx.device)
     local = params.experts.shard(r, n).to(ctx.device)
-    x_all, dy_all = make_tokens(n, tokens, hidden, seed)
-    rows = slice(r * tokens, (r + 1) * tokens)
-    x = x_all[rows].to(ctx.device).requires_grad_(backward)  # (T, h) this rank's tokens
+    x_all, dy_all = make_tokens(n, c.tokens, c.hidden, c.seed)
+    rows = slice(r * c.tokens, (r + 1) * c.tokens)
+    x = x_all[rows].to(ctx.device).requires_grad_(c.backward)  # (T, h) this rank's tokens
     y, routing = moe_layer(
         ctx,
         x,
         router,
         local,
-        top_k=top_k,
-        capacity_factor=capacity_factor,
+        top_k=c.top_k,
+        capacity_factor=c.capacity_factor,
         step=0,
-        dispatch=dispatch,
+        dispatch=c.dispatch,
     )
     out = {
         "y": y.detach(),
@@ -141,7 +130,7 @@ def moe_job(
         "capacity": routing.capacity,
         "stats": asdict(routing.stats),
     }
-    if backward:
+    if c.backward:
         # loss = sum(y * dy), so dL/dy = dy (y.backward(dy) would import sympy on first use: ~2 s)
         (y * dy_all[rows].to(ctx.device)).sum().backward()
         out["dx"] = x.grad

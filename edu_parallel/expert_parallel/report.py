@@ -1,6 +1,7 @@
 """Parent side of the MoE layer: a run checked against one process, its traffic read off the trace.
 
-* Formulas and checks live in :mod:`edu_parallel.expert_parallel.formulas`: capacity
+* A run's options are one :class:`~edu_parallel.expert_parallel.config.MoEConfig`, checked where
+  the run starts. Formulas live in :mod:`edu_parallel.expert_parallel.formulas`: capacity
   ``ceil(C * T * k / E)`` per expert per source rank (GShard §2.2, Switch §2.2), the balanced and
   the padded bytes per exchange.
 * Dispatch ``"variable"`` sends the kept rows; ``"padded"`` sends every rank's (E, C, h) buffer
@@ -23,13 +24,15 @@ from typing import Any
 
 import torch
 
+from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.marks import off_diagonal_sent, traffic_matrix
 from ..core.schema import EXCHANGES
 from ..core.trace import Trace
 from ..engine.executor import Executor
-from .experts import init_moe, make_tokens
-from .formulas import ATOL, ITEMSIZE, RTOL, check_dispatch, check_moe_args
+from .config import MoEConfig
+from .experts import MoEParams, init_moe, make_tokens
+from .formulas import ATOL, DEFAULTS, ITEMSIZE, RTOL
 from .layer import moe_job, moe_reference
 
 
@@ -102,17 +105,28 @@ def _routing_counts(
 
 def run_moe(
     cluster: Executor,
-    experts: int = 8,
-    top_k: int = 2,
-    capacity_factor: float = 1.25,
-    skew: float = 0.0,
-    tokens: int = 16,
-    hidden: int = 8,
-    seed: int = 0,
+    experts: int = DEFAULTS["experts"],
+    top_k: int = DEFAULTS["top_k"],
+    capacity_factor: float = DEFAULTS["capacity_factor"],
+    skew: float = DEFAULTS["skew"],
+    tokens: int = DEFAULTS["tokens"],
+    hidden: int = DEFAULTS["hidden"],
+    seed: int = DEFAULTS["seed"],
     backward: bool = True,
     dispatch: str = "variable",
 ) -> MoEReport | None:
-    """One MoE layer (forward, and backward with a seeded dy) on ``cluster``, checked.
+    """One MoE layer (forward, and backward with a seeded dy) on ``cluster``, checked: the options
+    become one :class:`~edu_parallel.expert_parallel.config.MoEConfig` (checked here, before any
+    process starts) for :func:`run_moe_config`."""
+    n = cluster.world_size
+    config = MoEConfig(
+        n, experts, top_k, capacity_factor, skew, tokens, hidden, seed, dispatch, backward
+    )
+    return run_moe_config(cluster, config)
+
+
+def run_moe_config(cluster: Executor, config: MoEConfig) -> MoEReport | None:
+    """Run ``config`` on ``cluster`` and check it; the config is trusted.
 
     ``matches_reference``: every rank's output equals
     :func:`~edu_parallel.expert_parallel.layer.moe_reference` on the global batch (groups = ranks)
@@ -122,22 +136,15 @@ def run_moe(
     (:mod:`edu_parallel.expert_parallel.dispatch`); the reference is the same for both.
     """
     n = cluster.world_size
-    experts, top_k, capacity_factor, skew, tokens, hidden, seed = check_moe_args(
-        n, experts, top_k, capacity_factor, skew, tokens, hidden, seed
-    )
-    dispatch = check_dispatch(dispatch)
-    out = cluster.run(
-        moe_job, experts, top_k, capacity_factor, skew, tokens, hidden, seed, backward, dispatch
-    )
+    if n != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=n)
+        raise bad_value("config.world_size", config.world_size, valid)
+    out = cluster.run(moe_job, config)
     if out is None:  # a non-zero rank under torchrun
         return None
+    experts, top_k, skew, backward = config.experts, config.top_k, config.skew, config.backward
     res = out.results
-    params = init_moe(experts, hidden, seed=seed, skew=skew)
-    x, dy = make_tokens(n, tokens, hidden, seed)
-    x.requires_grad_(backward)
-    ref, _ = moe_reference(
-        x, params.router, params.experts, top_k=top_k, capacity_factor=capacity_factor, groups=n
-    )
+    x, dy, params, ref, _routings = _reference(config)
 
     def diff(a: torch.Tensor, b: torch.Tensor) -> tuple[float, bool]:
         return float((a - b).abs().max()) if a.numel() else 0.0, torch.allclose(a, b, RTOL, ATOL)
@@ -173,10 +180,10 @@ def run_moe(
             grads[name], ok = diff(a, b)
             ok_grads = ok_grads and ok
     routed, kept = _routing_counts(res, experts)
-    row = hidden * ITEMSIZE
-    per = experts // n
+    row = config.hidden * ITEMSIZE
+    per = config.experts_per_rank
     cap = int(res[0]["capacity"])
-    if dispatch == "padded":  # every slot travels: E/N experts x capacity rows to every rank
+    if config.dispatch == "padded":  # every slot travels: E/N experts x capacity rows to every rank
         expected = [[per * cap * row] * n for _ in range(n)]
     else:
         expected = [
@@ -194,7 +201,7 @@ def run_moe(
             "concept": "moe",
             "experts": experts,
             "top_k": top_k,
-            "capacity_factor": capacity_factor,
+            "capacity_factor": config.capacity_factor,
             "skew": skew,
         }
     )
@@ -203,12 +210,12 @@ def run_moe(
         experts=experts,
         experts_per_rank=per,
         top_k=top_k,
-        capacity_factor=capacity_factor,
+        capacity_factor=config.capacity_factor,
         capacity=cap,
         skew=skew,
-        tokens_per_rank=tokens,
-        hidden=hidden,
-        seed=seed,
+        tokens_per_rank=config.tokens,
+        hidden=config.hidden,
+        seed=config.seed,
         matches_reference=ok_out,
         gradients_match=ok_grads,
         max_abs_diff_output=d_out,
@@ -228,7 +235,7 @@ def run_moe(
         load_imbalance=max(load) / mean if mean else math.nan,
         forward_collectives=[e.op for e in ops0 if e.phase != "backward"],
         backward_collectives=[e.op for e in ops0 if e.phase == "backward"],
-        dispatch=dispatch,
+        dispatch=config.dispatch,
         sent_bytes_per_exchange=sum(off_diagonal_sent(by_ex["dispatch"])) / n,
         slots_dispatched=slots,
         padding_fraction=1 - sum(st["slots_filled"] for st in stats) / slots if slots else 0.0,
@@ -333,32 +340,34 @@ def format_moe(report: MoEReport) -> str:
     return "\n".join(lines)
 
 
+def _reference(config: MoEConfig) -> tuple[torch.Tensor, torch.Tensor, MoEParams, Any, Any]:
+    """The run's tokens x (with a gradient when backward), dy, the weights, and the layer on one
+    process (one routing group per rank): its output and routings."""
+    c = config
+    params = init_moe(c.experts, c.hidden, seed=c.seed, skew=c.skew)
+    x, dy = make_tokens(c.world_size, c.tokens, c.hidden, c.seed)
+    x.requires_grad_(c.backward)
+    kw = {"top_k": c.top_k, "capacity_factor": c.capacity_factor, "groups": c.world_size}
+    ref, routings = moe_reference(x, params.router, params.experts, **kw)
+    return x, dy, params, ref, routings
+
+
 def moe_routing_stats(
     world_size: int,
-    experts: int = 8,
-    top_k: int = 2,
-    capacity_factor: float = 1.25,
-    skew: float = 0.0,
-    tokens: int = 16,
-    hidden: int = 8,
-    seed: int = 0,
+    experts: int = DEFAULTS["experts"],
+    top_k: int = DEFAULTS["top_k"],
+    capacity_factor: float = DEFAULTS["capacity_factor"],
+    skew: float = DEFAULTS["skew"],
+    tokens: int = DEFAULTS["tokens"],
+    hidden: int = DEFAULTS["hidden"],
+    seed: int = DEFAULTS["seed"],
 ) -> Any:
     """The same routing on one process (no ranks): dropped assignments and the dispatch matrix."""
-    check_moe_args(world_size, experts, top_k, capacity_factor, skew, tokens, hidden, seed)
-    params = init_moe(experts, hidden, seed=seed, skew=skew)
-    x, _ = make_tokens(world_size, tokens, hidden, seed)
-    _, routings = moe_reference(
-        x,
-        params.router,
-        params.experts,
-        top_k=top_k,
-        capacity_factor=capacity_factor,
-        groups=world_size,
-    )
-    res = [{"experts": r.experts, "kept": r.kept} for r in routings]
-    routed, kept = _routing_counts(res, experts)
-    per, row = experts // world_size, hidden * ITEMSIZE
-    matrix = [[sum(k[d * per : (d + 1) * per]) * row for d in range(world_size)] for k in kept]
+    c = MoEConfig(world_size, experts, top_k, capacity_factor, skew, tokens, hidden, seed)
+    res = [{"experts": r.experts, "kept": r.kept} for r in _reference(c)[4]]
+    routed, kept = _routing_counts(res, c.experts)
+    per, row = c.experts_per_rank, c.hidden * ITEMSIZE
+    matrix = [[sum(k[d * per : (d + 1) * per]) * row for d in range(c.world_size)] for k in kept]
     dropped = sum(map(sum, routed)) - sum(map(sum, kept))
     return SimpleNamespace(
         dropped_tokens=dropped, traffic_matrix_bytes=matrix, routed_matrix=routed, kept_matrix=kept

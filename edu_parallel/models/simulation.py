@@ -11,12 +11,10 @@ import numpy as np
 
 from ..core.errors import check_int
 from ..core.inputs import chunk_bounds, make_input, numel_for
-from ..core.trace import Event, Snapshot, Trace
+from ..core.trace import SNAPSHOT_LIMIT, Event, Snapshot, Trace
 from ..core.units import DTYPES, check_dtype
 from ..plans.layout import chunk_bytes, plan_meta
 from ..plans.plan import Plan
-
-SNAPSHOT_LIMIT = 4096  # bytes per rank; larger runs carry no buffer snapshots
 
 
 def plan_events(plan: Plan, chunk_bytes: list[int], rank: int | None = None) -> list[Event]:

@@ -1,12 +1,14 @@
 """DP x TP x PP (x EP) together: one small transformer trained one step on a mesh of ranks.
 
-* ``config.py``: the model and step sizes (:class:`Config3D`), checked with the degrees by
-  :func:`check_3d_args` (one error names every bad factor); pure Python;
+* ``config.py``: the model and step sizes (:class:`Config3D`) and the run (:class:`Run3D`: the
+  degrees, a ``ParallelDims`` validated with the model's shape, and the sizes), each checked once
+  when built (one error names every bad factor); pure Python;
 * ``mesh.py``: the TP and DP process groups of every rank (:func:`mesh_groups`);
 * ``model.py``: weights, the layer under TP (``f``/``g``), the one-process reference;
 * ``step.py``: one rank's step: its stage's layers, 1F1B across stages, DP all-reduce or ZeRO-1;
 * ``measure.py``: per rank from the trace: memory, bytes and messages per group type, idle;
-* ``report.py``: :func:`run_3d` runs it, checks it against one process and the planner;
+* ``report.py``: :func:`run_3d` builds the ``Run3D``, :func:`execute_3d` runs it (trusted) and
+  checks it against one process and the planner;
 * ``tables.py``: per-rank and per-layout DataFrames (:func:`ranks_table`, :func:`layouts_table`).
 
 Built from ``tensor_parallel/``, ``pipeline_parallel/``, ``expert_parallel/`` and the strategy
@@ -19,8 +21,9 @@ from ..core.lazy import lazy_exports
 
 _LAZY = {
     "Config3D": "config",
+    "Run3D": "config",
     "LAYOUTS": "config",
-    "check_3d_args": "config",
+    "model_shape": "config",
     "mesh_groups": "mesh",
     "reference_step": "model",
     "step_job": "step",
@@ -29,6 +32,7 @@ _LAZY = {
     "bubble_fraction": "measure",
     "Report3D": "report",
     "run_3d": "report",
+    "execute_3d": "report",
     "runner_3d": "report",
     "format_3d": "report",
     "ranks_table": "tables",

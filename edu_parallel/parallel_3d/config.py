@@ -1,4 +1,4 @@
-"""What one 3D-parallel training step runs: :class:`Config3D`, checked once with the degrees.
+"""What one 3D-parallel training step runs, checked once: :class:`Config3D` and :class:`Run3D`.
 
 Pure Python, no torch: the CLI, the lesson and the quiz read it without starting a process.
 
@@ -16,21 +16,33 @@ replicated over the ``dp/ep`` blocks (expert-DP group, its gradient all-reduced 
 The global batch of ``batch`` sequences is split ``dp`` ways (data parallel), each replica's share
 into ``microbatches`` of ``micro_batch`` sequences (pipeline), so
 ``batch = dp * microbatches * micro_batch``.
+
+Check once, pass down (torchtitan's ``ParallelismConfig`` and ``ParallelDims``): a
+:class:`Config3D` checks the sizes when it is built; :meth:`Config3D.dims` checks the degrees
+against this model once, in :class:`~edu_parallel.core.dims.ParallelDims` (TP divides the heads
+and the hidden size, PP the layers); a :class:`Run3D` holds both with the checks between them (the
+batch splits, the experts fit the EP degree). The mesh, the rank's step, the measures, the report
+and the planner tie take the ``Run3D`` and trust it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
+from ..expert_parallel.formulas import MAX_EXPERTS
 from ..memory.presets import ModelShape
 
 DTYPE = "float32"
 ITEMSIZE = 4
-ZERO_STAGES_RUN = (0, 1)  # DP all-reduce, or ZeRO-1 (reduce-scatter, sharded Adam, all-gather)
-MAX_LAYERS, MAX_HIDDEN, MAX_BATCH = 32, 128, 256
+ZeroStage = Literal[0, 1]  # DP all-reduce, or ZeRO-1 (reduce-scatter, sharded Adam, all-gather)
+ZERO_STAGES_RUN: tuple[int, ...] = get_args(ZeroStage)
+# What a step on a few CPU ranks runs in seconds: layers, hidden size (and heads), sequences
+# per batch, tokens per sequence.
+MAX_LAYERS, MAX_HIDDEN, MAX_BATCH, MAX_SEQ = 32, 128, 256, 256
 STEP = 0
 # The layouts the issue asks for, as (dp, tp, pp, ep) on 8 ranks.
 # The MoE layout (4, 2, 1, 2) is the issue's DP2 x EP2 x TP2: attention is data parallel over 4
@@ -38,22 +50,75 @@ STEP = 0
 LAYOUTS = ((2, 2, 2, 1), (2, 4, 1, 1), (1, 2, 4, 1), (4, 1, 2, 1), (4, 2, 1, 2))
 
 
+def model_shape(layers: int, hidden: int, heads: int, seq: int) -> ModelShape:
+    """The planner's view of the lesson's model (arch ``"bare"``: 12 h^2 parameters per layer),
+    at any size: the quiz prices a real model's traffic with it."""
+    return ModelShape(
+        "3d-toy",
+        "bare",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        vocab=0,
+        seq=seq,
+        source="edu_parallel.parallel_3d: the lesson 10 model",
+    )
+
+
 @dataclass(frozen=True)
-class Config3D:
-    """Sizes of the model and of the step. ``microbatches`` None: 2 * pp."""
+class Config3D(Checked):
+    """Sizes of the model and of the step, checked when built (one ValueError names each bad
+    size)."""
 
     layers: int = 4
+    """Transformer layers L, in [1, MAX_LAYERS]; the pipeline stages split them evenly."""
     hidden: int = 16
+    """Hidden size h, in [1, MAX_HIDDEN]; the MLP is 4h wide."""
     heads: int = 4
+    """Attention heads a, a divisor of ``hidden``; TP gives each rank a/tp whole heads."""
     batch: int = 16
+    """Global batch in sequences, in [1, MAX_BATCH]: dp replicas x microbatches x micro_batch."""
     seq: int = 4
+    """Tokens per sequence s, in [1, MAX_SEQ]."""
     microbatches: int | None = None
-    zero: int = 0
-    experts: int = 0  # 0: dense MLP; > 0: a MoE layer, experts spread over the ep ranks
+    """Microbatches per replica, in [1, MAX_BATCH]; None: 2 * pp."""
+    zero: ZeroStage = 0
+    """0: the DP gradient all-reduce; 1: ZeRO-1 (reduce-scatter, Adam on 1/dp, all-gather)."""
+    experts: int = 0
+    """0: a dense MLP; E in [1, MAX_EXPERTS] dividing 4h: a MoE layer spread over the ep ranks."""
     top_k: int = 2
+    """Experts per token, in [1, experts] (MoE only)."""
     capacity_factor: float = 2.0
+    """Slots per expert relative to an even split, > 0 (MoE only; 2.0 drops no token here)."""
     lr: float = 1e-2
+    """Adam's learning rate, > 0."""
     seed: int = 0
+    """Seed of the weights and the data, >= 0."""
+
+    def _check(self) -> list[str]:
+        p = Problems()
+        self._field(p, "layers", check_int, 1, MAX_LAYERS)
+        hidden = self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
+        heads = self._field(p, "heads", check_int, 1, MAX_HIDDEN)
+        if hidden is not None and heads is not None and hidden % heads:
+            p.add(
+                bad_value("heads", heads, _("a divisor of hidden={hidden}").format(hidden=hidden))
+            )
+        self._field(p, "batch", check_int, 1, MAX_BATCH)
+        self._field(p, "seq", check_int, 1, MAX_SEQ)
+        if self.microbatches is not None:
+            self._field(p, "microbatches", check_int, 1, MAX_BATCH)
+        self._field(p, "zero", check_choice, ZERO_STAGES_RUN)
+        experts = self._field(p, "experts", check_int, 0, MAX_EXPERTS)
+        if experts:
+            if hidden is not None and 4 * hidden % experts:
+                valid = _("a divisor of 4*hidden={ffn} (each expert is 4h/E wide)")
+                p.add(bad_value("experts", experts, valid.format(ffn=4 * hidden)))
+            self._field(p, "top_k", check_int, 1, experts)
+            self._field(p, "capacity_factor", check_positive)
+        self._field(p, "lr", check_positive)
+        self._field(p, "seed", check_int, 0)
+        return p.lines
 
     @property
     def ffn(self) -> int:
@@ -67,75 +132,89 @@ class Config3D:
 
     def shape(self) -> ModelShape:
         """The planner's view of this model (arch ``"bare"``: 12 h^2 parameters per layer)."""
-        return ModelShape(
-            "3d-toy",
-            "bare",
+        return model_shape(self.layers, self.hidden, self.heads, self.seq)
+
+    def dims(
+        self,
+        world_size: Any,
+        dp: Any = -1,
+        tp: Any = 1,
+        pp: Any = 1,
+        ep: Any = 1,
+        max_world_size: int | None = MAX_LOCAL_WORLD_SIZE,
+    ) -> ParallelDims:
+        """The degrees, checked once against the world and this model's shape: one ValueError
+        names every bad factor (``max_world_size`` None: a launcher's ranks, no local limit)."""
+        stages = pp if isinstance(pp, int) and not isinstance(pp, bool) and pp >= 1 else 1
+        return ParallelDims(
+            world_size,
+            dp=dp,
+            tp=tp,
+            pp=pp,
+            ep=ep,
+            max_world_size=max_world_size,
             layers=self.layers,
-            hidden=self.hidden,
             heads=self.heads,
-            vocab=0,
-            seq=self.seq,
-            source="edu_parallel.parallel_3d: the lesson 10 model",
+            hidden=self.hidden,
+            microbatches=self.num_microbatches(stages),
         )
 
 
-def check_3d_args(
-    world_size: int, dp: Any = -1, tp: Any = 1, pp: Any = 1, ep: Any = 1, **sizes: Any
-) -> tuple[ParallelDims, Config3D]:
-    """The degrees and sizes of a 3D run, checked before any process starts: one ValueError that
-    names every bad factor (the degrees against the world and the model, then the sizes)."""
-    cfg = Config3D(**sizes)
-    problems = []
-    for name, hi in (("layers", MAX_LAYERS), ("hidden", MAX_HIDDEN), ("heads", MAX_HIDDEN)):
-        try:
-            check_int(name, getattr(cfg, name), 1, hi)
-        except ValueError as exc:
-            problems.append(str(exc))
-    if not problems and cfg.hidden % cfg.heads:
-        problems.append(str(bad_value("heads", cfg.heads, f"a divisor of hidden={cfg.hidden}")))
-    if problems:
-        raise ValueError("; ".join(problems))
-    dims = ParallelDims(
-        world_size,
-        dp=dp,
-        tp=tp,
-        pp=pp,
-        ep=ep,
-        max_world_size=MAX_LOCAL_WORLD_SIZE,
-        layers=cfg.layers,
-        heads=cfg.heads,
-        hidden=cfg.hidden,
-        microbatches=cfg.num_microbatches(pp if isinstance(pp, int) else 1),
-    )
-    batch = check_int("batch", cfg.batch, 1, MAX_BATCH)
-    check_int("seq", cfg.seq, 1, MAX_BATCH)
-    m = cfg.num_microbatches(dims.pp)
-    if batch % (dims.dp * m):
-        raise bad_value(
-            "batch",
-            batch,
-            f"a multiple of dp * microbatches = {dims.dp} * {m} = {dims.dp * m} (each replica's"
-            " share splits into equal microbatches)",
-        )
-    check_choice("zero", cfg.zero, ZERO_STAGES_RUN)
-    check_int("experts", cfg.experts, 0, 64)
-    if cfg.experts:
-        if dims.pp != 1:
-            raise bad_value("pp", dims.pp, "1 with experts (the MoE run is DP x EP x TP)")
-        if dims.dp % dims.ep:
-            raise bad_value(
-                "ep", dims.ep, f"a divisor of dp={dims.dp} (expert parallelism is carved from DP)"
+@dataclass(frozen=True)
+class Run3D(Checked):
+    """One 3D step to run, checked once: what the CLI's ``run 3d`` and :func:`run_3d` build
+    (:meth:`build`) and everything below receives and trusts."""
+
+    dims: ParallelDims
+    """The degrees ``world_size = dp * tp * pp`` (``ep`` carved out of ``dp``), validated with
+    the model's shape by :meth:`Config3D.dims`."""
+    config: Config3D
+    """The model and the step, validated when built."""
+
+    def _check(self) -> list[str]:
+        """The checks between the two: the batch splits, the experts fit the EP degree."""
+        p = Problems()
+        d, c = self.dims, self.config
+        if (d.layers, d.heads, d.hidden) != (c.layers, c.heads, c.hidden):
+            valid = _(
+                "degrees checked against this model's layers, heads and hidden {shape} (build"
+                " them with Config3D.dims)"
             )
-        if cfg.experts % dims.ep or cfg.ffn % cfg.experts:
-            raise bad_value(
-                "experts",
-                cfg.experts,
-                f"a multiple of ep={dims.ep} dividing 4*hidden={cfg.ffn}",
+            p.add(bad_value("dims", d, valid.format(shape=(c.layers, c.heads, c.hidden))))
+            return p.lines
+        m = c.num_microbatches(d.pp)
+        if c.batch % (d.dp * m):
+            valid = _(
+                "a multiple of dp * microbatches = {dp} * {m} = {product} (each replica's share"
+                " splits into equal microbatches)"
             )
-        check_int("top_k", cfg.top_k, 1, cfg.experts)
-        check_positive("capacity_factor", cfg.capacity_factor)
-    elif dims.ep != 1:
-        raise bad_value("ep", dims.ep, "1 without experts (give experts=E for the MoE layer)")
-    check_positive("lr", cfg.lr)
-    check_int("seed", cfg.seed, 0)
-    return dims, cfg
+            p.add(bad_value("batch", c.batch, valid.format(dp=d.dp, m=m, product=d.dp * m)))
+        if c.experts:
+            if d.pp != 1:
+                p.add(bad_value("pp", d.pp, _("1 with experts (the MoE run is DP x EP x TP)")))
+            if d.dp % d.ep:
+                valid = _("a divisor of dp={dp} (expert parallelism is carved from DP)")
+                p.add(bad_value("ep", d.ep, valid.format(dp=d.dp)))
+            elif c.experts % d.ep:
+                p.add(bad_value("experts", c.experts, _("a multiple of ep={ep}").format(ep=d.ep)))
+        elif d.ep != 1:
+            valid = _("1 without experts (give experts=E for the MoE layer)")
+            p.add(bad_value("ep", d.ep, valid))
+        return p.lines
+
+    @classmethod
+    def build(
+        cls,
+        world_size: Any,
+        dp: Any = -1,
+        tp: Any = 1,
+        pp: Any = 1,
+        ep: Any = 1,
+        *,
+        max_world_size: int | None = MAX_LOCAL_WORLD_SIZE,
+        **sizes: Any,
+    ) -> Run3D:
+        """The sizes (fields of :class:`Config3D`), then the degrees against them, then the two
+        together, each checked once; the first of the three with a problem raises, naming each."""
+        config = Config3D(**sizes)
+        return cls(config.dims(world_size, dp, tp, pp, ep, max_world_size), config)

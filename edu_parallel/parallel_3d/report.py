@@ -1,7 +1,8 @@
 """Run one 3D-parallel step on a cluster, check it against one process, and read its numbers.
 
-:func:`run_3d` checks the degrees and sizes (:func:`~edu_parallel.parallel_3d.config.check_3d_args`)
-before any process works, runs :func:`~edu_parallel.parallel_3d.step.step_job` on every rank, and
+:func:`run_3d` checks the degrees and sizes once (a
+:class:`~edu_parallel.parallel_3d.config.Run3D`) before any process works; :func:`execute_3d` runs
+that checked run, trusted, with :func:`~edu_parallel.parallel_3d.step.step_job` on every rank, and
 compares with :func:`~edu_parallel.parallel_3d.model.reference_step` on one process:
 
 * the loss: the shares of the last stage's ranks (one TP rank per replica) add up to it;
@@ -27,8 +28,8 @@ from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
-from ..planner.traffic import group_bytes_per_rank
-from .config import ITEMSIZE, Config3D, check_3d_args
+from ..planner.traffic import mesh_group_bytes
+from .config import ITEMSIZE, Config3D, Run3D
 from .measure import GROUP_TYPES, bubble_fraction, measure_3d
 from .model import reference_step
 from .step import step_job
@@ -133,10 +134,18 @@ def _compare(results: list[dict[str, Any]], ref: dict[str, Any], dims: ParallelD
 def run_3d(
     cluster: Executor, dp: Any = -1, tp: Any = 1, pp: Any = 1, ep: Any = 1, **sizes: Any
 ) -> Report3D | None:
-    """One training step of the layout on ``cluster`` (``sizes``: fields of :class:`Config3D`);
-    None on a non-zero rank under torchrun."""
-    dims, cfg = check_3d_args(cluster.world_size, dp, tp, pp, ep, **sizes)
-    out = cluster.run(step_job, (dims.dp, dims.tp, dims.pp, dims.ep), cfg)
+    """One training step of the layout on ``cluster`` (``sizes``: fields of :class:`Config3D`),
+    checked once here (:meth:`Run3D.build`; the executor's ranks, validated when it started, set
+    the world size); None on a non-zero rank under torchrun."""
+    run = Run3D.build(cluster.world_size, dp, tp, pp, ep, max_world_size=None, **sizes)
+    return execute_3d(cluster, run)
+
+
+def execute_3d(executor: Executor, run: Run3D) -> Report3D | None:
+    """Run the checked ``run`` on ``executor`` (its ranks are ``run.dims``'s), trusted: nothing
+    below checks the degrees or the sizes again; None on a non-zero rank under torchrun."""
+    dims, cfg = run.dims, run.config
+    out = executor.run(step_job, run)
     if out is None:
         return None
     ref = reference_step(cfg)
@@ -152,8 +161,8 @@ def run_3d(
     predicted = None
     if not cfg.experts:
         m = cfg.num_microbatches(dims.pp)
-        predicted = group_bytes_per_rank(
-            cfg.shape(), dims, cfg.micro_batch(dims), m, cfg.seq, zero=cfg.zero, itemsize=ITEMSIZE
+        predicted = mesh_group_bytes(
+            cfg.shape(), dims, cfg.micro_batch(dims), m, cfg.seq, cfg.zero, ITEMSIZE
         )
     return Report3D(
         dims, cfg, ok, worst, loss, ref["loss"], measure_3d(out.trace, dims), predicted, out.trace

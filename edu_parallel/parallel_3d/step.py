@@ -5,7 +5,7 @@ Each rank (coordinates ``(pp, dp, tp)`` from :class:`~edu_parallel.core.dims.Par
 1. holds the layers of its pipeline stage, ``[stage L/p, (stage+1) L/p)``, each weight cut for its
    TP rank (:mod:`edu_parallel.parallel_3d.model`);
 2. takes its replica's rows of the global batch, ``[d b/dp, (d+1) b/dp)``, in ``M`` microbatches,
-   and runs them in the 1F1B order of :func:`edu_parallel.pipeline_parallel.builders.build_schedule`
+   and runs them in the 1F1B order of :func:`edu_parallel.pipeline_parallel.builders.make_schedule`
    (Narayanan et al. 2021, arXiv 2104.04473, §2.1): activations go to the next stage and gradients
    back with ``isend``/``recv`` to the rank with the same ``(dp, tp)`` one stage over;
 3. synchronises gradients across its DP group: one flat all-reduce (``zero=0``), or ZeRO-1
@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from ..core.dims import ParallelDims
 from ..core.schema import ACTIVATIONS, GRAD_SYNC, GRADS, OPTIMIZER, STEP_END_MARK
 from ..engine.context import ALL_GATHER, REDUCE_SCATTER, RankContext
-from ..pipeline_parallel.builders import build_schedule
+from ..pipeline_parallel.builders import make_schedule
 from ..strategy_map.model import Holdings, SavedBytes
-from .config import STEP, Config3D
+from .config import STEP, Config3D, Run3D
 from .mesh import mesh_groups
 from .model import (
     TP_SPLIT,
@@ -98,7 +98,7 @@ def _pipeline(
     nxt = dims.rank_of(stage + 1, c["dp"], c["tp"]) if stage < p - 1 else None
     stash: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
     sends, loss = [], 0.0
-    for action in build_schedule("1f1b", p, m_count).orders()[stage]:
+    for action in make_schedule("1f1b", p, m_count).orders()[stage]:
         m = action.microbatch
         rows = slice(first_row + m * mb, first_row + (m + 1) * mb)
         if action.kind == "F":
@@ -187,10 +187,10 @@ def _sync_and_step(
             at += t.numel()
 
 
-def step_job(ctx: RankContext, degrees: tuple[int, int, int, int], cfg: Config3D) -> dict[str, Any]:
-    """On every rank: one training step of ``cfg`` on the mesh ``degrees = (dp, tp, pp, ep)``."""
-    dp, tp, pp, ep = degrees
-    dims = ParallelDims(ctx.world_size, dp=dp, tp=tp, pp=pp, ep=ep)
+def step_job(ctx: RankContext, run: Run3D) -> dict[str, Any]:
+    """On every rank: one training step of ``run.config`` on the mesh ``run.dims``, both checked
+    in the parent before any rank started (trusted here)."""
+    dims, cfg = run.dims, run.config
     c = dims.coords(ctx.rank)
     ctx.tracer.where(f"3d step: rank {ctx.rank} at {c}")
     groups = mesh_groups(dims, ctx.rank)

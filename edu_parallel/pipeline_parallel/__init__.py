@@ -5,8 +5,10 @@
   ``builders.py``: GPipe, 1F1B, interleaved 1F1B and ZB-H1.
 * ``timing.py``: a schedule timed event by event, its bubble and stashed activations;
   ``formulas.py``: the bubble formulas (pure Python).
+* ``config.py``: a run's :class:`PipelineConfig`, checked once and passed down (pure Python);
 * ``model.py``, ``execute.py``: the seeded model cut into stages, and one rank executing its row;
-  ``report.py``: a run with gradients checked against one process (:func:`run_pipeline`);
+  ``report.py``: a run with gradients checked against one process (:func:`run_pipeline` builds
+  the config, :func:`execute_pipeline` runs it);
   ``tables.py``: runs and timed schedules as DataFrames, measured beside the formulas;
   ``torch_order.py``: a schedule as torch.distributed.pipelining's pipeline order (and its CSV),
   checked by torch's own validator.
@@ -30,6 +32,7 @@ _LAZY = {
     "explain_schedule": "schedule",
     "SCHEDULES": "builders",
     "build_schedule": "builders",
+    "make_schedule": "builders",
     "run_orders": "builders",
     "INTERLEAVED_RULES": "builders",
     "interleaved_warmup": "builders",
@@ -41,14 +44,15 @@ _LAZY = {
     "interleaved_bubble": "formulas",
     "bubble_formula": "formulas",
     "default_times": "formulas",
-    "check_layers": "model",
+    "PipelineConfig": "config",
+    "check_layers": "config",
     "stage_bounds": "model",
     "make_batch": "model",
     "microbatch_loss": "model",
     "reference_grads": "model",
     "pipeline_job": "execute",
     "PipelineReport": "report",
-    "check_pipeline_args": "report",
+    "execute_pipeline": "report",
     "executed_orders": "report",
     "run_pipeline": "report",
     "format_pipeline": "report",

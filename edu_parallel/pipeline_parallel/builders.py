@@ -28,11 +28,15 @@ time) that gives the :class:`~edu_parallel.pipeline_parallel.schedule.Schedule` 
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from ..core.errors import bad_value, check_choice, check_int
 from .schedule import Action, Schedule
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
-INTERLEAVED_RULES = ("megatron-2024", "megatron-2021")  # current warm-up rule, and the old one
+ScheduleName = Literal["gpipe", "1f1b", "interleaved", "zb-h1"]
+SCHEDULES: tuple[str, ...] = get_args(ScheduleName)
+InterleavedRule = Literal["megatron-2024", "megatron-2021"]  # current warm-up rule, and the old
+INTERLEAVED_RULES: tuple[str, ...] = get_args(InterleavedRule)
 
 
 def run_orders(
@@ -194,13 +198,23 @@ def build_schedule(
         raise bad_value(
             "chunks", v, f"1 for schedule {name!r} (only 'interleaved' has model chunks)"
         )
+    if name == "interleaved" and m % p:
+        raise bad_value(
+            "num_microbatches", m, f"a multiple of num_ranks={p} for 'interleaved' (v={v} chunks)"
+        )
+    return make_schedule(name, p, m, v, rule)
+
+
+def make_schedule(
+    name: str, num_ranks: int, num_microbatches: int, chunks: int = 1, rule: str = "megatron-2024"
+) -> Schedule:
+    """:func:`build_schedule` of arguments checked already (a
+    :class:`~edu_parallel.pipeline_parallel.config.PipelineConfig`, a 3D run): nothing is checked
+    again, on the parent or on a rank."""
+    p, m, v = num_ranks, num_microbatches, chunks
     if name == "gpipe":
         return _place(name, _gpipe(p, m), p, m, 1)
     if name in ("1f1b", "zb-h1"):
         return _place(name, _one_f_one_b(p, m, defer_w=name == "zb-h1"), p, m, 1)
-    if m % p:
-        raise bad_value(
-            "num_microbatches", m, f"a multiple of num_ranks={p} for 'interleaved' (v={v} chunks)"
-        )
     orders = _one_f_one_b(p, m) if v == 1 else _interleaved(p, m, v, rule)
     return _place(name, orders, p, m, v)

@@ -32,6 +32,7 @@ import torch
 
 from ..core.schema import ACTIVATION
 from ..engine.context import RankContext
+from .config import PipelineConfig
 from .model import DTYPE, build_stage, make_batch, microbatch_loss
 from .schedule import Action, Schedule
 
@@ -164,15 +165,28 @@ class _RankPipeline:
         self.ctx.memory(ACTIVATION, -st["bytes"], step=m, phase="bwd")
 
 
-def pipeline_job(
-    ctx: RankContext, schedule_text: str, layers: int, hidden: int, microbatch_size: int, seed: int
-) -> dict[str, Any]:
+def pipeline_job(ctx: RankContext, config: PipelineConfig | str, *sizes: int) -> dict[str, Any]:
     """On one rank: execute this rank's row of the schedule; return its stages' gradients.
+
+    ``config``: the run's :class:`~edu_parallel.pipeline_parallel.config.PipelineConfig`, checked
+    in the parent before any rank started (trusted here: its ``plan`` is the schedule); or, as
+    the exercises call it with a learner's schedule, the schedule's text followed by ``layers,
+    hidden, microbatch_size, seed``.
 
     Returns ``{"rank", "stages", "grads": {stage: [tensors]}, "peak_live": {stage: int},
     "peak_activation_bytes", "start", "end"}``; ranks ``>= P`` take no part and return at once.
     """
-    sched = Schedule.from_text(schedule_text)
+    if isinstance(config, PipelineConfig):
+        sched = config.plan
+        layers, hidden, microbatch_size, seed = (
+            config.layers,
+            config.hidden,
+            config.microbatch_size,
+            config.seed,
+        )
+    else:
+        sched = Schedule.from_text(config)
+        layers, hidden, microbatch_size, seed = sizes
     t = ctx.tracer.now()
     if ctx.rank >= sched.num_ranks:
         return {

@@ -14,33 +14,17 @@ from __future__ import annotations
 
 import torch
 
-from ..core.errors import bad_value, check_int
-
 DTYPE = torch.float64  # exact enough that a pipeline and the reference agree to ~1e-15
 
 
-def check_layers(layers: int, num_stages: int) -> int:
-    """``layers`` must give every one of the ``num_stages`` stages at least one block."""
-    layers = check_int("layers", layers, 1)
-    stage_bounds(layers, num_stages)  # raises, naming layers and the minimum
-    return layers
-
-
 def stage_bounds(layers: int, num_stages: int) -> list[tuple[int, int]]:
-    """Consecutive block ranges ``[lo, hi)`` per stage, as even as possible (earlier ones longer).
+    """Consecutive block ranges ``[lo, hi)`` per stage, as even as possible (earlier ones longer),
+    for ``layers >= num_stages >= 1`` (checked once, by
+    :func:`~edu_parallel.pipeline_parallel.config.check_layers` in the run's config).
 
     >>> stage_bounds(5, 2)
     [(0, 3), (3, 5)]
     """
-    if num_stages < 1:
-        raise bad_value("num_stages", num_stages, "an integer >= 1")
-    if layers < num_stages:
-        raise bad_value(
-            "layers",
-            layers,
-            f"an integer >= {num_stages}: one Linear+GeLU block per stage at least "
-            f"({num_stages} stages = stages * chunks)",
-        )
     base, extra = divmod(layers, num_stages)
     bounds, lo = [], 0
     for s in range(num_stages):

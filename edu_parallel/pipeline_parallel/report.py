@@ -28,77 +28,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.errors import bad_value, check_choice, check_int, check_non_negative, check_positive
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..engine.executor import Executor
-from .builders import SCHEDULES, build_schedule
+from .config import PipelineConfig
 from .execute import pipeline_job
-from .formulas import bubble_formula, default_times
-from .model import check_layers, grads_match, reference_grads
-from .schedule import KINDS, Action, Schedule
+from .formulas import bubble_formula
+from .model import grads_match, reference_grads
+from .schedule import KINDS, Action
 from .timing import Timeline, time_schedule
 
 __all__ = [
     "PipelineReport",
-    "check_pipeline_args",
+    "execute_pipeline",
     "executed_orders",
     "format_pipeline",
     "pipeline_job",
     "run_pipeline",
 ]
-
-
-def check_pipeline_args(
-    schedule: str,
-    stages: int,
-    microbatches: int,
-    chunks: int,
-    layers: int | None,
-    world_size: int | None,
-    hidden: int = 32,
-    microbatch_size: int = 4,
-    seed: int = 0,
-    t_f: float = 1.0,
-    t_b: float = 2.0,
-    t_w: float = 0.0,
-    t_comm: float = 0.0,
-) -> tuple[Schedule, int]:
-    """Validate every argument before any work starts; return the schedule and the layer count.
-
-    ``world_size`` None (the CLI before it knows the executor) skips the ``stages`` upper bound.
-    """
-    check_choice("schedule", schedule, SCHEDULES)
-    p = check_int("stages", stages, 1)
-    if world_size is not None and p > world_size:
-        raise bad_value(
-            "stages",
-            stages,
-            f"an integer in [1, {world_size}]: stage s runs on rank s % stages, and this cluster "
-            f"has world_size={world_size} ranks",
-        )
-    m = check_int("microbatches", microbatches, 1)
-    v = check_int("chunks", chunks, 1)
-    if schedule != "interleaved" and v != 1:
-        raise bad_value(
-            "chunks",
-            chunks,
-            f"1 for schedule={schedule!r} (only 'interleaved' puts several model chunks on a rank)",
-        )
-    if schedule == "interleaved" and m % p:
-        raise bad_value(
-            "microbatches",
-            microbatches,
-            f"a multiple of stages={p} for "
-            f"schedule='interleaved' (Megatron-LM 2021 §2.2.2), e.g. {p * -(-m // p)}",
-        )
-    layers = check_layers(2 * p * v if layers is None else layers, p * v)
-    check_int("hidden", hidden, 1, 1024)
-    check_int("microbatch_size", microbatch_size, 1, 1024)
-    check_int("seed", seed, 0)
-    check_positive("t_f", t_f), check_positive("t_b", t_b)
-    check_non_negative("t_w", t_w), check_non_negative("t_comm", t_comm)
-    return build_schedule(schedule, p, m, v), layers
 
 
 @dataclass
@@ -196,19 +143,17 @@ def run_pipeline(
     ``t_w`` and a full backward B ``t_b + t_w``; each one left None takes
     :func:`~edu_parallel.pipeline_parallel.timing.default_times` (ZB-H1: the paper's t_f = t_b =
     t_w = 1; the others t_b = 2, t_w = 0). Under torchrun only rank 0 gets the report.
+
+    Every argument is checked once, here, into a
+    :class:`~edu_parallel.pipeline_parallel.config.PipelineConfig` (the executor's ranks bound
+    ``stages``); :func:`execute_pipeline` runs it.
     """
-    world = cluster.world_size
-    p = world if stages is None else stages
-    if schedule in SCHEDULES:  # else check_pipeline_args names the bad schedule
-        given = {"t_f": t_f, "t_b": t_b, "t_w": t_w}
-        t_f, t_b, t_w = (default_times(schedule)[k] if x is None else x for k, x in given.items())
-    sched, layers = check_pipeline_args(
-        schedule,
-        p,
+    config = PipelineConfig(
+        schedule,  # type: ignore[arg-type]
+        stages,
         microbatches,
         chunks,
         layers,
-        world,
         hidden,
         microbatch_size,
         seed,
@@ -216,10 +161,24 @@ def run_pipeline(
         t_b,
         t_w,
         t_comm,
+        world_size=cluster.world_size,
     )
+    return execute_pipeline(cluster, config, timeout=timeout)
+
+
+def execute_pipeline(
+    executor: Executor, config: PipelineConfig, *, timeout: float | None = None
+) -> PipelineReport | None:
+    """Run the checked ``config`` on ``executor`` (built for its world size, as
+    :func:`run_pipeline` and the CLI build it): the ranks and the one-process reference take it
+    as it is, nothing is checked again. None on a non-zero rank under torchrun."""
+    sched, layers, hidden = config.plan, config.layers, config.hidden
+    microbatch_size, seed = config.microbatch_size, config.seed
+    times = config.times
+    t_f, t_b, t_w, t_comm = (times[k] for k in ("t_f", "t_b", "t_w", "t_comm"))
     text = sched.to_text()
     kw = {} if timeout is None else {"timeout": timeout}
-    out = cluster.run(pipeline_job, text, layers, hidden, microbatch_size, seed, **kw)
+    out = executor.run(pipeline_job, config, **kw)
     if out is None:  # a non-zero rank under torchrun
         return None
     results = out.results[: sched.num_ranks]
@@ -281,7 +240,7 @@ def run_pipeline(
         peak_activation_bytes_per_rank=[r["peak_activation_bytes"] for r in results],
         matches_reference=grads_match(got, want),
         max_abs_err=err,
-        times={"t_f": float(t_f), "t_b": float(t_b), "t_w": float(t_w), "t_comm": float(t_comm)},
+        times=times,
         wall_s_per_rank=[r["end"] - r["start"] for r in results],
         trace=trace,
         timeline=timeline,

@@ -3,6 +3,8 @@
 Pure arithmetic over the package's models (no torch, no processes):
 
 * ``hardware.py``: GPU presets (memory, peak bf16 FLOP/s) and a validated :class:`ClusterSpec`.
+* ``inputs.py``: :class:`PlannerInputs`, the model, cluster, batch, sequence, efficiency and
+  memory budget checked once; everything below trusts it.
 * ``traffic.py``: exact bytes each rank sends per group type in one step
   (:func:`group_bytes_per_rank`), what ``parallel_3d`` counts from its traces.
 * ``estimate.py``: one configuration's memory per GPU, time terms, tokens/s and MFU (the
@@ -22,6 +24,7 @@ from __future__ import annotations
 from .estimate import ITEMSIZE, JSON_KEYS, TERMS, ConfigEstimate, Estimator
 from .evaluate import estimate_config
 from .hardware import GPU, GPUS, ClusterSpec, gpu_preset
+from .inputs import PlannerInputs
 from .planning import PlannerResult, plan
 from .published import PUBLISHED, PublishedRun, compare_all, compare_published
 from .tables import configs_table, published_table
@@ -38,6 +41,7 @@ __all__ = [
     "ClusterSpec",
     "ConfigEstimate",
     "Estimator",
+    "PlannerInputs",
     "PlannerResult",
     "PublishedRun",
     "compare_all",

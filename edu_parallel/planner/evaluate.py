@@ -1,9 +1,9 @@
 """One configuration given by the learner, checked and estimated: :func:`estimate_config`.
 
 The checks come before any work and name every bad input in one ValueError: the model, the
-cluster, the batch and sequence (:func:`check_inputs`, shared with
-:func:`~edu_parallel.planner.planning.plan`), then the degrees against the world size, the
-model and the node (through
+cluster, the batch and sequence (:class:`~edu_parallel.planner.inputs.PlannerInputs`, built once
+here unless given, as :func:`~edu_parallel.planner.planning.plan` does), then the degrees against
+the world size, the model and the node (through
 :class:`~edu_parallel.core.dims.ParallelDims`; ``ep`` also against ``dp`` and the experts,
 :func:`~edu_parallel.planner.experts.ep_problems`) and the batch against the degrees. The estimate
 itself is :meth:`~edu_parallel.planner.estimate.Estimator.evaluate` (formulas there).
@@ -14,60 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.dims import ParallelDims
-from ..core.errors import bad_value, check_choice, check_int
+from ..core.errors import Problems, bad_value, check_choice, check_int
+from ..core.i18n import _
 from ..memory.model_states import RECOMPUTE
-from ..memory.presets import ModelShape
-from .estimate import ConfigEstimate, Estimator, resolve_model
+from .estimate import ConfigEstimate, Estimator
 from .experts import ep_problems
 from .hardware import ClusterSpec
-
-
-def check_inputs(
-    model: Any,
-    cluster: Any,
-    global_batch: Any,
-    seq: Any,
-    efficiency: Any,
-    memory_budget: Any,
-) -> tuple[ModelShape, ClusterSpec, int, int, float, float]:
-    """Every input checked; one ValueError naming every bad one."""
-    problems: list[str] = []
-
-    def attempt(fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except ValueError as exc:
-            problems.append(str(exc))
-            return None
-
-    shape = attempt(resolve_model, model)
-    if not isinstance(cluster, ClusterSpec):
-        problems.append(str(bad_value("cluster", cluster, "a ClusterSpec")))
-    batch = attempt(check_int, "global_batch", global_batch, 1)
-    seq = attempt(check_int, "seq", seq, 1)
-    if isinstance(efficiency, bool) or not isinstance(efficiency, int | float):
-        problems.append(str(bad_value("efficiency", efficiency, "a number in (0, 1]")))
-    elif not 0 < efficiency <= 1:
-        problems.append(str(bad_value("efficiency", efficiency, "a number in (0, 1]")))
-    budget = None
-    if memory_budget is not None:
-        ok = isinstance(memory_budget, int | float) and not isinstance(memory_budget, bool)
-        if not ok or not 0 < memory_budget < float("inf"):
-            problems.append(str(bad_value("memory_budget", memory_budget, "bytes > 0, or None")))
-        else:
-            budget = float(memory_budget)
-    if problems:
-        raise ValueError("; ".join(problems))
-    if budget is None:
-        budget = cluster.gpu.memory_bytes
-    return shape, cluster, batch, seq, float(efficiency), budget
+from .inputs import PlannerInputs, planner_inputs
 
 
 def estimate_config(
     model: Any,
-    cluster: ClusterSpec,
-    global_batch: int,
-    seq: int,
+    cluster: ClusterSpec | None = None,
+    global_batch: int | None = None,
+    seq: int | None = None,
     *,
     dp: int = -1,
     tp: int = 1,
@@ -80,21 +40,34 @@ def estimate_config(
     efficiency: float = 0.5,
     memory_budget: float | None = None,
 ) -> ConfigEstimate:
-    """The estimate of one configuration given by its degrees (``dp=-1``: the rest).
+    """The estimate of one configuration given by its degrees (``dp=-1``: the rest), for
+    ``model`` on ``cluster`` (or one :class:`PlannerInputs` in place of the first six arguments,
+    trusted as built).
 
     Raises one ValueError naming every bad factor (the degrees against the world size, the model
     and the node, the batch against the degrees) before any work; a configuration that does not
     fit in memory is returned with ``feasible=False`` and the reason."""
-    shape, cluster, batch, seq, efficiency, budget = check_inputs(
-        model, cluster, global_batch, seq, efficiency, memory_budget
-    )
-    problems: list[str] = []
-    try:
-        check_int("zero", zero, 0, 3)
-        check_choice("recompute", recompute, RECOMPUTE)
-        check_int("micro_batch", micro_batch, 1)
-    except ValueError as exc:
-        problems.append(str(exc))
+    inputs = planner_inputs(model, cluster, global_batch, seq, efficiency, memory_budget)
+    return _estimate(inputs, dp, tp, pp, ep, chunks, zero, micro_batch, recompute)
+
+
+def _estimate(
+    inputs: PlannerInputs,
+    dp: int,
+    tp: int,
+    pp: int,
+    ep: int,
+    chunks: int,
+    zero: int,
+    micro_batch: int,
+    recompute: str,
+) -> ConfigEstimate:
+    """:func:`estimate_config` of checked inputs: the degrees checked against them."""
+    shape, cluster, batch = inputs.shape, inputs.cluster, inputs.global_batch
+    p = Problems()
+    p.check(check_int, "zero", zero, 0, 3)
+    p.check(check_choice, "recompute", recompute, RECOMPUTE)
+    p.check(check_int, "micro_batch", micro_batch, 1)
     try:
         dims = ParallelDims(
             cluster.world_size,
@@ -108,36 +81,30 @@ def estimate_config(
             chunks=chunks,
         )
     except ValueError as exc:
-        problems.append(str(exc))
+        p.add(exc)
         dims = None
     g = cluster.gpus_per_node
     if isinstance(tp, int) and tp >= 1 and g % tp:
-        problems.append(str(bad_value("tp", tp, f"a divisor of gpus_per_node={g} (TP in a node)")))
+        valid = _("a divisor of gpus_per_node={g} (TP in a node)").format(g=g)
+        p.add(bad_value("tp", tp, valid))
     if dims is not None:
-        problems += ep_problems(shape, dims.dp, dims.tp, dims.ep)
+        p.extend(ep_problems(shape, dims.dp, dims.tp, dims.ep))
     elif ep != 1 and not shape.experts and isinstance(ep, int):
-        problems += ep_problems(shape, 1, 1, ep)
+        p.extend(ep_problems(shape, 1, 1, ep))
     m = 0
-    if dims is not None and not problems:
-        per_replica, rest = divmod(batch, dims.dp * micro_batch)
+    if dims is not None and not p:
+        m, rest = divmod(batch, dims.dp * micro_batch)
         if rest:
-            problems.append(
-                str(
-                    bad_value(
-                        "global_batch",
-                        batch,
-                        f"a multiple of dp * micro_batch = {dims.dp} * {micro_batch}",
-                    )
-                )
+            valid = _("a multiple of dp * micro_batch = {dp} * {mb}").format(
+                dp=dims.dp, mb=micro_batch
             )
-        else:
-            m = per_replica
-            if chunks > 1 and m % dims.pp:
-                problems.append(
-                    f"microbatches={m} is not valid: expected a multiple of pp={dims.pp} (the"
-                    " interleaved schedule sends microbatches round in groups of pp)"
-                )
-    if problems:
-        raise ValueError("; ".join(problems))
-    est = Estimator(shape, cluster, batch, seq, efficiency, budget)
+            p.add(bad_value("global_batch", batch, valid))
+        elif chunks > 1 and m % dims.pp:
+            valid = _(
+                "a multiple of pp={pp} (the interleaved schedule sends microbatches round in"
+                " groups of pp)"
+            ).format(pp=dims.pp)
+            p.add(bad_value("microbatches", m, valid))
+    p.raise_any()
+    est = Estimator(shape, cluster, batch, inputs.seq, inputs.efficiency, inputs.budget)
     return est.evaluate(dims.dp, dims.tp, dims.pp, chunks, zero, micro_batch, m, recompute, dims.ep)

@@ -21,8 +21,8 @@ from ..core.errors import bad_value
 from ..memory.model_states import RECOMPUTE, ZERO_STAGES
 from ..memory.presets import ModelShape, active_params
 from .estimate import ConfigEstimate, Estimator
-from .evaluate import check_inputs
 from .hardware import ClusterSpec
+from .inputs import PlannerInputs, planner_inputs
 
 
 def divisors(n: int) -> list[int]:
@@ -109,9 +109,9 @@ class PlannerResult:
 
 def plan(
     model: Any,
-    cluster: ClusterSpec,
-    global_batch: int,
-    seq: int,
+    cluster: ClusterSpec | None = None,
+    global_batch: int | None = None,
+    seq: int | None = None,
     *,
     efficiency: float = 0.5,
     memory_budget: float | None = None,
@@ -121,12 +121,20 @@ def plan(
     """Every configuration of ``model`` (a preset name or a ModelShape) on ``cluster`` for
     ``global_batch`` sequences of ``seq`` tokens, ranked (see the module docstring).
 
-    ``memory_budget``: bytes per GPU (None: the GPU's memory). Bad inputs raise one ValueError
-    naming each of them; when no configuration fits the budget, one line names the smallest
-    memory per GPU that would fit."""
-    shape, cluster, batch, seq, efficiency, budget = check_inputs(
-        model, cluster, global_batch, seq, efficiency, memory_budget
-    )
+    ``memory_budget``: bytes per GPU (None: the GPU's memory). The inputs are checked once into
+    a :class:`PlannerInputs` (or given as one in place of the first six arguments, trusted as
+    built): bad ones raise one ValueError naming each of them; when no configuration fits the
+    budget, one line names the smallest memory per GPU that would fit."""
+    inputs = planner_inputs(model, cluster, global_batch, seq, efficiency, memory_budget)
+    return _plan(inputs, zero_stages, recompute)
+
+
+def _plan(
+    inputs: PlannerInputs, zero_stages: tuple[int, ...], recompute: tuple[str, ...]
+) -> PlannerResult:
+    """:func:`plan` of checked inputs."""
+    shape, cluster, batch = inputs.shape, inputs.cluster, inputs.global_batch
+    seq, efficiency, budget = inputs.seq, inputs.efficiency, inputs.budget
     est = Estimator(shape, cluster, batch, seq, efficiency, budget)
     world, layers, experts = cluster.world_size, shape.layers, shape.experts
     configs: list[ConfigEstimate] = []

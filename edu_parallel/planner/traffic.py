@@ -73,7 +73,8 @@ def group_bytes_per_rank(
     """Bytes each rank sends per group type in one step: ``[{"tp", "pp", "dp"}]`` by rank
     (and ``"ep"`` for a mixture-of-experts shape).
 
-    See the module docstring for the formulas; ranks are placed by ``dims.coords``."""
+    See the module docstring for the formulas; ranks are placed by ``dims.coords``. Checks its
+    arguments, then :func:`mesh_group_bytes`."""
     if not isinstance(dims, ParallelDims):
         raise bad_value("dims", dims, "a ParallelDims")
     b = check_int("micro_batch", micro_batch, 1)
@@ -81,12 +82,29 @@ def group_bytes_per_rank(
     s = check_int("seq", seq, 1)
     zero = check_int("zero", zero, 0, 3)
     e = check_int("itemsize", itemsize, 1)
-    t, p, d, v = dims.tp, dims.pp, dims.dp, dims.chunks
+    p, v = dims.pp, dims.chunks
     if shape.layers % (p * v):
         raise bad_value("pp", p, f"a divisor of layers={shape.layers} (with chunks={v})")
     x = dims.ep
     if shape.experts and (dims.dp % x or shape.experts % x):
-        raise bad_value("ep", x, f"a divisor of dp={d} and of experts={shape.experts}")
+        raise bad_value("ep", x, f"a divisor of dp={dims.dp} and of experts={shape.experts}")
+    return mesh_group_bytes(shape, dims, b, M, s, zero, e)
+
+
+def mesh_group_bytes(
+    shape: ModelShape,
+    dims: ParallelDims,
+    micro_batch: int,
+    microbatches: int,
+    seq: int,
+    zero: int,
+    itemsize: int,
+) -> list[dict[str, float]]:
+    """:func:`group_bytes_per_rank` of a run checked already (a 3D run's
+    :class:`~edu_parallel.parallel_3d.config.Run3D`: degrees validated with the model's shape):
+    the formulas, nothing checked again."""
+    b, M, s, e = micro_batch, microbatches, seq, itemsize
+    t, p, d, v, x = dims.tp, dims.pp, dims.dp, dims.chunks, dims.ep
     A = b * s * shape.hidden * e
     experts = shape.layers // p * expert_params(shape)  # per stage, 0 for a dense shape
     per_allreduce = 2 * (t - 1) / t * A

@@ -4,7 +4,10 @@
 the parameter-server option; :func:`formula_bytes` gives the bytes each rank sends and receives by
 each algorithm's formula (:data:`ALLREDUCE_FORMULA_TEXT`), which the runs check against counted
 bytes. :func:`plan_allreduce` checks a run's options once and builds its plan once, before any
-rank starts: an :class:`AllReduceRun` that the ranks receive and the report reads.
+rank starts: an :class:`AllReduceRun` that the ranks receive and the report reads. The world size
+arrives as the run's :class:`~edu_parallel.core.dims.ParallelDims` (validated where the run
+started, and trusted here) or as a plain int from the Python API, checked once by the plan builder
+(:func:`~edu_parallel.plans.plan.plan_ranks`).
 The hierarchical all-reduce needs a node count and is built by
 :func:`edu_parallel.plans.hierarchical.hierarchical_allreduce_plan` instead.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.dims import ParallelDims
 from ..core.errors import check_choice, check_int
 from ..core.inputs import Buffer
 from .layout import SEGMENT_BYTES
@@ -26,7 +30,7 @@ from .tree import binary_tree_allreduce_plan as tree_plan
 from .tree import double_binary_tree_allreduce_plan as double_tree_plan
 from .tree import double_tree_bytes_formula, tree_bytes_formula
 
-ALGOS: dict[str, Callable[[int], Plan]] = {
+ALGOS: dict[str, Callable[[int | ParallelDims], Plan]] = {
     "ring": ring_allreduce_plan,
     "naive": naive_allreduce_plan,
     "tree": tree_plan,  # one heap-numbered binary tree
@@ -47,23 +51,28 @@ ALLREDUCE_FORMULA_TEXT = {
 }
 
 
-def check_servers(algo: str, servers: int | None, world_size: int | None = None) -> int | None:
-    """``servers`` is for the parameter server only: None, or an integer in [1, world_size]."""
-    if servers is None:
-        return None
-    if algo not in PS_ALGOS:
+def _ps_only(algo: str, servers: int | None) -> None:
+    """``servers`` is for the parameter server only."""
+    if servers is not None and algo not in PS_ALGOS:
         raise ValueError(
             f"servers={servers!r} is not valid: expected None unless algo is one of "
             f"{', '.join(map(repr, PS_ALGOS))} (algo={algo!r})"
         )
-    return check_int("servers", servers, 1, world_size)
 
 
-def build_plan(algo: str, world_size: int, servers: int | None = None) -> Plan:
-    """The plan of ``algo`` for ``world_size`` ranks; ``servers`` overrides the PS server count."""
+def check_servers(algo: str, servers: int | None, world_size: int | None = None) -> int | None:
+    """``servers`` is for the parameter server only: None, or an integer in [1, world_size]."""
+    _ps_only(algo, servers)
+    return None if servers is None else check_int("servers", servers, 1, world_size)
+
+
+def build_plan(algo: str, world_size: int | ParallelDims, servers: int | None = None) -> Plan:
+    """The plan of ``algo`` for ``world_size`` ranks (a run's validated dims, or an int the
+    builder checks); ``servers`` overrides the PS server count (checked by the builder)."""
     check_choice("algo", algo, ALGOS)
-    if check_servers(algo, servers, world_size) is not None:
-        return parameter_server_plan(world_size, servers)  # type: ignore[arg-type]
+    _ps_only(algo, servers)
+    if servers is not None:
+        return parameter_server_plan(world_size, servers)
     return ALGOS[algo](world_size)
 
 
@@ -110,7 +119,7 @@ class AllReduceRun:
 
 
 def plan_allreduce(
-    world_size: int,
+    world_size: int | ParallelDims,
     size: int | str = "1MiB",
     dtype: str = "float32",
     algo: str = "ring",
@@ -119,9 +128,10 @@ def plan_allreduce(
     segment_bytes: int = SEGMENT_BYTES,
     servers: int | None = None,
 ) -> AllReduceRun:
-    """Check every option and build the plan, before any rank does anything."""
+    """Check every option and build the plan, before any rank does anything. ``world_size``: the
+    run's :class:`~edu_parallel.core.dims.ParallelDims` (trusted) or a plain int (checked once,
+    by the plan builder)."""
     buffer = Buffer(size, dtype, pattern, seed)
-    check_choice("algo", algo, ALGOS)
     segment_bytes = check_int("segment_bytes", segment_bytes, 1)
     plan = build_plan(algo, world_size, servers)  # rabenseifner: 2^k ranks; servers <= n
     return AllReduceRun(algo, plan, buffer, segment_bytes, servers)

@@ -22,36 +22,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.dims import ParallelDims
 from ..core.errors import bad_value, check_choice, check_int
 from ..core.inputs import Buffer
 from ..core.units import DTYPES
 from .layout import SEGMENT_BYTES
-from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
+from .plan import MAX_PLAN_RANKS, ROOTED, Plan, Step, Transfer, plan_ranks
 from .ring import ring_all_gather_steps, ring_allreduce_plan
 
 
-def _n_root(world_size: int, root: int) -> tuple[int, int]:
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+def _n_root(world_size: int | ParallelDims, root: int) -> tuple[int, int]:
+    n = plan_ranks(world_size)
     return n, check_int("root", root, 0, n - 1)
 
 
-def ring_all_gather_plan(world_size: int) -> Plan:
+def ring_all_gather_plan(world_size: int | ParallelDims) -> Plan:
     """Ring all-gather (NCCL's algorithm): rank r starts with chunk r valid; at step s it sends
     chunk ``(r - s) mod N`` to ``r + 1``, which copies it. ``N-1`` steps; every rank sends and
     receives ``(N-1)/N * S`` (S = output size)."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     steps = ring_all_gather_steps(n, first_chunk_offset=0, phase="all-gather")
     return Plan("ring_all_gather", "all_gather", n, n, tuple(steps))
 
 
-def ring_reduce_scatter_plan(world_size: int) -> Plan:
+def ring_reduce_scatter_plan(world_size: int | ParallelDims) -> Plan:
     """Ring reduce-scatter (NCCL's algorithm), shifted so that rank r *ends* with chunk r summed
     over all ranks, as ``torch.distributed.reduce_scatter_tensor`` returns it.
 
     Step s: rank r sends chunk ``(r - s - 1) mod N`` to ``r + 1``, which adds it. (The ring
     all-reduce's first phase sends ``(r - s) mod N`` and leaves chunk ``r + 1`` on rank r.)
     ``N-1`` steps; every rank sends ``(N-1)/N * S`` (S = input size)."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     steps = [
         Step(
             "reduce-scatter",
@@ -77,7 +78,9 @@ def _chain_steps(order: list[int], num_chunks: int, op: str, phase: str) -> list
     return steps
 
 
-def chain_broadcast_plan(world_size: int, root: int = 0, num_chunks: int | None = None) -> Plan:
+def chain_broadcast_plan(
+    world_size: int | ParallelDims, root: int = 0, num_chunks: int | None = None
+) -> Plan:
     """Pipelined chain broadcast (NCCL's ring broadcast, which is a chain starting at the root):
     ``root -> root+1 -> ... -> root-1``; chunk k leaves the root at step k and every rank forwards
     it one step after it arrived.
@@ -94,7 +97,9 @@ def chain_broadcast_plan(world_size: int, root: int = 0, num_chunks: int | None 
     return Plan("chain_broadcast", "broadcast", n, c, tuple(steps), root=root)
 
 
-def chain_reduce_plan(world_size: int, root: int = 0, num_chunks: int | None = None) -> Plan:
+def chain_reduce_plan(
+    world_size: int | ParallelDims, root: int = 0, num_chunks: int | None = None
+) -> Plan:
     """Pipelined chain reduce (NCCL's ring reduce, a chain that ends at the root):
     ``root+1 -> root+2 -> ... -> root``; each rank adds the partial sum it receives to its own
     chunk and passes it on, so the root ends with every chunk summed over all ranks.
@@ -121,7 +126,7 @@ def _round_robin(n: int) -> list[list[tuple[int, int]]]:
     return rounds
 
 
-def direct_all_to_all_plan(world_size: int, grouped: bool = False) -> Plan:
+def direct_all_to_all_plan(world_size: int | ParallelDims, grouped: bool = False) -> Plan:
     """Direct all-to-all: rank r's chunk k goes straight to rank k and lands in its chunk r.
 
     NCCL (and nccl-tests' alltoall) posts all ``N-1`` ``ncclSend``/``ncclRecv`` pairs of a rank in
@@ -135,7 +140,7 @@ def direct_all_to_all_plan(world_size: int, grouped: bool = False) -> Plan:
     into the same place), in round-robin order: ``N-1`` steps for even N, ``N`` for odd N. Either
     way every rank sends and receives ``(N-1)/N * S``.
     """
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     if grouped:
         moves = tuple(Transfer(r, k, k, "copy", r) for r in range(n) for k in range(n) if k != r)
         one = (Step("all-to-all", moves),) if moves else ()
@@ -148,7 +153,7 @@ def direct_all_to_all_plan(world_size: int, grouped: bool = False) -> Plan:
     return Plan("pairwise_all_to_all", "all_to_all", n, n, tuple(steps))
 
 
-def direct_gather_plan(world_size: int, root: int = 0) -> Plan:
+def direct_gather_plan(world_size: int | ParallelDims, root: int = 0) -> Plan:
     """Direct gather: in one step every rank r but the root sends its chunk r to the root (as
     PyTorch's NCCL backend does: the root posts ``N-1`` receives in one group). The root receives
     ``(N-1)/N * S`` (S = output size), every other rank sends ``S / N``."""
@@ -159,7 +164,7 @@ def direct_gather_plan(world_size: int, root: int = 0) -> Plan:
     )
 
 
-def direct_scatter_plan(world_size: int, root: int = 0) -> Plan:
+def direct_scatter_plan(world_size: int | ParallelDims, root: int = 0) -> Plan:
     """Direct scatter: in one step the root sends chunk r to every rank r (``N-1`` sends in one
     group, as PyTorch's NCCL backend does). The root sends ``(N-1)/N * S`` (S = input size)."""
     n, root = _n_root(world_size, root)
@@ -169,8 +174,8 @@ def direct_scatter_plan(world_size: int, root: int = 0) -> Plan:
     )
 
 
-def _unrooted(builder: Callable[[int], Plan]) -> Callable[..., Plan]:
-    def build(world_size: int, root: int = 0) -> Plan:
+def _unrooted(builder: Callable[[int | ParallelDims], Plan]) -> Callable[..., Plan]:
+    def build(world_size: int | ParallelDims, root: int = 0) -> Plan:
         return builder(world_size)
 
     build.__doc__ = builder.__doc__
@@ -269,12 +274,12 @@ def check_size(collective: str, world_size: int, nbytes: int, dtype: str, size: 
         )
 
 
-def plan_for(collective: str, world_size: int, root: int, numel: int) -> Plan:
-    """The plan a run of ``numel`` elements uses; pipelined chains get at most one chunk per
-    element."""
+def plan_for(collective: str, dims: ParallelDims, root: int, numel: int) -> Plan:
+    """The plan a run of ``numel`` elements uses on the run's (validated) ``dims``; pipelined
+    chains get at most one chunk per element."""
     if collective in ("broadcast", "reduce"):
-        return COLLECTIVE_PLANS[collective](world_size, root, min(world_size, numel))
-    return COLLECTIVE_PLANS[collective](world_size, root)
+        return COLLECTIVE_PLANS[collective](dims, root, min(dims.world_size, numel))
+    return COLLECTIVE_PLANS[collective](dims, root)
 
 
 def defined_chunks(collective: str, rank: int, root: int, num_chunks: int) -> list[int]:
@@ -299,7 +304,7 @@ class CollectiveRun:
 
 
 def plan_collective(
-    world_size: int,
+    world_size: int | ParallelDims,
     name: str,
     size: int | str = "1MiB",
     dtype: str = "float32",
@@ -309,11 +314,21 @@ def plan_collective(
     segment_bytes: int = SEGMENT_BYTES,
 ) -> CollectiveRun:
     """Check every option (sizes the builtin cannot cut into N equal parts fail here) and build
-    the plan. ``name`` is a key of COLLECTIVE_PLANS or a CLI name such as ``"allgather"``."""
+    the plan. ``name`` is a key of COLLECTIVE_PLANS or a CLI name such as ``"allgather"``.
+
+    ``world_size``: the run's :class:`~edu_parallel.core.dims.ParallelDims`, validated where the
+    run started and trusted here, or a plain int from the Python API, validated once here (as
+    dims of at most MAX_PLAN_RANKS ranks) and passed down; the rooted builders check ``root``."""
     name = check_choice("name", CLI_NAMES.get(name, name), COLLECTIVE_PLANS)
     buffer = Buffer(size, dtype, pattern, seed)
-    root = check_int("root", root, 0, world_size - 1)
     segment_bytes = check_int("segment_bytes", segment_bytes, 1)
-    check_size(name, world_size, buffer.nbytes, dtype, size)
-    plan = plan_for(name, world_size, root, buffer.numel)
-    return CollectiveRun(name, plan, buffer, root, segment_bytes)
+    dims = (
+        world_size
+        if isinstance(world_size, ParallelDims)
+        else ParallelDims(world_size, max_world_size=MAX_PLAN_RANKS)
+    )
+    if name not in ROOTED:
+        root = check_int("root", root, 0, dims.world_size - 1)
+    check_size(name, dims.world_size, buffer.nbytes, dtype, size)
+    plan = plan_for(name, dims, root, buffer.numel)
+    return CollectiveRun(name, plan, buffer, plan.root if name in ROOTED else root, segment_bytes)

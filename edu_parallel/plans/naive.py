@@ -7,13 +7,14 @@ load grows with ``N`` while the ring's stays below ``2D``.
 
 from __future__ import annotations
 
+from ..core.dims import ParallelDims
 from ..core.errors import check_int
-from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
+from .plan import Plan, Step, Transfer, plan_ranks
 
 
-def naive_allreduce_plan(world_size: int, root: int = 0) -> Plan:
+def naive_allreduce_plan(world_size: int | ParallelDims, root: int = 0) -> Plan:
     """Two steps on one chunk: every rank reduces into ``root``, then ``root`` copies to all."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     root = check_int("root", root, 0, n - 1)
     others = [r for r in range(n) if r != root]
     steps: list[Step] = []

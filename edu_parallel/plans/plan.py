@@ -31,7 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..core.errors import bad_value
+from ..core.dims import ParallelDims
+from ..core.errors import bad_value, check_int
 
 MAX_PLAN_RANKS = 4096  # plans are pure data; simulation can go this far
 OPS = {"reduce": "+", "copy": "="}
@@ -46,6 +47,15 @@ COLLECTIVES = (
     "gather",
     "scatter",
 )
+
+
+def plan_ranks(world_size: int | ParallelDims) -> int:
+    """The ranks a plan is built for. A run's :class:`~edu_parallel.core.dims.ParallelDims` was
+    validated where the run started (the CLI, a cluster) and is trusted: its world size is taken
+    as it is. A plain int from the Python API is checked here, once, in [1, MAX_PLAN_RANKS]."""
+    if isinstance(world_size, ParallelDims):
+        return world_size.world_size
+    return check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,14 +30,19 @@ Dedicated servers (not modelled here) would receive ``N_workers·D/k`` each.
 
 from __future__ import annotations
 
+from ..core.dims import ParallelDims
 from ..core.errors import check_int
-from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
+from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer, plan_ranks
 
 
-def parameter_server_plan(world_size: int, servers: int = 1) -> Plan:
+def parameter_server_plan(world_size: int | ParallelDims, servers: int = 1) -> Plan:
     """Push shard ``j`` to server ``j`` (reduce), then pull every shard back (copy)."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
-    k = check_int("servers", servers, 1, n)
+    n = plan_ranks(world_size)
+    return _ps_plan(n, check_int("servers", servers, 1, n))
+
+
+def _ps_plan(n: int, k: int) -> Plan:
+    """The plan of ``k`` servers among ``n`` ranks, both checked by the caller."""
     push = tuple(Transfer(r, j, j, "reduce") for r in range(n) for j in range(k) if r != j)
     pull = tuple(Transfer(j, r, j, "copy") for j in range(k) for r in range(n) if r != j)
     steps = (Step("push", push), Step("pull", pull)) if n > 1 else ()
@@ -45,10 +50,10 @@ def parameter_server_plan(world_size: int, servers: int = 1) -> Plan:
     return Plan(name, "all_reduce", n, k, steps)
 
 
-def sharded_parameter_server_plan(world_size: int, servers: int = 2) -> Plan:
+def sharded_parameter_server_plan(world_size: int | ParallelDims, servers: int = 2) -> Plan:
     """The sharded parameter server with ``min(servers, world_size)`` servers (default 2)."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
-    return parameter_server_plan(n, min(check_int("servers", servers, 1, MAX_PLAN_RANKS), n))
+    n = plan_ranks(world_size)
+    return _ps_plan(n, min(check_int("servers", servers, 1, MAX_PLAN_RANKS), n))
 
 
 def ps_bytes_formula(world_size: int, nbytes: int, servers: int = 1) -> dict[str, list[float]]:

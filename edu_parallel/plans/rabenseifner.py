@@ -22,6 +22,7 @@ version beside it is the ring (:mod:`edu_parallel.plans.ring`), same bytes, ``2(
 
 from __future__ import annotations
 
+from ..core.dims import ParallelDims
 from ..core.errors import bad_value, check_int
 from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
 
@@ -46,8 +47,11 @@ def _block(r: int, size: int) -> range:
     return range(start, start + size)
 
 
-def rabenseifner_allreduce_plan(world_size: int) -> Plan:
-    """Recursive halving then recursive doubling: ``2·log2 N`` steps, ``N`` chunks."""
+def rabenseifner_allreduce_plan(world_size: int | ParallelDims) -> Plan:
+    """Recursive halving then recursive doubling: ``2·log2 N`` steps, ``N`` chunks. A run's
+    validated :class:`~edu_parallel.core.dims.ParallelDims` still has to be a power of two."""
+    if isinstance(world_size, ParallelDims):
+        world_size = world_size.world_size
     n = check_power_of_two("world_size", world_size)
     steps: list[Step] = []
     d = n // 2

@@ -11,8 +11,8 @@ Each rank sends ``(N-1)/N * D`` bytes per phase and ``2(N-1)/N * D`` in all (Pat
 
 from __future__ import annotations
 
-from ..core.errors import check_int
-from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
+from ..core.dims import ParallelDims
+from .plan import Plan, Step, Transfer, plan_ranks
 
 
 def ring_reduce_scatter_steps(world_size: int, phase: str = "reduce-scatter") -> list[Step]:
@@ -44,10 +44,10 @@ def ring_all_gather_steps(
     ]
 
 
-def ring_allreduce_plan(world_size: int) -> Plan:
+def ring_allreduce_plan(world_size: int | ParallelDims) -> Plan:
     """The ring all-reduce as a plan: ``2(N-1)`` steps, ``N`` chunks, one transfer per rank per
     step."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     steps = ring_reduce_scatter_steps(n) + ring_all_gather_steps(n)
     return Plan("ring_allreduce", "all_reduce", n, n, tuple(steps))
 

@@ -36,15 +36,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.dims import ParallelDims
 from ..core.errors import check_int
-from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
+from .plan import Plan, Step, Transfer, plan_ranks
 
 MAX_PIPELINE = 64  # chunks per tree
 
 
-def heap_tree(world_size: int) -> list[int]:
+def heap_tree(world_size: int | ParallelDims) -> list[int]:
     """Parent of every rank in the heap-numbered binary tree (root 0 has parent -1)."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    return _heap(plan_ranks(world_size))
+
+
+def _heap(n: int) -> list[int]:
     return [-1] + [(r - 1) // 2 for r in range(1, n)]
 
 
@@ -68,10 +72,13 @@ def nccl_btree(world_size: int, rank: int) -> tuple[int, list[int]]:
     return up, [c for c in (down0, down1) if c != -1]
 
 
-def double_binary_trees(world_size: int) -> tuple[list[int], list[int]]:
+def double_binary_trees(world_size: int | ParallelDims) -> tuple[list[int], list[int]]:
     """Parents of every rank in NCCL's two trees (``ncclGetDtree``): tree 1, then tree 2, the
     mirror (even N: rank r plays N-1-r) or the shift (odd N: rank r plays r-1) of tree 1."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    return _dtrees(plan_ranks(world_size))
+
+
+def _dtrees(n: int) -> tuple[list[int], list[int]]:
     first = [nccl_btree(n, r)[0] for r in range(n)]
     if n % 2:
         up = [nccl_btree(n, (r - 1) % n)[0] for r in range(n)]
@@ -123,19 +130,19 @@ def tree_allreduce_steps(trees: Sequence[Sequence[int]], pipeline: int = 1) -> l
     return [Step("reduce", tuple(ts)) for ts in up] + [Step("broadcast", tuple(ts)) for ts in down]
 
 
-def binary_tree_allreduce_plan(world_size: int, pipeline: int = 1) -> Plan:
+def binary_tree_allreduce_plan(world_size: int | ParallelDims, pipeline: int = 1) -> Plan:
     """Single heap-numbered binary tree: ``2·floor(log2 N)`` steps with ``pipeline=1``."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     p = check_int("pipeline", pipeline, 1, MAX_PIPELINE)
-    steps = tree_allreduce_steps([heap_tree(n)], p)
+    steps = tree_allreduce_steps([_heap(n)], p)
     return Plan("tree_allreduce", "all_reduce", n, p, tuple(steps))
 
 
-def double_binary_tree_allreduce_plan(world_size: int, pipeline: int = 1) -> Plan:
+def double_binary_tree_allreduce_plan(world_size: int | ParallelDims, pipeline: int = 1) -> Plan:
     """NCCL's double binary tree: each tree reduces and broadcasts half the buffer, together."""
-    n = check_int("world_size", world_size, 1, MAX_PLAN_RANKS)
+    n = plan_ranks(world_size)
     p = check_int("pipeline", pipeline, 1, MAX_PIPELINE)
-    steps = tree_allreduce_steps(list(double_binary_trees(n)), p)
+    steps = tree_allreduce_steps(list(_dtrees(n)), p)
     return Plan("double_tree_allreduce", "all_reduce", n, 2 * p, tuple(steps))
 
 

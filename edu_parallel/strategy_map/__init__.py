@@ -1,8 +1,8 @@
 """The strategy map: one tiny model trained one step under DP, TP, TP+SP, PP and EP, same ranks.
 
-* ``formulas.py``: the model's sizes (:class:`MapConfig`, checked by :func:`check_map_args`) and
-  the bytes each strategy sends and holds (pure Python); ``model.py``: its weights, data and
-  measuring tools;
+* ``formulas.py``: the model's sizes (:class:`MapConfig`) and the run (:class:`MapRun`: the
+  strategies on N ranks), each checked once when built, and the bytes each strategy sends and
+  holds (pure Python); ``model.py``: its weights, data and measuring tools;
 * ``strategies.py``: one rank's step under each strategy, built from the parallelism folders;
 * ``table.py``: a strategy's row per rank read off its trace; ``report.py``: every strategy run,
   checked against one process, tabulated (:func:`run_strategy_map`); ``tables.py``: trace
@@ -28,9 +28,11 @@ _LAZY = {
     "formula_param_bytes": "formulas",
     "strategy_job": "strategies",
     "StrategyMapReport": "report",
-    "check_map_args": "formulas",
+    "MapRun": "formulas",
+    "check_strategies": "formulas",
     "measure": "table",
     "run_strategy_map": "report",
+    "execute_strategy_map": "report",
     "format_strategy_map": "report",
     "map_runner": "report",
     "formula_table": "tables",

@@ -1,7 +1,10 @@
 """The strategy map's configuration, names and formulas: pure Python, no torch.
 
 * :class:`MapConfig`: sizes of the tiny transformer-like model and of the training step, shared by
-  the runs (:mod:`edu_parallel.strategy_map.strategies`), the report and the lesson's quiz.
+  the runs (:mod:`edu_parallel.strategy_map.strategies`), the report and the lesson's quiz;
+  :class:`MapRun`: the strategies to run on N ranks with that config. Each is checked once, when
+  built (one ValueError names every bad value), and trusted below: the ranks, the one-process
+  reference and the report take it as it is.
 * :func:`formula_sent_bytes` / :func:`formula_param_bytes`: what each dense strategy sends and
   holds per rank, checked against the runs' traces by ``tests/test_strategy_map.py``;
   :func:`formula_messages`: how many messages it sends (``tests/test_strategy_crossover.py``).
@@ -10,43 +13,78 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
-from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
 from ..core.schema import GRAD_SYNC
-from ..expert_parallel.formulas import check_moe_args
+from ..expert_parallel.formulas import MAX_EXPERTS, MAX_TOKENS
 
-STRATEGIES = ("dp", "tp", "tp-sp", "pp", "ep")
+Strategy = Literal["dp", "tp", "tp-sp", "pp", "ep"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 STRATEGY_NAMES = {"dp": "DP", "tp": "TP", "tp-sp": "TP+SP", "pp": "PP", "ep": "EP"}
-PP_SCHEDULES = ("gpipe", "1f1b")
+PPSchedule = Literal["gpipe", "1f1b"]
+PP_SCHEDULES: tuple[str, ...] = get_args(PPSchedule)
 DTYPE = "float32"  # every tensor of the model and the data: 4 bytes per element
 ITEMSIZE = 4
-MAX_LAYERS, MAX_HIDDEN, MAX_BATCH = 64, 256, 1024
+# What one step of the tiny model runs in seconds on a few CPU ranks: blocks, hidden size,
+# sequences per batch, tokens per sequence.
+MAX_LAYERS, MAX_HIDDEN, MAX_BATCH, MAX_SEQ = 64, 256, 1024, 1024
 STEP = 0  # the one training step every event belongs to
 SYNC = GRAD_SYNC  # phase of the gradient all-reduce (DP, TP+SP, EP)
 
 
 @dataclass(frozen=True)
-class MapConfig:
-    """Sizes of the model and the step; validated by
-    :func:`edu_parallel.strategy_map.report.check_map_args`.
+class MapConfig(Checked):
+    """Sizes of the model and the step, checked when built (one ValueError names each bad size).
 
-    ``microbatches`` None: 2N for PP. ``capacity_factor`` 2.0 with ``top_k=2``, ``experts=4``
-    gives a capacity of every token, so no token is dropped (``C >= E/k``).
+    ``capacity_factor`` 2.0 with ``top_k=2``, ``experts=4`` gives a capacity of every token, so
+    no token is dropped (``C >= E/k``).
     """
 
     layers: int = 4
+    """Residual MLP blocks L, in [1, MAX_LAYERS]."""
     hidden: int = 16
+    """Hidden size h, in [1, MAX_HIDDEN]; each block's MLP is 4h wide."""
     batch: int = 8
+    """Sequences per step, in [1, MAX_BATCH]."""
     seq: int = 4
+    """Tokens per sequence, in [1, MAX_SEQ]."""
     experts: int = 4
+    """Experts per block of EP's MoE variant, in [1, MAX_EXPERTS], dividing 4h (each 4h/E wide)."""
     top_k: int = 2
+    """Experts per token (EP), in [1, experts]."""
     capacity_factor: float = 2.0
+    """Slots per expert relative to an even split (EP), > 0."""
     microbatches: int | None = None
-    schedule: str = "1f1b"
+    """PP's microbatches, in [1, batch] dividing it; None: 2N."""
+    schedule: PPSchedule = "1f1b"
+    """PP's schedule: one of PP_SCHEDULES."""
     lr: float = 0.1
+    """SGD's learning rate, > 0."""
     seed: int = 0
+    """Seed of the weights and the data, >= 0."""
+
+    def _check(self) -> list[str]:
+        p = Problems()
+        self._field(p, "layers", check_int, 1, MAX_LAYERS)
+        hidden = self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
+        batch = self._field(p, "batch", check_int, 1, MAX_BATCH)
+        self._field(p, "seq", check_int, 1, MAX_SEQ)
+        experts = self._field(p, "experts", check_int, 1, MAX_EXPERTS)
+        if experts is not None and hidden is not None and 4 * hidden % experts:
+            valid = _("a divisor of 4*hidden={ffn} (each expert is 4h/E wide)")
+            p.add(bad_value("experts", experts, valid.format(ffn=4 * hidden)))
+        if experts is not None:
+            self._field(p, "top_k", check_int, 1, experts)
+        self._field(p, "capacity_factor", check_positive)
+        if self.microbatches is not None and batch is not None:
+            self._field(p, "microbatches", check_int, 1, batch)
+        self._field(p, "schedule", check_choice, PP_SCHEDULES)
+        self._field(p, "lr", check_positive)
+        self._field(p, "seed", check_int, 0)
+        return p.lines
 
     @property
     def ffn(self) -> int:
@@ -149,73 +187,75 @@ def formula_param_bytes(
     )
 
 
-def check_map_args(
-    world_size: int, strategies: Any = STRATEGIES, **sizes: Any
-) -> tuple[tuple[str, ...], MapConfig]:
-    """Validate before any process starts; a ValueError names the parameter, value and valid
-    range."""
-    if isinstance(strategies, str) or not strategies:
-        raise bad_value("strategies", strategies, "a non-empty list of " + ", ".join(STRATEGIES))
-    chosen = tuple(check_choice("strategies", s, STRATEGIES) for s in strategies)
+def check_strategies(name: str, strategies: Any) -> tuple[str, ...]:
+    """A non-empty list of distinct names of STRATEGIES, as a tuple."""
+    if isinstance(strategies, str) or not isinstance(strategies, Sequence) or not strategies:
+        valid = _("a non-empty list of {strategies}").format(strategies=", ".join(STRATEGIES))
+        raise bad_value(name, strategies, valid)
+    chosen = tuple(check_choice(name, s, STRATEGIES) for s in strategies)
     if len(set(chosen)) != len(chosen):
-        raise bad_value("strategies", strategies, "each strategy at most once")
-    cfg = MapConfig(**sizes)
-    n = world_size
-    layers = check_int("layers", cfg.layers, 1, MAX_LAYERS)
-    if "pp" in chosen and layers < n:
-        raise bad_value(
-            "layers",
-            layers,
-            f"an integer in [{n}, {MAX_LAYERS}]: PP puts at least one block on each of the {n}"
-            " ranks",
-        )
-    hidden = check_int("hidden", cfg.hidden, 1, MAX_HIDDEN)
-    if {"tp", "tp-sp"} & set(chosen) and cfg.ffn % n:
-        raise bad_value(
-            "hidden",
-            hidden,
-            f"an integer with 4*hidden divisible by the TP degree {n} (W1 is split into {n} column"
-            " blocks)",
-        )
-    batch = check_int("batch", cfg.batch, 1, MAX_BATCH)
-    if {"dp", "ep"} & set(chosen) and batch % n:
-        raise bad_value(
-            "batch", batch, f"a multiple of world_size={n} (DP and EP give each rank batch/N rows)"
-        )
-    seq = check_int("seq", cfg.seq, 1, MAX_BATCH)
-    if "tp-sp" in chosen and seq % n:
-        raise bad_value(
-            "seq",
-            seq,
-            f"a multiple of world_size={n} in [{n}, {MAX_BATCH}] (TP+SP gives each rank seq/N"
-            " positions)",
-        )
-    if "pp" in chosen:
-        m = check_int("microbatches", cfg.num_microbatches(n), 1, batch)
-        if batch % m:
-            raise bad_value(
-                "microbatches",
-                cfg.microbatches,
-                f"a divisor of batch={batch} (default 2N = {2 * n})",
+        raise bad_value(name, strategies, _("each strategy at most once"))
+    return chosen
+
+
+@dataclass(frozen=True)
+class MapRun(Checked):
+    """The strategies to run on ``world_size`` ranks with ``config``, checked once when built
+    (:meth:`build`): what the CLI's ``run map`` and :func:`run_strategy_map` build, and what the
+    ranks and the report receive and trust."""
+
+    world_size: int
+    """N, every strategy's degree: the executor's ranks (validated with it, trusted here)."""
+    strategies: tuple[Strategy, ...] = STRATEGIES  # type: ignore[assignment]
+    """The strategies to run, in order, each at most once."""
+    config: MapConfig = field(default_factory=MapConfig)
+    """The model and the step, checked when built."""
+
+    def _check(self) -> list[str]:
+        """What each chosen strategy needs of the sizes on N ranks."""
+        p = Problems()
+        chosen = self._field(p, "strategies", check_strategies)
+        if chosen is None:
+            return p.lines
+        n, c, want = self.world_size, self.config, set(chosen)
+        if "pp" in want and c.layers < n:
+            valid = _(
+                "an integer in [{n}, {max_layers}]: PP puts at least one block on each of the"
+                " {n} ranks"
             )
-        check_choice("schedule", cfg.schedule, PP_SCHEDULES)
-    if "ep" in chosen:
-        check_moe_args(
-            n,
-            cfg.experts,
-            cfg.top_k,
-            cfg.capacity_factor,
-            0.0,
-            batch // n * cfg.seq,
-            hidden,
-            cfg.seed,
-        )
-        if cfg.ffn % cfg.experts:
-            raise bad_value(
-                "experts",
-                cfg.experts,
-                f"a divisor of 4*hidden={cfg.ffn} (each expert is 4h/E wide)",
+            p.add(bad_value("layers", c.layers, valid.format(n=n, max_layers=MAX_LAYERS)))
+        if {"tp", "tp-sp"} & want and c.ffn % n:
+            valid = _(
+                "an integer with 4*hidden divisible by the TP degree {n} (W1 is split into {n}"
+                " column blocks)"
             )
-    check_positive("lr", cfg.lr)
-    check_int("seed", cfg.seed, 0)
-    return chosen, cfg
+            p.add(bad_value("hidden", c.hidden, valid.format(n=n)))
+        if {"dp", "ep"} & want and c.batch % n:
+            valid = _("a multiple of world_size={n} (DP and EP give each rank batch/N rows)")
+            p.add(bad_value("batch", c.batch, valid.format(n=n)))
+        if "tp-sp" in want and c.seq % n:
+            valid = _(
+                "a multiple of world_size={n} in [{n}, {max_seq}] (TP+SP gives each rank seq/N"
+                " positions)"
+            )
+            p.add(bad_value("seq", c.seq, valid.format(n=n, max_seq=MAX_SEQ)))
+        if "pp" in want:
+            m = p.check(check_int, "microbatches", c.num_microbatches(n), 1, c.batch)
+            if m is not None and c.batch % m:
+                valid = _("a divisor of batch={batch} (default 2N = {default})")
+                p.add(bad_value("microbatches", m, valid.format(batch=c.batch, default=2 * n)))
+        if "ep" in want:
+            if c.experts % n:
+                valid = _("a multiple of the world size {n} (E/N experts per rank)")
+                p.add(bad_value("experts", c.experts, valid.format(n=n)))
+            tokens = c.batch // n * c.seq
+            if tokens > MAX_TOKENS:
+                valid = _("at most {limit} tokens per rank for EP (batch/N * seq = {tokens})")
+                p.add(bad_value("batch", c.batch, valid.format(limit=MAX_TOKENS, tokens=tokens)))
+        return p.lines
+
+    @classmethod
+    def build(cls, world_size: int, strategies: Any = STRATEGIES, **sizes: Any) -> MapRun:
+        """The sizes (fields of :class:`MapConfig`), then the strategies on ``world_size``
+        ranks, each checked once."""
+        return cls(world_size, strategies, MapConfig(**sizes))

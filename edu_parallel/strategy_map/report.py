@@ -18,7 +18,7 @@ import torch
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..engine.executor import Executor
-from .formulas import STRATEGIES, STRATEGY_NAMES, check_map_args
+from .formulas import STRATEGIES, STRATEGY_NAMES, MapRun
 from .model import model_param_bytes, reference_step
 from .strategies import strategy_job
 from .table import measure
@@ -125,13 +125,19 @@ def run_strategy_map(
     cluster: Executor, strategies: Any = STRATEGIES, **sizes: Any
 ) -> StrategyMapReport | None:
     """One training step of each strategy on ``cluster``; ``sizes``: fields of
-    :class:`MapConfig`."""
-    n = cluster.world_size
-    chosen, cfg = check_map_args(n, strategies, **sizes)
+    :class:`MapConfig`. Checked once, here (:meth:`MapRun.build` on the executor's ranks), then
+    run by :func:`execute_strategy_map`."""
+    return execute_strategy_map(cluster, MapRun.build(cluster.world_size, strategies, **sizes))
+
+
+def execute_strategy_map(executor: Executor, run: MapRun) -> StrategyMapReport | None:
+    """Run the checked ``run`` on ``executor`` (its ``world_size`` ranks): every rank and the
+    one-process reference receive ``run.config`` as it is, nothing is checked again."""
+    n, cfg = run.world_size, run.config
     refs: dict[str, dict[str, Any]] = {}
     runs = {}
-    for s in chosen:
-        out = cluster.run(strategy_job, s, cfg)
+    for s in run.strategies:
+        out = executor.run(strategy_job, s, cfg)
         if out is None:  # a non-zero rank under torchrun: take part in every run, report nothing
             continue
         variant = "moe" if s == "ep" else "dense"

@@ -28,7 +28,7 @@ One training step per strategy on N ranks (forward, backward, gradient sync, pla
   for every parameter marked ``sequence_parallel`` (``RowParallelLinear`` marks its bias;
   ``megatron/core/distributed/finalize_model_grads.py``, ``_allreduce_layernorm_grads``).
 * ``pp`` (pipeline): rank r holds the blocks ``stage_bounds(L, N)[r]``; M microbatches follow a
-  :func:`edu_parallel.pipeline_parallel.builders.build_schedule` order (1F1B by default) executed
+  :func:`edu_parallel.pipeline_parallel.builders.make_schedule` order (1F1B by default) executed
   here with ``ctx.isend``/``ctx.irecv`` (:mod:`edu_parallel.pipeline_parallel.execute` is tied to
   its own model).
 * ``ep`` (expert parallel): rank r's batch rows as in DP; every block is
@@ -50,7 +50,7 @@ import torch
 from ..core.schema import ACTIVATIONS, STEP_END_MARK
 from ..engine.context import RankContext
 from ..expert_parallel.layer import moe_layer
-from ..pipeline_parallel.builders import build_schedule
+from ..pipeline_parallel.builders import make_schedule
 from ..pipeline_parallel.model import stage_bounds
 from ..tensor_parallel.layers import megatron_mlp, shard_linear
 from .formulas import (
@@ -201,7 +201,7 @@ def _pp(ctx: RankContext, cfg: MapConfig) -> dict[str, Any]:
     stash: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
     outs: dict[int, torch.Tensor] = {}
     sends = []
-    for action in build_schedule(cfg.schedule, n, m_count).orders()[r]:
+    for action in make_schedule(cfg.schedule, n, m_count).orders()[r]:
         m, rows = action.microbatch, slice(action.microbatch * mb, (action.microbatch + 1) * mb)
         if action.kind == "F":
             if r == 0:

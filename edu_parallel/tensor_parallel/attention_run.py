@@ -2,14 +2,15 @@
 
 :func:`attention_job` runs on every rank: the seeded weights of an ``h``-wide self-attention with
 ``a`` heads (``nn.Linear`` layout, with biases), the input X (b, s, h) and an upstream gradient dY,
-all built from ``seed`` on every rank (as if rank 0 had broadcast them); the rank keeps its heads
-(:func:`~edu_parallel.tensor_parallel.attention.shard_attention`), runs
+all built on every rank from the seed of the run's
+:class:`~edu_parallel.tensor_parallel.config.AttentionConfig` (as if rank 0 had broadcast them);
+the rank keeps its heads (:func:`~edu_parallel.tensor_parallel.attention.shard_attention`), runs
 :func:`~edu_parallel.tensor_parallel.attention.tp_attention` forward and ``backward(dY)``.
 
 :func:`run_tp_attention` compares every rank's Y and dX (full on every rank) and its weight
 gradients (its rows of ``dWq``, ``dWk``, ``dWv`` and their biases, its columns of ``dWo``, the full
 ``dbo``) with :func:`~edu_parallel.tensor_parallel.attention.dense_attention` on one process
-(``torch.allclose`` with :data:`~edu_parallel.tensor_parallel.formulas.TOLERANCES` of the dtype),
+(``torch.allclose`` with :data:`~edu_parallel.tensor_parallel.config.TOLERANCES` of the dtype),
 and reads the collectives and their bytes off the trace (Megatron-LM, arXiv 1909.08053 §3,
 Fig. 3b: one all-reduce forward, one backward).
 """
@@ -21,19 +22,15 @@ from typing import Any
 
 import torch
 
+from ..core.errors import bad_value
+from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import torch_dtype
 from ..engine.context import RankContext
 from ..engine.executor import Executor
 from .attention import BIASES, PROJECTIONS, dense_attention, shard_attention, tp_attention
-from .formulas import (
-    ATTENTION_COLLECTIVES,
-    ITEMSIZE,
-    TOLERANCES,
-    attention_sent_bytes,
-    check_attention_args,
-    traced_collectives,
-)
+from .config import AttentionConfig
+from .formulas import ATTENTION_COLLECTIVES, attention_sent_bytes, traced_collectives
 from .layers import own_block
 
 ROW_SPLIT = ("wq", "wk", "wv", "bq", "bk", "bv")  # the rank's heads: block r along dim 0
@@ -66,23 +63,21 @@ def dense_attention_grads(
     return {"y": y.detach(), "dx": x.grad, **{"d" + k: v.grad for k, v in w.items()}}
 
 
-def attention_job(
-    ctx: RankContext,
-    batch: int,
-    seq: int,
-    hidden: int,
-    heads: int,
-    causal: bool,
-    seed: int,
-    dtype: str,
-) -> dict[str, Any]:
+def attention_problem_of(config: AttentionConfig) -> dict[str, torch.Tensor]:
+    """:func:`make_attention_problem` of the run ``config`` describes."""
+    c = config
+    return make_attention_problem(c.batch, c.seq, c.hidden, c.seed, c.dtype)
+
+
+def attention_job(ctx: RankContext, config: AttentionConfig) -> dict[str, Any]:
     """On every rank: keep a/t heads, forward, ``backward(dY)``; returns Y, dX, the shard grads."""
     r, t = ctx.rank, ctx.world_size
-    p = make_attention_problem(batch, seq, hidden, seed, dtype)
-    w = shard_attention({k: p[k] for k in PROJECTIONS + BIASES}, r, t, heads)
+    p = attention_problem_of(config)
+    w = shard_attention({k: p[k] for k in PROJECTIONS + BIASES}, r, t, config.heads)
     w = {k: v.requires_grad_() for k, v in w.items()}
     x = p["x"].clone().requires_grad_()
     ctx.tracer.where("tp attention: forward")
+    per = config.heads_per_rank
     y = tp_attention(
         ctx,
         x,
@@ -91,17 +86,16 @@ def attention_job(
         w["wv"],
         w["wo"],
         w["bo"],
-        heads=heads // t,
+        heads=per,
         bq=w["bq"],
         bk=w["bk"],
         bv=w["bv"],
-        causal=causal,
+        causal=config.causal,
         step=1,
     )  # (b, s, h) on every rank
     ctx.tracer.where("tp attention: backward")
     y.backward(p["dy"])
     grads = {"d" + k: v.grad.detach().clone() for k, v in w.items()}
-    per = heads // t
     return {"y": y.detach(), "dx": x.grad.detach(), **grads, "heads": (r * per, (r + 1) * per)}
 
 
@@ -162,16 +156,24 @@ def run_tp_attention(
     seed: int = 0,
     dtype: str = "float64",
 ) -> AttentionReport | None:
-    """Self-attention with its heads split over the ranks of ``cluster``, checked and counted."""
-    args = check_attention_args(cluster.world_size, batch, seq, hidden, heads, causal, seed, dtype)
-    t, batch, seq, hidden, heads, causal, seed, dtype = args
-    out = cluster.run(attention_job, batch, seq, hidden, heads, causal, seed, dtype)
+    """Self-attention with its heads split over the ranks of ``cluster``, checked and counted: the
+    options become one :class:`~edu_parallel.tensor_parallel.config.AttentionConfig` (checked
+    here, before any process starts) for :func:`run_attention_config`."""
+    config = AttentionConfig(cluster.world_size, batch, seq, hidden, heads, causal, seed, dtype)
+    return run_attention_config(cluster, config)
+
+
+def run_attention_config(cluster: Executor, config: AttentionConfig) -> AttentionReport | None:
+    """Run ``config`` on ``cluster`` and check it against one process; the config is trusted."""
+    t = cluster.world_size
+    if t != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=t)
+        raise bad_value("config.world_size", config.world_size, valid)
+    out = cluster.run(attention_job, config)
     if out is None:  # a non-zero rank under torchrun
         return None
-    rtol, atol = TOLERANCES[dtype]
-    dense = dense_attention_grads(
-        make_attention_problem(batch, seq, hidden, seed, dtype), heads, causal
-    )
+    rtol, atol = config.tolerances
+    dense = dense_attention_grads(attention_problem_of(config), config.heads, config.causal)
     ok, diffs = True, {}
     for name in dense:
         pairs = [
@@ -186,13 +188,13 @@ def run_tp_attention(
     out.trace.meta.update({"concept": "tp-attention", "world_size": t})
     return AttentionReport(
         world_size=t,
-        batch=batch,
-        seq=seq,
-        hidden=hidden,
-        heads=heads,
-        causal=causal,
-        dtype=dtype,
-        seed=seed,
+        batch=config.batch,
+        seq=config.seq,
+        hidden=config.hidden,
+        heads=config.heads,
+        causal=config.causal,
+        dtype=config.dtype,
+        seed=config.seed,
         heads_per_rank=[tuple(res["heads"]) for res in out.results],
         matches_dense=bool(ok),
         max_abs_diff=diffs,
@@ -205,7 +207,9 @@ def run_tp_attention(
         same_collectives_on_every_rank=all(s == seqs[0] for s in seqs),
         collectives=colls,
         per_rank_sent_bytes_by_phase=by_phase,
-        sent_bytes_formula=attention_sent_bytes(t, batch, seq, hidden, ITEMSIZE[dtype]),
+        sent_bytes_formula=attention_sent_bytes(
+            t, config.batch, config.seq, config.hidden, config.itemsize
+        ),
         trace=out.trace,
     )
 
@@ -215,25 +219,53 @@ def format_attention(report: AttentionReport) -> str:
     formula."""
     r = report
     worst = max(r.max_abs_diff, key=r.max_abs_diff.get)
+    setting = (
+        _("self-attention, {heads} heads split over {n} ranks: b={b} s={s} h={h} causal {dtype}")
+        if r.causal
+        else _("self-attention, {heads} heads split over {n} ranks: b={b} s={s} h={h} {dtype}")
+    )
+    heads = ", ".join(
+        _("rank {rank} [{lo}, {hi})").format(rank=i, lo=lo, hi=hi)
+        for i, (lo, hi) in enumerate(r.heads_per_rank)
+    )
+    check = _(
+        "matches one process: {ok} (Y, dX, every weight gradient; largest |diff| {diff} in"
+        " {worst}; allclose rtol={rtol} atol={atol})"
+    )
     lines = [
-        f"self-attention, {r.heads} heads split over {r.world_size} ranks: b={r.batch} s={r.seq}"
-        f" h={r.hidden} {'causal ' if r.causal else ''}{r.dtype}",
-        "heads per rank: "
-        + ", ".join(f"rank {i} [{lo}, {hi})" for i, (lo, hi) in enumerate(r.heads_per_rank)),
-        f"matches one process: {'yes' if r.matches_dense else 'NO'} (Y, dX, every weight gradient;"
-        f" largest |diff| {r.max_abs_diff[worst]:.1e} in {worst}; allclose rtol={r.rtol:g}"
-        f" atol={r.atol:g})",
-        f"forward collectives:  {r.forward_collectives}  (expected {r.expected_forward}: g, Wo)",
-        f"backward collectives: {r.backward_collectives}  (expected {r.expected_backward}: f, QKV)",
+        setting.format(
+            heads=r.heads, n=r.world_size, b=r.batch, s=r.seq, h=r.hidden, dtype=r.dtype
+        ),
+        _("heads per rank: {heads}").format(heads=heads),
+        check.format(
+            ok=_("yes") if r.matches_dense else _("NO"),
+            diff=f"{r.max_abs_diff[worst]:.1e}",
+            worst=worst,
+            rtol=f"{r.rtol:g}",
+            atol=f"{r.atol:g}",
+        ),
+        _("forward collectives:  {got}  (expected {expected}: g, Wo)").format(
+            got=r.forward_collectives, expected=r.expected_forward
+        ),
+        _("backward collectives: {got}  (expected {expected}: f, QKV)").format(
+            got=r.backward_collectives, expected=r.expected_backward
+        ),
     ]
     for c in r.collectives:
         lines.append(
-            f"  {c['phase']:<8} {c['op']:<10} message {c['nbytes']:>7,} B, rank 0 sends"
-            f" {c['sent_bytes']:>9,.1f} B"
+            "  "
+            + _("{phase} {op} message {nbytes} B, rank 0 sends {sent} B").format(
+                phase=f"{c['phase']:<8}",
+                op=f"{c['op']:<10}",
+                nbytes=f"{c['nbytes']:>7,}",
+                sent=f"{c['sent_bytes']:>9,.1f}",
+            )
         )
     sent = [round(sum(d.values()), 1) for d in r.per_rank_sent_bytes_by_phase]
     formula = sum(r.sent_bytes_formula.values())
     lines.append(
-        f"sent per rank (trace): {sent}; formula 2 x 2(t-1)/t x b*s*h*itemsize = {formula:,.1f} B"
+        _(
+            "sent per rank (trace): {sent}; formula 2 x 2(t-1)/t x b*s*h*itemsize = {formula} B"
+        ).format(sent=sent, formula=f"{formula:,.1f}")
     )
     return "\n".join(lines)

@@ -1,6 +1,7 @@
-"""Tensor parallelism without torch: modes, argument checks and the communication formulas.
+"""Tensor parallelism without torch: the collectives each layer needs and the bytes they send.
 
-The layers are in :mod:`edu_parallel.tensor_parallel.layers`, the runs in
+The options of a run and their checks are in :mod:`edu_parallel.tensor_parallel.config`, the
+layers in :mod:`edu_parallel.tensor_parallel.layers`, the runs in
 :mod:`edu_parallel.tensor_parallel.report`; this module is what the quiz bank and the pictures need,
 so importing it loads neither torch nor ``torch.distributed``. Formulas: Shoeybi et al. 2019 (arXiv
 1909.08053) §3 (MLP and attention, Fig. 3a and 3b); Korthikanti et al. 2022 (arXiv 2205.05198)
@@ -11,17 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import bad_value, check_choice, check_int
+from ..core.errors import check_choice
 from ..core.metrics import ring_sent_bytes
 from ..core.trace import Trace
-from ..core.units import DTYPES
-
-MODES = ("column", "row", "mlp", "mlp-sp")
-RULES = ("megatron", "syllabus")
-# bytes per element of the run's dtype: the layers run in double (exact checks) or single precision
-ITEMSIZE = {dtype: DTYPES[dtype] for dtype in ("float64", "float32")}
-TOLERANCES = {"float64": (1e-10, 1e-12), "float32": (1e-4, 1e-5)}  # (rtol, atol) of allclose
-MAX_ELEMENTS = 2**22  # b * s * max(h, ffn): a teaching run on CPU
+from .config import MODES
 
 
 def short_op(op: str) -> str:
@@ -107,92 +101,6 @@ def attention_sent_bytes(
     t = world_size
     ar = 2 * (t - 1) / t * allreduce_message_bytes(batch, seq, hidden, itemsize)
     return {"forward": ar, "backward": ar}
-
-
-def check_attention_args(
-    world_size: Any,
-    batch: Any = 2,
-    seq: Any = 4,
-    hidden: Any = 16,
-    heads: Any = 4,
-    causal: Any = True,
-    seed: Any = 0,
-    dtype: Any = "float64",
-) -> tuple[Any, ...]:
-    """Validate a tensor-parallel attention run before any process starts."""
-    t = check_int("world_size", world_size, 1, 64)
-    batch, seq = check_int("batch", batch, 1, 1024), check_int("seq", seq, 1, 4096)
-    hidden, heads = check_int("hidden", hidden, 1, 8192), check_int("heads", heads, 1, 8192)
-    if hidden % heads:
-        raise bad_value("heads", heads, f"a divisor of hidden={hidden} (head size h/a)")
-    if heads % t:
-        raise bad_value(
-            "heads", heads, f"a multiple of the TP degree world_size={t} (whole heads per rank)"
-        )
-    if not isinstance(causal, bool):
-        raise bad_value("causal", causal, "True or False")
-    seed = check_int("seed", seed, 0)
-    check_choice("dtype", dtype, ITEMSIZE)
-    if batch * seq * max(hidden, seq * heads) > MAX_ELEMENTS:
-        raise bad_value(
-            "batch*seq*max(hidden, seq*heads)",
-            batch * seq * max(hidden, seq * heads),
-            f"at most {MAX_ELEMENTS}",
-        )
-    return t, batch, seq, hidden, heads, causal, seed, dtype
-
-
-def check_tp_args(
-    mode: Any,
-    world_size: Any,
-    batch: Any = 2,
-    seq: Any = 4,
-    hidden: Any = 8,
-    ffn: Any = None,
-    seed: Any = 0,
-    dtype: Any = "float64",
-    rule: Any = "megatron",
-    gather_output: Any = False,
-) -> tuple[Any, ...]:
-    """Validate before any process starts; a ValueError names parameter, value and valid range."""
-    check_choice("mode", mode, MODES)
-    check_choice("rule", rule, RULES)
-    check_choice("dtype", dtype, ITEMSIZE)
-    t = check_int("world_size", world_size, 1, 64)
-    batch, seq = check_int("batch", batch, 1, 1024), check_int("seq", seq, 1, 4096)
-    hidden = check_int("hidden", hidden, 1, 8192)
-    ffn = 4 * hidden if ffn is None else check_int("ffn", ffn, 1, 32768)
-    seed = check_int("seed", seed, 0)
-    if not isinstance(gather_output, bool):
-        raise bad_value("gather_output", gather_output, "True or False")
-    if rule == "syllabus" and mode not in ("column", "row"):
-        raise bad_value(
-            "rule",
-            rule,
-            f"'megatron' with mode={mode!r} (the syllabus rule is run for 'column' and 'row')",
-        )
-    if gather_output and (mode != "column" or rule != "megatron"):
-        raise bad_value(
-            "gather_output", gather_output, "False unless mode='column' with rule='megatron'"
-        )
-    if hidden % t:
-        raise bad_value(
-            "hidden",
-            hidden,
-            f"a multiple of the TP degree world_size={t} (Megatron "
-            "splits the attention heads, hence h, over the ranks)",
-        )
-    if ffn % t:
-        raise bad_value(
-            "ffn", ffn, f"a multiple of the TP degree world_size={t} (A and B are split along ffn)"
-        )
-    if mode == "mlp-sp" and seq % t:
-        raise bad_value("seq", seq, f"a multiple of world_size={t} (sequence parallelism splits s)")
-    if batch * seq * max(hidden, ffn) > MAX_ELEMENTS:
-        raise bad_value(
-            "batch*seq*max(hidden, ffn)", batch * seq * max(hidden, ffn), f"at most {MAX_ELEMENTS}"
-        )
-    return mode, t, batch, seq, hidden, ffn, seed, dtype, rule, gather_output
 
 
 def traced_collectives(

@@ -1,7 +1,8 @@
 """One rank of a tensor-parallel run: the seeded problem, the sharded layers, the pieces returned.
 
-Every rank builds the same full weights, input and upstream gradient dY from ``seed``
-(:func:`make_problem`, as if rank 0 had broadcast them), keeps its shard, runs the layers of
+Every rank receives the run's :class:`~edu_parallel.tensor_parallel.config.TPConfig` and builds the
+same full weights, input and upstream gradient dY from its seed (:func:`make_problem`, as if rank 0
+had broadcast them), keeps its shard, runs the layers of
 :mod:`edu_parallel.tensor_parallel.layers` forward and ``backward(dY)`` (:func:`tp_job`), and
 returns its pieces. :func:`dense_reference` is the same layer on one process, and
 :func:`expected_piece` / :func:`classify_local` say which block of it a rank's piece must equal.
@@ -15,6 +16,7 @@ import torch
 
 from ..core.units import torch_dtype
 from ..engine.context import RankContext
+from .config import TPConfig
 from .layers import (
     SEQ_DIM,
     GatherFromTensorParallel,
@@ -74,21 +76,17 @@ def dense_reference(mode: str, p: dict[str, torch.Tensor]) -> dict[str, torch.Te
     return out
 
 
-def tp_job(
-    ctx: RankContext,
-    mode: str,
-    batch: int,
-    seq: int,
-    hidden: int,
-    ffn: int,
-    seed: int,
-    dtype: str = "float64",
-    rule: str = "megatron",
-    gather_output: bool = False,
-) -> dict[str, Any]:
+def problem_of(config: TPConfig) -> dict[str, torch.Tensor]:
+    """:func:`make_problem` of the run ``config`` describes."""
+    c = config
+    return make_problem(c.mode, c.batch, c.seq, c.hidden, c.ffn, c.seed, c.dtype)
+
+
+def tp_job(ctx: RankContext, config: TPConfig) -> dict[str, Any]:
     """On every rank: shard, forward, ``backward(dY)``; returns this rank's pieces."""
     r, t = ctx.rank, ctx.world_size
-    p = make_problem(mode, batch, seq, hidden, ffn, seed, dtype)
+    mode, rule, gather_output = config.mode, config.rule, config.gather_output
+    p = problem_of(config)
     ctx.tracer.where(f"tp {mode}: forward")
     leaves: dict[str, torch.Tensor] = {}
 

@@ -14,7 +14,9 @@ names (errata E4): all-reduce after the column layer, all-gather after the row l
 Every rank builds the same full weights, input and upstream gradient dY from ``seed`` (as if rank
 0 had broadcast them), keeps its shard, runs forward and ``backward(dY)``, and returns its pieces.
 The parent compares each rank's Y, dX, dW and db with the same block of a dense ``nn.Linear`` run
-on one process (``torch.allclose`` with :data:`TOLERANCES`; float64 by default). Bytes: the
+on one process (``torch.allclose`` with
+:data:`~edu_parallel.tensor_parallel.config.TOLERANCES`; float64 by default). The options are one
+:class:`~edu_parallel.tensor_parallel.config.TPConfig`, checked where the run starts. Bytes: the
 trace's collective events converted to ring volume by
 :func:`~edu_parallel.core.metrics.ring_sent_bytes`.
 """
@@ -26,19 +28,18 @@ from typing import Any
 
 import torch
 
+from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..engine.executor import Executor
+from .config import TPConfig
 from .formulas import (
-    ITEMSIZE,
-    TOLERANCES,
     allreduce_message_bytes,
-    check_tp_args,
     expected_collectives,
     tp_sent_bytes,
     traced_collectives,
 )
-from .job import classify_local, dense_reference, expected_piece, make_problem, tp_job
+from .job import classify_local, dense_reference, expected_piece, problem_of, tp_job
 
 
 @dataclass
@@ -96,16 +97,27 @@ def run_tp(
     rule: str = "megatron",
     gather_output: bool = False,
 ) -> TPReport | None:
-    """Run ``mode`` on every rank of ``cluster`` (TP degree = its world size) and check it."""
-    args = check_tp_args(
-        mode, cluster.world_size, batch, seq, hidden, ffn, seed, dtype, rule, gather_output
+    """Run ``mode`` on every rank of ``cluster`` (TP degree = its world size) and check it: the
+    options become one :class:`~edu_parallel.tensor_parallel.config.TPConfig` (checked here,
+    before any process starts) for :func:`run_tp_config`."""
+    config = TPConfig(
+        cluster.world_size, mode, batch, seq, hidden, ffn, seed, dtype, rule, gather_output
     )
-    mode, t, batch, seq, hidden, ffn, seed, dtype, rule, gather_output = args
-    out = cluster.run(tp_job, mode, batch, seq, hidden, ffn, seed, dtype, rule, gather_output)
+    return run_tp_config(cluster, config)
+
+
+def run_tp_config(cluster: Executor, config: TPConfig) -> TPReport | None:
+    """Run ``config`` on ``cluster`` and check it against the dense layer; the config is trusted."""
+    t = cluster.world_size
+    if t != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=t)
+        raise bad_value("config.world_size", config.world_size, valid)
+    out = cluster.run(tp_job, config)
     if out is None:  # a non-zero rank under torchrun
         return None
-    rtol, atol = TOLERANCES[dtype]
-    problem = make_problem(mode, batch, seq, hidden, ffn, seed, dtype)
+    mode, rule, gather_output = config.mode, config.rule, config.gather_output
+    rtol, atol = config.tolerances
+    problem = problem_of(config)
     dense = dense_reference(mode, problem)
     res = out.results
     diffs: dict[str, float | None] = {}
@@ -127,7 +139,7 @@ def run_tp(
             torch.allclose(a, b, rtol=rtol, atol=atol) for a, b in zip(got, want, strict=True)
         )
     seqs, colls, by_phase = traced_collectives(out.trace, t)
-    itemsize = ITEMSIZE[dtype]
+    b, s, h, itemsize = config.batch, config.seq, config.hidden, config.itemsize
     fwd, bwd = expected_collectives(mode, gather_output, rule)
     # What the collective after the local matmul must produce: Y, less the row bias added after it.
     reduced = dense["y"] - problem["b2"] if "b2" in problem else dense["y"]
@@ -136,12 +148,12 @@ def run_tp(
         mode=mode,
         rule=rule,
         world_size=t,
-        batch=batch,
-        seq=seq,
-        hidden=hidden,
-        ffn=ffn,
-        dtype=dtype,
-        seed=seed,
+        batch=b,
+        seq=s,
+        hidden=h,
+        ffn=config.ffn,
+        dtype=config.dtype,
+        seed=config.seed,
         gather_output=gather_output,
         matches_dense=ok,
         max_abs_diff=diffs,
@@ -155,9 +167,9 @@ def run_tp(
         collectives=colls,
         per_rank_sent_bytes=[sum(d.values()) for d in by_phase],
         per_rank_sent_bytes_by_phase=by_phase,
-        message_bytes_formula=allreduce_message_bytes(batch, seq, hidden, itemsize),
+        message_bytes_formula=allreduce_message_bytes(b, s, h, itemsize),
         sent_bytes_formula=(
-            tp_sent_bytes(mode, t, batch, seq, hidden, itemsize, ffn, gather_output)
+            tp_sent_bytes(mode, t, b, s, h, itemsize, config.ffn, gather_output)
             if rule == "megatron"
             else None
         ),

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .formulas import ITEMSIZE, allreduce_message_bytes, sp_sent_bytes_per_pass
+from .config import ITEMSIZE
+from .formulas import allreduce_message_bytes, sp_sent_bytes_per_pass
 from .report import TPReport
 
 

@@ -42,9 +42,9 @@ import torch
 from ..core.errors import EngineError
 from ..core.schema import GATHERED_PARAMS
 from ..engine.context import RankContext
-from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, init_master, layer_views, microbatch_of
+from ..task.mlp import init_master, layer_views, microbatch_of
+from .config import FsdpConfig
 
-GRANULARITIES = ("layer", "model")  # one unit per nn.Linear (+ an empty root) / only the root
 PASSES = ("forward", "backward", "optimizer")
 C10D_OPS = {  # profiler name of the c10d op -> the torch.distributed call (as in zero.py's trace)
     "c10d::_allgather_base_": "all_gather_single",
@@ -145,29 +145,22 @@ def shard_model(
     return [*units, unit_name("")]
 
 
-def fsdp_job(
-    ctx: RankContext,
-    steps: int,
-    lr: float,
-    seed: int,
-    dims: Sequence[int] = DEFAULT_DIMS,
-    microbatch: int = DEFAULT_MICROBATCH,
-    granularity: str = "layer",
-    reshard_after_forward: bool | None = True,
-    forward_prefetch: bool = False,
-) -> dict[str, Any]:
+def fsdp_job(ctx: RankContext, config: FsdpConfig) -> dict[str, Any]:
     """On every rank: FSDP2 training under the profiler; returns full fp32 params (Psi,) and
     losses."""
     # The autograd profiler (same events as torch.profiler.profile): torch.profiler's start probes
     # ``hasattr(torch, "_inductor")``, which imports the compiler stack (seconds per rank).
     from torch.autograd.profiler import profile, record_function
 
-    n, r = ctx.world_size, ctx.rank
+    n, r, granularity, steps = ctx.world_size, ctx.rank, config.granularity, config.steps
     ctx.tracer.where(f"fsdp {granularity}: fully_shard")
-    model = build_model(dims, seed)
-    units = shard_model(model, n, granularity, reshard_after_forward, forward_prefetch)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=False)  # params: fp32 DTensor shards
-    x, y = microbatch_of(r, dims, n, microbatch, seed)  # (B, d_in), (B, d_out) fp32
+    model = build_model(config.dims, config.seed)
+    units = shard_model(
+        model, n, granularity, config.reshard_after_forward, config.forward_prefetch
+    )
+    # params: fp32 DTensor shards
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr, foreach=False)
+    x, y = microbatch_of(r, config.dims, n, config.microbatch, config.seed)  # (B, d_in), (B, d_out)
     losses = []
     with quiet_profile(profile) as prof:
         t_clock = ctx.tracer.now()  # the engine clock at the "edu_parallel::clock" range below

@@ -24,14 +24,15 @@ from typing import Any
 
 import torch
 
-from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GATHERED_PARAMS
 from ..core.trace import Trace
 from ..engine.executor import Executor
-from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, check_dims, num_params, reference_training
-from .fsdp import GRANULARITIES, fsdp_job, require_fsdp2
+from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, reference_training
+from .config import FsdpConfig
+from .fsdp import fsdp_job, require_fsdp2
 from .report import max_abs
 from .stages import zero_job
 
@@ -49,7 +50,6 @@ from .stages import zero_job
 ATOL_PER_STEP = 0.1
 OUTLIER_STEPS = 2.0
 MAX_OUTLIER_FRACTION = 0.01
-MAX_STEPS = 1000
 ZERO3_UNIT = "whole model"  # ZeRO-3 here gathers one flat buffer of all layers
 
 
@@ -66,38 +66,6 @@ def formula_sent_bytes(dims: Sequence[int], world_size: int, gathers_per_step: i
     resharded after forward, 1 when not."""
     n = world_size
     return (gathers_per_step + 1) * (n - 1) / n * 2 * fsdp_padded_numel(dims, n)
-
-
-def check_fsdp_args(
-    steps: Any,
-    lr: Any,
-    seed: Any,
-    granularity: Any,
-    reshard_after_forward: Any,
-    forward_prefetch: Any,
-    dims: Sequence[int],
-    microbatch: Any,
-) -> tuple[Any, ...]:
-    """Validate before any process starts; ValueError names parameter, value and valid range."""
-    steps = check_int("steps", steps, 1, MAX_STEPS)
-    lr = check_positive("lr", lr)
-    seed = check_int("seed", seed, 0)
-    granularity = check_choice("granularity", granularity, GRANULARITIES)
-    if reshard_after_forward is not None and not isinstance(reshard_after_forward, bool):
-        raise bad_value(
-            "reshard_after_forward",
-            reshard_after_forward,
-            "True, False or None (torch's default: True except for the root unit)",
-        )
-    if not isinstance(forward_prefetch, bool) or (forward_prefetch and granularity != "layer"):
-        raise bad_value(
-            "forward_prefetch",
-            forward_prefetch,
-            "True or False; True only with granularity='layer' (one unit has nothing to prefetch)",
-        )
-    dims = check_dims(dims)
-    microbatch = check_int("microbatch", microbatch, 1, 4096)
-    return steps, lr, seed, granularity, reshard_after_forward, forward_prefetch, dims, microbatch
 
 
 def collective_rows(trace: Trace, rank: int = 0) -> list[dict[str, Any]]:
@@ -213,7 +181,8 @@ def run_fsdp(
     microbatch: int = DEFAULT_MICROBATCH,
 ) -> FsdpReport | None:
     """Train with FSDP2 (``fully_shard``) and with ZeRO-3 on ``cluster``; compare params and
-    traffic.
+    traffic. The options (see :class:`~edu_parallel.zero.config.FsdpConfig`) are checked here,
+    once, before any process starts; :func:`run_fsdp_config` runs them.
 
     ``granularity``: "layer" (one unit per Linear, plus the root, which then holds no parameters)
     or "model" (the root only). ``reshard_after_forward``: passed to every ``fully_shard`` call
@@ -221,30 +190,38 @@ def run_fsdp(
     all-gathers unit k+1. Raises :class:`~edu_parallel.zero.fsdp.FsdpUnavailableError` when
     the installed torch has no FSDP2.
     """
-    args = check_fsdp_args(
-        steps, lr, seed, granularity, reshard_after_forward, forward_prefetch, dims, microbatch
-    )
-    steps, lr, seed, granularity, reshard_after_forward, forward_prefetch, dims, microbatch = args
-    require_fsdp2()
-    n = cluster.world_size
-    out = cluster.run(
-        fsdp_job,
+    config = FsdpConfig(
+        cluster.world_size,
         steps,
         lr,
         seed,
-        dims,
-        microbatch,
         granularity,
         reshard_after_forward,
         forward_prefetch,
+        dims,
+        microbatch,
     )
-    z3 = cluster.run(zero_job, 3, steps, lr, seed, dims, microbatch, False)
+    return run_fsdp_config(cluster, config)
+
+
+def run_fsdp_config(cluster: Executor, config: FsdpConfig) -> FsdpReport | None:
+    """Run ``config`` with FSDP2 and ``config.zero3`` with ZeRO-3 on ``cluster``; the config is
+    trusted (it was checked when it was built)."""
+    require_fsdp2()
+    n = cluster.world_size
+    if n != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=n)
+        raise bad_value("config.world_size", config.world_size, valid)
+    out = cluster.run(fsdp_job, config)
+    z3 = cluster.run(zero_job, config.zero3, False)
     if out is None or z3 is None:  # a non-zero rank under torchrun
         return None
+    steps, lr, seed, dims = config.steps, config.lr, config.seed, config.dims
+    granularity, reshard_after_forward = config.granularity, config.reshard_after_forward
     for t, concept in ((out.trace, "fsdp"), (z3.trace, "zero")):
         t.meta.update({"concept": concept, "world_size": n, "steps": steps})
-    psi = num_params(dims)
-    ref = reference_training(dims, n, microbatch, steps, lr, seed)
+    psi = config.zero3.psi
+    ref = reference_training(dims, n, config.microbatch, steps, lr, seed)
     ref = ref[0] if isinstance(ref, tuple) else ref  # (Psi,) fp32 (older versions: + a mask)
     tol, outlier = ATOL_PER_STEP * lr * steps, OUTLIER_STEPS * lr * steps
     params = [res["params"] for res in out.results]  # (Psi,) fp32, full, on every rank
@@ -262,11 +239,6 @@ def run_fsdp(
         for t in (sent_bytes_per_step(x.trace, steps) for x in (out, z3))
     )
     rows = {"fsdp": collective_rows(out.trace), "zero3": collective_rows(z3.trace)}
-    gathers = (
-        1
-        if reshard_after_forward is False or (granularity, reshard_after_forward) == ("model", None)
-        else 2
-    )
     dp = 2 * (n - 1) / n * 2 * psi  # DP: ring all-reduce of 2 Psi bytes of bf16 grads
     ratio = (lambda s: sum(s) / n / dp) if n > 1 else (lambda s: math.nan)
     out.trace.meta.update(
@@ -275,7 +247,7 @@ def run_fsdp(
     return FsdpReport(
         granularity=granularity,
         reshard_after_forward=reshard_after_forward,
-        forward_prefetch=forward_prefetch,
+        forward_prefetch=config.forward_prefetch,
         world_size=n,
         steps=steps,
         lr=lr,
@@ -296,7 +268,7 @@ def run_fsdp(
         collectives_per_step={k: len(v) / steps for k, v in rows.items()},
         per_rank_sent_bytes=sent,
         zero3_per_rank_sent_bytes=z3_sent,
-        formula_sent_bytes=formula_sent_bytes(dims, n, gathers),
+        formula_sent_bytes=formula_sent_bytes(dims, n, config.gathers_per_step),
         dp_sent_bytes_per_step=dp,
         comm_ratio_vs_dp=ratio(sent),
         zero3_comm_ratio_vs_dp=ratio(z3_sent),

@@ -22,22 +22,21 @@ from typing import Any
 
 import torch
 
-from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.errors import bad_value, check_choice
 from ..core.i18n import _
 from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
-from ..memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
+from ..memory.model_states import ZERO_STAGE_NAMES
 from ..task.mlp import (
     DEFAULT_DIMS,
     DEFAULT_MICROBATCH,
-    check_dims,
     formula_model_state_bytes,
-    num_params,
     padded_numel,
     reference_training,
 )
+from .config import ZeroConfig
 from .stages import zero_job
 
 # allclose of the fp32 master weights after k steps: |a - b| <= ATOL_PER_STEP * lr * k. The ranks
@@ -45,34 +44,6 @@ from .stages import zero_job
 # (reported as ``bitwise_equal_reference``); the tolerance only says how far "close" may go: a
 # wrong shard, a missing average or a stale param differs by ~lr per element and fails it.
 ATOL_PER_STEP = 0.1
-MAX_STEPS = 1000
-
-
-def check_zero_args(
-    stage: Any,
-    steps: Any,
-    lr: Any,
-    seed: Any,
-    dims: Sequence[int],
-    microbatch: Any,
-    world_size: int,
-) -> tuple[int, int, float, int, tuple[int, ...], int]:
-    """Validate before any process starts; ValueError names parameter, value and valid range."""
-    if isinstance(stage, bool) or stage not in ZERO_STAGES:
-        raise bad_value("stage", stage, "one of 0 (DP), 1, 2, 3")
-    steps = check_int("steps", steps, 1, MAX_STEPS)
-    lr = check_positive("lr", lr)
-    seed = check_int("seed", seed, 0)
-    dims = check_dims(dims)
-    microbatch = check_int("microbatch", microbatch, 1, 4096)
-    psi = num_params(dims)
-    if world_size > psi:
-        raise bad_value(
-            "world_size",
-            world_size,
-            f"at most {psi} (the number of parameters to shard, dims={dims})",
-        )
-    return int(stage), steps, lr, seed, dims, microbatch
 
 
 def memory_curves(trace: Trace, world_size: int) -> list[dict[str, Any]]:
@@ -161,29 +132,38 @@ class ZeroReport:
 
 def run_zero(
     cluster: Executor,
-    stage: int,
+    stage: int = 1,
     steps: int = 2,
     lr: float = 1e-2,
     seed: int = 0,
     dims: Sequence[int] = DEFAULT_DIMS,
     microbatch: int = DEFAULT_MICROBATCH,
 ) -> ZeroReport | None:
-    """Train ``steps`` steps of ZeRO ``stage`` (0 = DP) on ``cluster`` and check it.
+    """Train ``steps`` steps of ZeRO ``stage`` (0 = DP) on ``cluster`` and check it: the options
+    become one :class:`~edu_parallel.zero.config.ZeroConfig` (checked here, before any process
+    starts) for :func:`run_zero_config`."""
+    config = ZeroConfig(cluster.world_size, stage, steps, lr, seed, dims, microbatch)
+    return run_zero_config(cluster, config)
+
+
+def run_zero_config(cluster: Executor, config: ZeroConfig) -> ZeroReport | None:
+    """Run ``config`` on ``cluster`` (its world size) and check it; the config is trusted.
 
     ``matches_reference``: the gathered fp32 master weights equal a single-process run of the same
     mixed-precision Adam on the global batch within ``ATOL_PER_STEP * lr * steps`` (absolute);
     ``matches_dp``: the same against plain DP run on the same ranks (untraced).
     """
     n = cluster.world_size
-    stage, steps, lr, seed, dims, microbatch = check_zero_args(
-        stage, steps, lr, seed, dims, microbatch, n
-    )
-    out = cluster.run(zero_job, stage, steps, lr, seed, dims, microbatch)
+    if n != config.world_size:
+        valid = _("{n}, the executor's ranks").format(n=n)
+        raise bad_value("config.world_size", config.world_size, valid)
+    out = cluster.run(zero_job, config)
     if out is None:  # a non-zero rank under torchrun
         return None
-    psi = num_params(dims)
+    stage, steps, lr, seed, dims = config.stage, config.steps, config.lr, config.seed, config.dims
+    psi = config.psi
     p = psi if stage == 0 else padded_numel(psi, n)
-    ref, _ = reference_training(dims, n, microbatch, steps, lr, seed)
+    ref, _ambiguous = reference_training(dims, n, config.microbatch, steps, lr, seed)
     tol = ATOL_PER_STEP * lr * steps
     masters = [res["master"] for res in out.results]
     d_ref = max(max_abs(mm - ref) for mm in masters)

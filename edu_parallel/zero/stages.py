@@ -16,7 +16,8 @@ master, fp32 Adam m and v: §3.1) on every rank:
   before forward, released, all-gathered AGAIN before backward, released (the PyTorch FSDP2
   ``fully_shard`` docs call this unshard / reshard; ``reshard_after_forward=True``).
 
-Flat buffers are padded to a multiple of N
+Every rank receives the run's :class:`~edu_parallel.zero.config.ZeroConfig`, checked once where
+the run started. Flat buffers are padded to a multiple of N
 (:func:`~edu_parallel.task.mlp.padded_numel`). Every allocation and release of a
 tracked buffer is written to the trace with ``ctx.memory(category, +-bytes)``, categories
 :data:`edu_parallel.core.schema.ZERO_CATEGORIES`; the parent replays these into running sums per
@@ -33,7 +34,6 @@ order would not).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -53,8 +53,6 @@ from ..engine.context import ALL_GATHER, RankContext, nbytes_of
 from ..engine.execute import run_plan
 from ..plans.collectives import ring_all_gather_plan, ring_reduce_scatter_plan
 from ..task.mlp import (
-    DEFAULT_DIMS,
-    DEFAULT_MICROBATCH,
     MASTER_DTYPE,
     PARAM_DTYPE,
     adam_update,
@@ -66,6 +64,7 @@ from ..task.mlp import (
     num_params,
     padded_numel,
 )
+from .config import ZeroConfig
 
 
 class _Ledger:
@@ -82,21 +81,16 @@ class _Ledger:
         self.ctx.memory(category, -nbytes_of(t), step=step, phase=phase)
 
 
-def train_stage(
-    ctx: RankContext,
-    stage: int,
-    steps: int,
-    lr: float,
-    seed: int,
-    dims: Sequence[int] = DEFAULT_DIMS,
-    microbatch: int = DEFAULT_MICROBATCH,
-) -> dict[str, Any]:
-    """Run ``steps`` steps of ZeRO ``stage`` on this rank; returns full fp32 master and losses.
+def train_stage(ctx: RankContext, config: ZeroConfig, stage: int | None = None) -> dict[str, Any]:
+    """Run ``config.steps`` steps of ZeRO ``stage`` (default ``config.stage``) on this rank;
+    returns the full fp32 master and the losses.
 
     Shapes: Psi params, flat length P (Psi rounded up to a multiple of N), shard S = P / N.
     Rank r owns the flat slice [r*S, (r+1)*S). DP keeps its model states at Psi and pads only
     its gradient bucket to P, so every stage reduces the same chunks in the same ring order.
     """
+    stage = config.stage if stage is None else stage
+    steps, lr, seed, dims = config.steps, config.lr, config.seed, config.dims
     n, r = ctx.world_size, ctx.rank
     psi = num_params(dims)
     p = padded_numel(psi, n)
@@ -118,7 +112,7 @@ def train_stage(
         GRAD16, torch.zeros(s if stage >= 2 else flat, dtype=PARAM_DTYPE), None, "init"
     )  # (S,) st.2-3 else (flat,)
     del full32
-    x, y = microbatch_of(r, dims, n, microbatch, seed)  # (B, d_in), (B, d_out)
+    x, y = microbatch_of(r, dims, n, config.microbatch, seed)  # (B, d_in), (B, d_out)
     losses = []
 
     rs_plan, ag_plan = ring_reduce_scatter_plan(n), ring_all_gather_plan(n)
@@ -198,23 +192,11 @@ def train_stage(
     return {"master": full_master[:psi].clone(), "losses": losses, "padded_numel": p}
 
 
-def zero_job(
-    ctx: RankContext,
-    stage: int,
-    steps: int,
-    lr: float,
-    seed: int,
-    dims: Sequence[int] = DEFAULT_DIMS,
-    microbatch: int = DEFAULT_MICROBATCH,
-    compare_dp: bool = True,
-) -> dict[str, Any]:
-    """On every rank: ZeRO ``stage``, traced; then (untraced) plain DP for comparison."""
-    out = train_stage(ctx, stage, steps, lr, seed, dims, microbatch)
+def zero_job(ctx: RankContext, config: ZeroConfig, compare_dp: bool = True) -> dict[str, Any]:
+    """On every rank: ZeRO ``config.stage``, traced; then (untraced) plain DP for comparison."""
+    out = train_stage(ctx, config)
     if compare_dp:
         with ctx.tracer.paused():
-            out["dp_master"] = (
-                out["master"]
-                if stage == 0
-                else train_stage(ctx, 0, steps, lr, seed, dims, microbatch)["master"]
-            )
+            dp = out if config.stage == 0 else train_stage(ctx, config, stage=0)
+            out["dp_master"] = dp["master"]
     return out

@@ -3,7 +3,9 @@
 Each checks its options once, against the run's dims, into a spec from ``plans/``
 (:class:`~edu_parallel.plans.algorithms.AllReduceRun`,
 :class:`~edu_parallel.plans.collectives.CollectiveRun`): the plan is built there, once, and the
-ranks and the report use that plan. The runs load ``comm/`` (and torch) only when they start.
+ranks and the report use that plan. The world size is checked once, where the CLI builds the
+dims; the plan builders and the cluster receive those dims and trust them. The runs load
+``comm/`` (and torch) only when they start.
 """
 
 from __future__ import annotations
@@ -69,9 +71,7 @@ def _allreduce_args(p: argparse.ArgumentParser) -> None:
 
 def _allreduce_check(a: argparse.Namespace, dims: ParallelDims) -> AllReduceRun:
     """Every option checked and the plan built, before any process starts."""
-    return plan_allreduce(
-        dims.world_size, a.size, a.dtype, a.algo, a.pattern, a.seed, servers=a.servers
-    )
+    return plan_allreduce(dims, a.size, a.dtype, a.algo, a.pattern, a.seed, servers=a.servers)
 
 
 def _allreduce_run(executor: Executor, run: AllReduceRun) -> Any:
@@ -103,9 +103,7 @@ def _collective_concept(concept: str, collective: str) -> Concept:
 
     def check(a: argparse.Namespace, dims: ParallelDims) -> CollectiveRun:
         root = getattr(a, "root", 0)
-        return plan_collective(
-            dims.world_size, collective, a.size, a.dtype, a.pattern, a.seed, root
-        )
+        return plan_collective(dims, collective, a.size, a.dtype, a.pattern, a.seed, root)
 
     def run(executor: Executor, spec: CollectiveRun) -> Any:
         return comm.execute_collective(executor, spec)

@@ -3,36 +3,51 @@
     edu-parallel run compress --world-size 4 --method topk --ratio 0.01 --error-feedback --json
     edu-parallel run compress --world-size 2 --method powersgd --rank 2 --error-feedback
 
-The options are checked by :class:`~edu_parallel.compression.config.CompressConfig`
-(torch-free) before any process starts.
+The options are checked once, by :class:`~edu_parallel.compression.config.CompressConfig`
+(torch-free), before any process starts; that config is what the run and every rank receive.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import fields
 
 from ... import compression
-from ...compression.config import METHODS, CompressConfig
+from ...compression.config import MAX_POWERSGD_RANK, METHODS, CompressConfig
 from ...core.dims import ParallelDims
+from ...core.errors import spelled_as
 from ...core.i18n import N_, _
-from ...task.targets import TARGET_ACCURACY, TARGET_STEPS, TASK_LR
+from ...task.targets import TARGET_ACCURACY
 from .base import Concept
+
+# the run's defaults have one home: the config's fields
+DEFAULTS = {f.name: f.default for f in fields(CompressConfig) if f.init}
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--method",
-        default="none",
-        help=_("one of {methods} (default none)").format(methods=", ".join(METHODS)),
+        default=DEFAULTS["method"],
+        help=_("one of {methods} (default {default})").format(
+            methods=", ".join(METHODS), default=DEFAULTS["method"]
+        ),
     )
     p.add_argument(
         "--ratio",
         type=float,
-        default=0.01,
-        help=_("fraction of entries topk and randk keep, in (0, 1] (default 0.01)"),
+        default=DEFAULTS["ratio"],
+        help=_("fraction of entries topk and randk keep, in (0, 1] (default {default})").format(
+            default=DEFAULTS["ratio"]
+        ),
     )
-    p.add_argument("--rank", type=int, default=1, help=_("PowerSGD's rank r >= 1 (default 1)"))
+    p.add_argument(
+        "--rank",
+        type=int,
+        default=DEFAULTS["rank"],
+        help=_("PowerSGD's rank r, 1..{top} (default {default})").format(
+            top=MAX_POWERSGD_RANK, default=DEFAULTS["rank"]
+        ),
+    )
     p.add_argument(
         "--error-feedback",
         action="store_true",
@@ -41,49 +56,55 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--steps",
         type=int,
-        default=TARGET_STEPS,
+        default=DEFAULTS["steps"],
         help=_(
             "SGD steps (default {target_steps}; the target is {target_accuracy:.0%} held-out"
             " accuracy)"
         )
-        .format(target_steps=TARGET_STEPS, target_accuracy=TARGET_ACCURACY)
+        .format(target_steps=DEFAULTS["steps"], target_accuracy=TARGET_ACCURACY)
         .replace("%", "%%"),  # argparse %-formats help texts: "80%" must reach it as "80%%"
     )
     p.add_argument(
         "--lr",
         type=float,
-        default=TASK_LR,
-        help=_("learning rate (default {task_lr})").format(task_lr=TASK_LR),
+        default=DEFAULTS["lr"],
+        help=_("learning rate (default {task_lr})").format(task_lr=DEFAULTS["lr"]),
     )
-    p.add_argument("--seed", type=int, default=0, help=_("seed of weights and data (default 0)"))
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULTS["seed"],
+        help=_("seed of weights and data (default {default})").format(default=DEFAULTS["seed"]),
+    )
     p.add_argument(
         "--start-step",
         type=int,
-        default=2,
+        default=DEFAULTS["start_step"],
         help=_("PowerSGD: plain all-reduce for the first steps, like torch's start_powerSGD_iter"),
     )
     p.add_argument("--no-torch", action="store_true", help=_("skip the run of torch's hook"))
 
 
-def _check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
+# CompressConfig's fields as the command line spells them
+_OPTION_NAMES = {"error_feedback": "error-feedback", "start_step": "start-step"}
+
+
+def _check(a: argparse.Namespace, dims: ParallelDims) -> CompressConfig:
     """Every option through :class:`CompressConfig` at once, named as the command line names
-    them."""
-    spec = {
-        "method": a.method,
-        "ratio": a.ratio,
-        "rank": a.rank,
-        "error_feedback": a.error_feedback,
-        "steps": a.steps,
-        "lr": a.lr,
-        "seed": a.seed,
-        "start_step": a.start_step,
-    }
-    try:
-        CompressConfig(dims.world_size, **spec)
-    except ValueError as exc:
-        text = str(exc).replace("error_feedback=True", "--error-feedback")
-        raise ValueError(text.replace("start_step=", "start-step=")) from None
-    return {**spec, "compare_torch": not a.no_torch}
+    them: the config is what the run gets."""
+    with spelled_as(_OPTION_NAMES):
+        return CompressConfig(
+            dims.world_size,
+            method=a.method,
+            ratio=a.ratio,
+            rank=a.rank,
+            error_feedback=a.error_feedback,
+            steps=a.steps,
+            lr=a.lr,
+            seed=a.seed,
+            start_step=a.start_step,
+            compare_torch=not a.no_torch,
+        )
 
 
 COMPRESS = Concept(
@@ -91,6 +112,6 @@ COMPRESS = Concept(
     N_("gradient compression (fp16, bf16, top-k, random-k, sign, PowerSGD) with error feedback"),
     _args,
     _check,
-    lambda executor, spec: compression.run_compress(executor, **spec),
+    lambda executor, config: compression.run_compress_config(executor, config),
     lambda report: compression.format_compress(report),
 )

@@ -3,19 +3,20 @@
     edu-parallel run ddp --world-size 4 --model deep --bucket-mb 2 --link ib-ndr-400 --json
     edu-parallel run ddp --world-size 2 --no-overlap --accumulate 4
 
-The options are checked by :class:`~edu_parallel.data_parallel.config.DdpConfig` (torch-free)
-before any process starts.
+The options are checked once, by :class:`~edu_parallel.data_parallel.config.DdpRun` and its
+:class:`~edu_parallel.data_parallel.config.DdpConfig` (torch-free), before any process starts;
+the run gets that object.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ... import data_parallel
 from ...core.dims import ParallelDims
+from ...core.errors import Problems, spelled_as
 from ...core.i18n import N_, _
-from ...data_parallel.config import DDP_MODELS, SYNCS
+from ...data_parallel.config import DDP_MODELS, DEFAULT_FLOPS_PER_S, SYNCS, DdpRun, try_build
 from ...models.topology import LINKS
 from .base import Concept
 
@@ -56,7 +57,7 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--flops",
         type=float,
-        default=400e12,
+        default=DEFAULT_FLOPS_PER_S,
         help=_("GPU FLOP/s of the model with --link (default 4e14)"),
     )
     p.add_argument(
@@ -67,34 +68,40 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """Every option through :func:`check_ddp_args` at once, named as the command line names it."""
-    sync = "bucketed" if a.no_overlap else a.sync
-    problems = []
+# the command line's names of the options whose config field is spelled otherwise
+SPELLING = {"bucket_cap_mb": "bucket-mb", "flops_per_s": "flops"}
+
+
+def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> DdpRun:
+    """The run, checked once by its configs before any process starts, every error naming the
+    option as the command line spells it (``bucket-mb=0.0``)."""
+    problems = Problems()
     if a.no_overlap and a.sync not in ("overlap", "bucketed"):
-        problems.append(
-            f"--no-overlap means --sync bucketed: it cannot be combined with --sync {a.sync}"
+        problems.add(
+            _(
+                "--no-overlap means --sync bucketed: it cannot be combined with --sync {sync}"
+            ).format(sync=a.sync)
         )
-    spec = {
-        "model": a.model,
-        "bucket_cap_mb": a.bucket_mb,
-        "sync": sync,
-        "accumulate": a.accumulate,
-        "steps": a.steps,
-        "lr": a.lr,
-        "seed": a.seed,
-        "freeze": a.freeze,
-    }
-    gpu = {"link": a.link, "flops_per_s": a.flops, "rows": a.rows}
-    try:
-        data_parallel.check_ddp_args(dims.world_size, **gpu, **spec)
-    except ValueError as exc:  # the options as the command line spells them
-        text = str(exc).replace("bucket_cap_mb=", "bucket-mb=").replace("flops_per_s=", "flops=")
-        text = text.replace("None: DDP's default", "leave it out for DDP's default")
-        problems.append(text.replace("expected None or ", "expected "))
-    if problems:
-        raise ValueError("; ".join(problems))
-    return {**spec, **gpu, "compare_torch": not a.no_torch}
+    with spelled_as(SPELLING):
+        run = try_build(
+            problems,
+            DdpRun.of,
+            dims.world_size,
+            model=a.model,
+            bucket_cap_mb=a.bucket_mb,
+            sync="bucketed" if a.no_overlap else a.sync,
+            accumulate=a.accumulate,
+            steps=a.steps,
+            lr=a.lr,
+            seed=a.seed,
+            freeze=a.freeze,
+            link=a.link,
+            flops_per_s=a.flops,
+            rows=a.rows,
+            compare_torch=not a.no_torch,
+        )
+    problems.raise_any()
+    return run
 
 
 DDP = Concept(
@@ -102,6 +109,6 @@ DDP = Concept(
     N_("data-parallel training: gradient buckets, overlap with backward, accumulation, torch DDP"),
     _ddp_args,
     _ddp_check,
-    lambda executor, spec: data_parallel.run_ddp(executor, **spec),
+    lambda executor, run: data_parallel.run_ddp_config(executor, run),
     lambda report: data_parallel.format_ddp(report),
 )

@@ -1,15 +1,26 @@
-"""``edu-parallel run moe``: a top-k MoE layer whose tokens travel by all-to-all."""
+"""``edu-parallel run moe``: a top-k MoE layer whose tokens travel by all-to-all.
+
+    edu-parallel run moe --world-size 4 --experts 8 --top-k 2 --skew 4 --dispatch padded --json
+
+``check`` returns the run's :class:`~edu_parallel.expert_parallel.config.MoEConfig`, checked once
+before any process starts; ``run`` hands it to
+:func:`~edu_parallel.expert_parallel.report.run_moe_config` unchanged.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ... import expert_parallel
 from ...core.dims import ParallelDims
+from ...core.errors import spelled_as
 from ...core.i18n import N_, _
+from ...expert_parallel.config import MoEConfig
 from ...expert_parallel.formulas import DEFAULTS as MOE
 from .base import Concept, int_option
+
+# the options the command line spells otherwise than the config's fields
+MOE_OPTIONS = {"top_k": "--top-k", "capacity_factor": "--capacity-factor"}
 
 
 # ---------------------------------------------------------------- expert parallelism
@@ -18,7 +29,9 @@ def _moe_args(p: argparse.ArgumentParser) -> None:
         p,
         "experts",
         MOE["experts"],
-        f"experts E, a multiple of the world size (default {MOE['experts']})",
+        _("experts E, a multiple of the world size (default {experts})").format(
+            experts=MOE["experts"]
+        ),
     )
     int_option(
         p,
@@ -67,20 +80,21 @@ def _moe_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _moe_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """Experts divisible by the ranks, top-k <= E, C > 0, and the dispatch."""
-    spec = {
-        "experts": a.experts,
-        "top_k": a.top_k,
-        "capacity_factor": a.capacity_factor,
-        "skew": a.skew,
-        "tokens": a.tokens,
-        "hidden": a.hidden,
-        "seed": a.seed,
-    }
-    expert_parallel.check_moe_args(dims.world_size, **spec)
-    expert_parallel.check_dispatch(a.dispatch)
-    return {**spec, "dispatch": a.dispatch}
+def _moe_check(a: argparse.Namespace, dims: ParallelDims) -> MoEConfig:
+    """Experts divisible by the ranks, top-k <= E, C > 0, the dispatch: the run's config, every
+    bad option named as the command line spells it."""
+    with spelled_as(MOE_OPTIONS):
+        return MoEConfig(
+            dims.world_size,
+            a.experts,
+            a.top_k,
+            a.capacity_factor,
+            a.skew,
+            a.tokens,
+            a.hidden,
+            a.seed,
+            a.dispatch,
+        )
 
 
 MOE_CONCEPT = Concept(
@@ -88,6 +102,6 @@ MOE_CONCEPT = Concept(
     N_("expert parallelism: a top-k MoE layer, tokens dispatched by all-to-all"),
     _moe_args,
     _moe_check,
-    lambda executor, spec: expert_parallel.run_moe(executor, **spec),
+    lambda executor, config: expert_parallel.run_moe_config(executor, config),
     lambda report: expert_parallel.format_moe(report),
 )

@@ -3,37 +3,43 @@
     edu-parallel run 3d --dp 2 --tp 2 --pp 2 [--zero 1] [--json]
     edu-parallel run 3d --dp 4 --tp 2 --pp 1 --ep 2 --experts 4
 
-The world size is ``dp * tp * pp`` unless ``--world-size`` says otherwise; every degree is
-checked against it and against the model (heads, hidden, layers, microbatches) before a process
-starts, and one line names every bad factor.
+The world size is ``dp * tp * pp`` unless ``--world-size`` says otherwise (under torchrun: the
+launcher's). The sizes are checked once (:class:`~edu_parallel.parallel_3d.config.Config3D`),
+then every degree once, against the world size and the model (heads, hidden, layers,
+microbatches), by the run's :class:`~edu_parallel.core.dims.ParallelDims`, before a process
+starts; one line names every bad factor. The cluster, the ranks, the measures and the planner tie
+receive that :class:`~edu_parallel.parallel_3d.config.Run3D` and trust it.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from dataclasses import fields
 
 from ... import parallel_3d
-from ...core.dims import ParallelDims
+from ...core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ...core.i18n import N_, _
+from ...parallel_3d.config import Config3D, Run3D
 from .base import Concept
 
+DEGREES = (("dp", 2), ("tp", 2), ("pp", 2), ("ep", 1))  # the CLI's layout: DP2 x TP2 x PP2
 SIZES = (
-    ("layers", 4, N_("transformer layers")),
-    ("hidden", 16, N_("hidden size h")),
-    ("heads", 4, N_("attention heads")),
-    ("batch", 16, N_("global batch (sequences)")),
-    ("seq", 4, N_("sequence length")),
-    ("microbatches", None, N_("microbatches per replica (default 2 * pp)")),
-    ("experts", 0, N_("experts per MoE layer (0: dense MLP)")),
-    ("seed", 0, N_("seed of the weights and the data")),
+    ("layers", N_("transformer layers")),
+    ("hidden", N_("hidden size h")),
+    ("heads", N_("attention heads")),
+    ("batch", N_("global batch (sequences)")),
+    ("seq", N_("sequence length")),
+    ("microbatches", N_("microbatches per replica (default 2 * pp)")),
+    ("experts", N_("experts per MoE layer (0: dense MLP)")),
+    ("seed", N_("seed of the weights and the data")),
 )
+DEFAULTS = {f.name: f.default for f in fields(Config3D)}  # the config's own defaults
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(world_size=None)  # default: dp * tp * pp
-    for name, default in (("dp", 2), ("tp", 2), ("pp", 2), ("ep", 1)):
+    for name, default in DEGREES:
         p.add_argument(
             f"--{name}",
             type=int,
@@ -41,34 +47,30 @@ def _args(p: argparse.ArgumentParser) -> None:
             help=_("{name} degree ({default})").format(name=name, default=default),
         )
     p.add_argument("--zero", type=int, default=0, help=_("0: DP all-reduce; 1: ZeRO-1 (default 0)"))
-    for name, default, what in SIZES:
+    for name, what in SIZES:
+        default = DEFAULTS[name]
+        text = _(what) if default is None else _("{what} (default {default})")
         p.add_argument(
-            f"--{name}",
-            type=int,
-            default=default,
-            help=_("{what} (default {default})").format(what=_(what), default=default),
+            f"--{name}", type=int, default=default, help=text.format(what=_(what), default=default)
         )
 
 
-def _spec(a: argparse.Namespace, world_size: int) -> dict[str, Any]:
-    sizes = {name: getattr(a, name) for name, *_ in SIZES}
-    degrees = {k: getattr(a, k) for k in ("dp", "tp", "pp", "ep")}
-    parallel_3d.check_3d_args(world_size, **degrees, zero=a.zero, **sizes)
-    return {**degrees, "zero": a.zero, **sizes}
-
-
 def _world_size(a: argparse.Namespace) -> int:
-    """``--world-size``, else dp * tp * pp; a bad degree is named here, before the cluster."""
+    """``--world-size``, else dp * tp * pp. A degree below 1 counts as 1 here, so the one check
+    of the degrees names it, not a world size it made up; dp = -1 takes the rest of tp * pp."""
     if a.world_size is not None:
         return a.world_size
-    degrees = [a.dp, a.tp, a.pp]
-    n = math.prod(degrees) if all(isinstance(d, int) and d >= 1 for d in degrees) else 0
-    _spec(a, n or 8)
-    return n
+    return math.prod(d if d >= 1 else 1 for d in (a.dp, a.tp, a.pp))
 
 
-def _check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    return _spec(a, dims.world_size)
+def _setup(a: argparse.Namespace, launched: int | None) -> tuple[ParallelDims, Run3D]:
+    """The sizes, then the degrees with the model's shape, then the two together: the run's
+    dims are built once, here, and are the cluster's."""
+    config = Config3D(**{name: getattr(a, name) for name, _what in SIZES}, zero=a.zero)
+    world, limit = (_world_size(a), MAX_LOCAL_WORLD_SIZE) if launched is None else (launched, None)
+    dims = config.dims(world, a.dp, a.tp, a.pp, a.ep, max_world_size=limit)
+    run = Run3D(dims, config)
+    return run.dims, run
 
 
 PARALLEL_3D = Concept(
@@ -79,8 +81,8 @@ PARALLEL_3D = Concept(
         " process; memory, bytes per group, idle per rank"
     ),
     _args,
-    _check,
-    lambda executor, spec: parallel_3d.run_3d(executor, **spec),
+    None,
+    lambda executor, spec: parallel_3d.execute_3d(executor, spec),
     lambda report: report.format(),
-    world_size=_world_size,
+    setup=_setup,
 )

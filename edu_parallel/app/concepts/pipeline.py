@@ -1,18 +1,34 @@
 """``edu-parallel run pipeline``: a schedule (GPipe, 1F1B, interleaved, ZB-H1) executed on real
-ranks, bubble and stashed activations measured."""
+ranks, bubble and stashed activations measured.
+
+The world size is ``--world-size``, else ``--stages``, else 4; it is checked once, as the run's
+dims (named ``stages`` when ``--stages`` set it), and every other option once, against it, into a
+:class:`~edu_parallel.pipeline_parallel.config.PipelineConfig` that the ranks receive.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import fields
 
 from ... import pipeline_parallel
-from ...core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ...core.errors import check_choice, check_int
+from ...core.dims import ParallelDims
+from ...core.errors import spelled_as
 from ...core.i18n import N_, _
 from ...pipeline_parallel.builders import SCHEDULES
+from ...pipeline_parallel.config import PipelineConfig
 from ...pipeline_parallel.formulas import default_times
-from .base import Concept, int_option
+from .base import Concept, int_option, run_dims
+
+DEFAULT_RANKS = 4  # without --world-size and --stages
+DEFAULTS = {f.name: f.default for f in fields(PipelineConfig) if f.init}  # the config's own
+SIZES = (
+    ("microbatches", N_("microbatches M")),
+    ("chunks", N_("model chunks per rank v, interleaved only")),
+    ("hidden", N_("hidden size h")),
+    ("microbatch-size", N_("rows per microbatch")),
+    ("seed", N_("seed of weights and batch")),
+)
 
 
 # ---------------------------------------------------------------- pipeline schedules
@@ -20,16 +36,21 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(world_size=None)  # default: --stages ranks
     p.add_argument(
         "--schedule",
-        default="1f1b",
+        default=DEFAULTS["schedule"],
         help=_("one of {schedules} (default 1f1b)").format(schedules=", ".join(SCHEDULES)),
     )
-    int_option(p, "stages", None, _("pipeline ranks P (default: --world-size, else 4)"))
-    int_option(p, "microbatches", 8, _("microbatches M (default 8)"))
-    int_option(p, "chunks", 1, _("model chunks per rank v, interleaved only (default 1)"))
+    int_option(
+        p,
+        "stages",
+        None,
+        _("pipeline ranks P (default: --world-size, else {ranks})").format(ranks=DEFAULT_RANKS),
+    )
+    for name, what in SIZES:
+        default = DEFAULTS[name.replace("-", "_")]
+        int_option(
+            p, name, default, _("{what} (default {default})").format(what=_(what), default=default)
+        )
     int_option(p, "layers", None, _("Linear+GeLU blocks (default 2*P*v)"))
-    int_option(p, "hidden", 32, _("hidden size h (default 32)"))
-    int_option(p, "microbatch-size", 4, _("rows per microbatch (default 4)"))
-    int_option(p, "seed", 0, _("seed of weights and batch (default 0)"))
     usual, zb = default_times("1f1b"), default_times("zb-h1")
     times = (
         ("f", "t_f", N_("forward (F)")),
@@ -51,48 +72,47 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--t-comm",
         type=float,
-        default=0.0,
+        default=DEFAULTS["t_comm"],
         help=_("time of one send to retime the executed order (default 0)"),
     )
 
 
-def _pipeline_world_size(a: argparse.Namespace) -> int:
-    """``--world-size``, else ``--stages`` (checked here, so its error names it), else 4."""
-    if a.world_size is not None:
-        return a.world_size
-    if a.stages is None:
-        return 4
-    return check_int("stages", a.stages, 1, MAX_LOCAL_WORLD_SIZE)
-
-
-def _pipeline_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """``--stages`` defaults to the world size; every option is checked against it."""
-    stages = dims.world_size if a.stages is None else a.stages
-    check_choice("schedule", a.schedule, SCHEDULES)
-    given = {"t_f": a.t_f, "t_b": a.t_b, "t_w": a.t_w}
-    times = {k: default_times(a.schedule)[k] if x is None else x for k, x in given.items()}
-    times["t_comm"] = a.t_comm
-    sizes = {"hidden": a.hidden, "microbatch_size": a.microbatch_size, "seed": a.seed}
-    pipeline_parallel.check_pipeline_args(
-        a.schedule, stages, a.microbatches, a.chunks, a.layers, dims.world_size, **sizes, **times
+def _pipeline_setup(
+    a: argparse.Namespace, launched: int | None
+) -> tuple[ParallelDims, PipelineConfig]:
+    """The dims, then the config against them, each checked once. When ``--stages`` sets the
+    local world size, that one check of it is the dims' (named ``stages``), and the config takes
+    its stages from the dims."""
+    from_stages = launched is None and a.world_size is None and a.stages is not None
+    if from_stages:
+        with spelled_as({"world_size": "stages"}):
+            dims = run_dims(None, a.stages)
+    else:
+        dims = run_dims(launched, DEFAULT_RANKS if a.world_size is None else a.world_size)
+    config = PipelineConfig(
+        a.schedule,
+        None if from_stages else a.stages,
+        a.microbatches,
+        a.chunks,
+        a.layers,
+        a.hidden,
+        a.microbatch_size,
+        a.seed,
+        a.t_f,
+        a.t_b,
+        a.t_w,
+        a.t_comm,
+        world_size=dims.world_size,
     )
-    return {
-        "schedule": a.schedule,
-        "stages": stages,
-        "microbatches": a.microbatches,
-        "chunks": a.chunks,
-        "layers": a.layers,
-        **sizes,
-        **times,
-    }
+    return dims, config
 
 
 PIPELINE = Concept(
     "pipeline",
     N_("pipeline schedules on real ranks: gpipe, 1f1b, interleaved, zb-h1"),
     _pipeline_args,
-    _pipeline_check,
-    lambda executor, spec: pipeline_parallel.run_pipeline(executor, **spec),
+    None,
+    lambda executor, spec: pipeline_parallel.execute_pipeline(executor, spec),
     lambda report: pipeline_parallel.format_pipeline(report),
-    world_size=_pipeline_world_size,
+    setup=_pipeline_setup,
 )

@@ -1,26 +1,35 @@
-"""``edu-parallel run map``: one tiny model trained one step under DP, TP, TP+SP, PP and EP."""
+"""``edu-parallel run map``: one tiny model trained one step under DP, TP, TP+SP, PP and EP.
+
+The options are checked once, against the run's world size, into a
+:class:`~edu_parallel.strategy_map.formulas.MapRun` that the ranks and the report receive.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import fields
 
 from ... import strategy_map
 from ...core.dims import ParallelDims
 from ...core.i18n import N_, _
-from ...strategy_map.formulas import STRATEGIES
+from ...strategy_map.formulas import STRATEGIES, MapConfig, MapRun
 from .base import Concept, int_option
 
 # ---------------------------------------------------------------- the strategy map
 MAP_SIZES = (
-    ("layers", 4, N_("residual MLP blocks")),
-    ("hidden", 16, N_("hidden size h")),
-    ("batch", 8, N_("sequences per step")),
-    ("seq", 4, N_("tokens per sequence")),
-    ("experts", 4, N_("experts per block (EP)")),
-    ("top-k", 2, N_("experts per token (EP)")),
-    ("seed", 0, N_("seed of weights and data")),
+    ("layers", N_("residual MLP blocks")),
+    ("hidden", N_("hidden size h")),
+    ("batch", N_("sequences per step")),
+    ("seq", N_("tokens per sequence")),
+    ("experts", N_("experts per block (EP)")),
+    ("top-k", N_("experts per token (EP)")),
+    ("seed", N_("seed of weights and data")),
 )
+DEFAULTS = {f.name: f.default for f in fields(MapConfig)}  # the config's own defaults
+
+
+def _field(option: str) -> str:
+    return option.replace("-", "_")
 
 
 def _map_args(p: argparse.ArgumentParser) -> None:
@@ -34,18 +43,17 @@ def _map_args(p: argparse.ArgumentParser) -> None:
             ).format(strategies=",".join(STRATEGIES))
         ),
     )
-    for name, default, what in MAP_SIZES:
+    for name, what in MAP_SIZES:
+        default = DEFAULTS[_field(name)]
         int_option(
             p, name, default, _("{what} (default {default})").format(what=_(what), default=default)
         )
 
 
-def _map_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """The strategies and the sizes against the world size."""
-    sizes = {name.replace("-", "_"): getattr(a, name.replace("-", "_")) for name, *_ in MAP_SIZES}
-    strategies = a.strategies.split(",")
-    strategy_map.check_map_args(dims.world_size, strategies, **sizes)
-    return {"strategies": strategies, **sizes}
+def _map_check(a: argparse.Namespace, dims: ParallelDims) -> MapRun:
+    """The strategies and the sizes against the world size, checked once."""
+    sizes = {_field(name): getattr(a, _field(name)) for name, _what in MAP_SIZES}
+    return MapRun.build(dims.world_size, a.strategies.split(","), **sizes)
 
 
 MAP = Concept(
@@ -56,6 +64,6 @@ MAP = Concept(
     ),
     _map_args,
     _map_check,
-    lambda executor, spec: strategy_map.run_strategy_map(executor, **spec),
+    lambda executor, spec: strategy_map.execute_strategy_map(executor, spec),
     lambda report: report.format(),
 )

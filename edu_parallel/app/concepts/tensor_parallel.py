@@ -1,16 +1,25 @@
-"""``edu-parallel run tp``: Megatron's column- and row-parallel layers, the MLP block, attention
-and sequence parallelism, against a dense layer."""
+"""``edu-parallel run tp``: Megatron's column- and row-parallel layers, the MLP block and sequence
+parallelism, against a dense layer.
+
+    edu-parallel run tp --mode mlp-sp --world-size 4 --seq 8 --json
+
+``check`` returns the run's :class:`~edu_parallel.tensor_parallel.config.TPConfig`, checked once
+before any process starts; ``run`` hands it to
+:func:`~edu_parallel.tensor_parallel.report.run_tp_config` unchanged.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ... import tensor_parallel
 from ...core.dims import ParallelDims
+from ...core.errors import spelled_as
 from ...core.i18n import N_, _
-from ...tensor_parallel.formulas import MODES, RULES
+from ...tensor_parallel.config import ITEMSIZE, MODES, RULES, TPConfig
 from .base import Concept, int_option
+
+TP_OPTIONS = {"gather_output": "--gather-output"}  # spelled otherwise than the config's field
 
 
 # ---------------------------------------------------------------- tensor parallelism
@@ -23,7 +32,11 @@ def _tp_args(p: argparse.ArgumentParser) -> None:
     int_option(p, "hidden", 8, _("hidden size h, a multiple of the world size (default 8)"))
     int_option(p, "ffn", None, _("MLP inner size, a multiple of the world size (default 4h)"))
     int_option(p, "seed", 0, _("seed of weights, input and dY (default 0)"))
-    p.add_argument("--dtype", default="float64", help=_("float64 or float32 (default float64)"))
+    p.add_argument(
+        "--dtype",
+        default="float64",
+        help=_("{dtypes} (default float64)").format(dtypes=" or ".join(ITEMSIZE)),
+    )
     p.add_argument(
         "--rule",
         default="megatron",
@@ -36,21 +49,22 @@ def _tp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gather-output", action="store_true", help=_("column: all-gather the full Y"))
 
 
-def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> dict[str, Any]:
-    """Mode, and h, ffn and s divisible by the TP degree."""
-    spec = {
-        "mode": a.mode,
-        "batch": a.batch,
-        "seq": a.seq,
-        "hidden": a.hidden,
-        "ffn": a.ffn,
-        "seed": a.seed,
-        "dtype": a.dtype,
-        "rule": a.rule,
-        "gather_output": a.gather_output,
-    }
-    tensor_parallel.check_tp_args(world_size=dims.world_size, **spec)
-    return spec
+def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> TPConfig:
+    """Mode, and h, ffn and s divisible by the TP degree: the run's config, every bad option
+    named as the command line spells it."""
+    with spelled_as(TP_OPTIONS):
+        return TPConfig(
+            dims.world_size,
+            a.mode,
+            a.batch,
+            a.seq,
+            a.hidden,
+            a.ffn,
+            a.seed,
+            a.dtype,
+            a.rule,
+            a.gather_output,
+        )
 
 
 TP = Concept(
@@ -58,6 +72,6 @@ TP = Concept(
     N_("tensor parallelism: column/row-parallel linear layers, Megatron MLP, sequence parallelism"),
     _tp_args,
     _tp_check,
-    lambda executor, spec: tensor_parallel.run_tp(executor, **spec),
+    lambda executor, config: tensor_parallel.run_tp_config(executor, config),
     lambda report: tensor_parallel.format_tp(report),
 )

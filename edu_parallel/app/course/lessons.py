@@ -1,10 +1,10 @@
 """The course as data: the lessons in learning order, and the pages built from them.
 
 :data:`LESSONS` is the one source of the learning path. From it (and from the outline in
-:mod:`.course_outline`) :func:`build` makes the course index, the syllabus page and the errata
-page, and the navigation cell that ends every lesson (``Previous · Next · Course index``). Which
-lessons teach a unit, and which show an erratum, is computed from :data:`LESSONS`; lessons not
-written yet are :data:`PLANNED` and are named, never linked.
+:mod:`.outline` and :mod:`.errata`) :func:`build` makes the course index, the syllabus page and the
+errata page, and the navigation cell that ends every lesson (``Previous · Next · Course
+index``). Which lessons teach a unit, and which show an erratum, is computed from :data:`LESSONS`;
+lessons not written yet are :data:`PLANNED` and are named, never linked.
 
 The time each lesson takes to run is measured by ``benchmarks/bench_lessons.py`` and read from
 ``lesson_times.json`` beside this file.
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.i18n import N_, _, language
+from .errata import ERRATA
 from .links import load
 from .notebook_i18n import language_cell, translated
-from .outline import ERRATA, UNITS
+from .outline import UNITS
 from .pages import (
     ERRATA_PAGE,
     INDEX,

@@ -1,11 +1,11 @@
 """The course's pages rendered as notebooks: the index, the syllabus and the errata.
 
-:mod:`.course` hands over its lessons and says where each unit is taught and which lessons show
+:mod:`.lessons` hands over its lessons and says where each unit is taught and which lessons show
 each erratum (``Place`` lists, computed from its lesson data); this module only writes them out.
 A planned lesson is named, never linked, so every link of a page lands on a notebook that exists.
 
-The units and errata are :data:`~.course_outline.UNITS` and :data:`~.course_outline.ERRATA`.
-Every text goes through ``_()``: :mod:`.course` builds the pages once in English (``notebooks/``)
+The units and errata are :data:`~.outline.UNITS` and :data:`~.errata.ERRATA`.
+Every text goes through ``_()``: :mod:`.lessons` builds the pages once in English (``notebooks/``)
 and once under ``with language("zh")`` (``notebooks/zh/``), with the same cells and cell ids.
 Headings that other notebooks link to (``## U3``, ``## E1``) are the same in both languages.
 """
@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.i18n import N_, _, get_language
-from .outline import ERRATA, OUTLINE_TITLE, UNITS
+from .errata import ERRATA
+from .outline import OUTLINE_TITLE, UNITS
 
 INDEX = "index.ipynb"  # the course index: what `edu-parallel lab` opens first
 SYLLABUS = "syllabus.ipynb"
@@ -209,7 +210,7 @@ def time_to_run(seconds: dict, stem: str) -> str:
 
 def index_page(lessons: tuple, planned: tuple, times: dict) -> dict:
     """The course index: what the course is, how to take it, and the learning path
-    (``lessons`` and ``planned`` as :mod:`.course` holds them; ``times`` as measured)."""
+    (``lessons`` and ``planned`` as :mod:`.lessons` holds them; ``times`` as measured)."""
     seconds = times.get("seconds", {})
     machine = times.get("machine", {})
     rows = "\n".join(

@@ -30,7 +30,8 @@ from ...core.units import format_bytes
 from ...data_parallel.config import DdpConfig
 from ...data_parallel.model import build_model, loss_of, microbatch, trained_params
 from ...engine.context import RankContext
-from ...viz.ddp import streams_figure, title_layout
+from ...viz.ddp import streams_figure
+from ...viz.style import title_layout
 from ..spec import Case, Exercise, Finding, RankOutcome
 from ..volume import volume_figure
 

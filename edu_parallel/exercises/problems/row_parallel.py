@@ -29,8 +29,8 @@ from ...core.metrics import ring_sent_bytes
 from ...core.trace import Event, Trace
 from ...core.units import DTYPES, format_bytes, torch_dtype
 from ...engine.context import RankContext
+from ...tensor_parallel.config import TOLERANCES
 from ...tensor_parallel.formulas import (
-    TOLERANCES,
     allreduce_message_bytes,
     expected_collectives,
     short_op,

@@ -1,0 +1,112 @@
+"""One validated description of an expert-parallel MoE run: :class:`MoEConfig`. Pure Python, no
+torch.
+
+Built once where a run starts (:func:`~edu_parallel.expert_parallel.report.run_moe`, the command
+line, the strategy map's EP run) and passed down unchanged to every rank's job and to the
+one-process reference; the constructor checks every field and raises one ValueError that names
+each bad one (torchtitan's ``ParallelismConfig`` style). Nothing below checks the same values
+again.
+
+Rank r of N owns experts ``[r E/N, (r+1) E/N)``, so N divides E; each token picks k distinct
+experts (Shazeer et al. 2017, arXiv 1701.06538); an expert accepts ``ceil(C T k / E)``
+assignments from each source rank (GShard, Lepikhin et al. 2020, arXiv 2006.16668, §2.2; Switch,
+Fedus et al. 2021, arXiv 2101.03961, §2.2). The defaults
+(:data:`~edu_parallel.expert_parallel.formulas.DEFAULTS`) and the limits (``MAX_EXPERTS``...) are
+the formulas module's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
+from .formulas import (
+    DEFAULTS,
+    MAX_EXPERTS,
+    MAX_HIDDEN,
+    MAX_SKEW,
+    MAX_TOKENS,
+    expert_capacity,
+)
+
+# how tokens travel: the kept rows with variable splits (after an exchange of the counts), or
+# GShard's fixed (E, C, h) buffer with equal splits
+Dispatch = Literal["variable", "padded"]
+DISPATCHES: tuple[Dispatch, ...] = get_args(Dispatch)
+
+
+def check_skew(name: str, value: Any) -> float:
+    """``value`` as a router bias toward expert 0 in [0, :data:`MAX_SKEW`], or the error."""
+    valid = _("a number in [0, {high}]").format(high=f"{MAX_SKEW:g}")
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise bad_value(name, value, valid) from None
+    if isinstance(value, bool) or not 0.0 <= as_float <= MAX_SKEW:
+        raise bad_value(name, value, valid)
+    return as_float
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` if it is True or False, else the one-line error."""
+    if not isinstance(value, bool):
+        raise bad_value(name, value, _("True or False"))
+    return value
+
+
+@dataclass(frozen=True)
+class MoEConfig(Checked):
+    """One top-k MoE layer on the ranks, forward and (optionally) backward; see the module doc."""
+
+    world_size: int
+    """Ranks N; each holds E/N experts and T tokens."""
+    experts: int = DEFAULTS["experts"]
+    """Experts E, a multiple of N, at most :data:`MAX_EXPERTS`."""
+    top_k: int = DEFAULTS["top_k"]
+    """Experts per token k, 1 to E."""
+    capacity_factor: float = DEFAULTS["capacity_factor"]
+    """C > 0: each expert accepts ``ceil(C T k / E)`` assignments per source rank."""
+    skew: float = DEFAULTS["skew"]
+    """Router bias toward expert 0, in [0, :data:`MAX_SKEW`] (0: no preference)."""
+    tokens: int = DEFAULTS["tokens"]
+    """Tokens per rank T, 1 to :data:`MAX_TOKENS`."""
+    hidden: int = DEFAULTS["hidden"]
+    """Hidden size h, 1 to :data:`MAX_HIDDEN`."""
+    seed: int = DEFAULTS["seed"]
+    """Seed of the router, the experts and the tokens, >= 0."""
+    dispatch: Dispatch = "variable"
+    """``variable`` (counts, then the kept rows) or ``padded`` (GShard's (E, C, h) buffer)."""
+    backward: bool = True
+    """Also run backward with a seeded upstream gradient dy, and check the gradients."""
+
+    def _check(self) -> list[str]:
+        p = Problems()
+        n = self._field(p, "world_size", check_int, 1)
+        experts = self._field(p, "experts", check_int, 1, MAX_EXPERTS)
+        if n is not None and experts is not None and experts % n:
+            valid = _("a multiple of the world size {n} (E/N experts per rank)").format(n=n)
+            p.add(bad_value("experts", experts, valid))
+        top_k = self._field(p, "top_k", check_int, 1)
+        if experts is not None and top_k is not None and top_k > experts:
+            valid = _("an integer in [1, experts={experts}] (k distinct experts per token)")
+            p.add(bad_value("top_k", top_k, valid.format(experts=experts)))
+        self._field(p, "capacity_factor", check_positive)
+        self._field(p, "skew", check_skew)
+        self._field(p, "tokens", check_int, 1, MAX_TOKENS)
+        self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
+        self._field(p, "seed", check_int, 0)
+        self._field(p, "dispatch", check_choice, DISPATCHES)
+        self._field(p, "backward", check_flag)
+        return p.lines
+
+    @property
+    def experts_per_rank(self) -> int:
+        """E/N experts on every rank."""
+        return self.experts // self.world_size
+
+    @property
+    def capacity(self) -> int:
+        """Assignments one expert accepts from one source rank: ``ceil(C T k / E)``."""
+        return expert_capacity(self.tokens, self.experts, self.top_k, self.capacity_factor)

@@ -1,0 +1,174 @@
+"""The tests' shared helpers, defined once: the command line in a subprocess, a fresh interpreter
+that must not load torch, a free port, a process's children. The fixtures are in ``conftest.py``.
+
+``cli`` runs ``python -m edu_parallel`` as a learner runs ``edu-parallel`` (the console script is
+``edu_parallel.app.cli:main``, see pyproject.toml), optionally under torchrun, which is
+``python -m torch.distributed.run`` (https://pytorch.org/docs/stable/elastic/run.html); both keep
+this interpreter and its virtual environment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from edu_parallel.core.i18n import LANG_VAR
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES")  # gettext reads these before LANG
+LEARNER = "test-learner"  # the quizzes' learner under the ``fixed_learner`` fixture
+
+
+def cli(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    lang: str | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    cwd: Path | str = ROOT,
+    torchrun: int = 0,
+) -> subprocess.CompletedProcess:
+    """``edu-parallel *args`` in a subprocess; the finished process, its output as text.
+
+    env: the child's whole environment (default: this process's). lang: its
+    ``EDU_PARALLEL_LANG``, with the locale variables removed so that only it decides. input: text
+    on its stdin. timeout: seconds before ``subprocess.TimeoutExpired`` fails the test (a hang
+    guard, not a speed goal: speed goals are in ``benchmarks/``). torchrun: run under
+    ``torchrun --standalone --nproc-per-node N`` instead of alone.
+    """
+    child_env = dict(os.environ if env is None else env)
+    if lang is not None:
+        child_env = {k: v for k, v in child_env.items() if k not in LOCALE_VARS}
+        child_env[LANG_VAR] = lang
+    launcher = [sys.executable]
+    if torchrun:
+        launcher += ["-m", "torch.distributed.run", "--standalone"]
+        launcher += ["--nproc-per-node", str(torchrun)]
+    return subprocess.run(
+        [*launcher, "-m", "edu_parallel", *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        cwd=cwd,
+        env=child_env,
+    )
+
+
+def fresh_python(
+    code: str, *, absent: Iterable[str] = ("torch",), timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter; fail the test unless it exits 0 and, when it ends, none
+    of the ``absent`` modules (nor any of their submodules) is in ``sys.modules``.
+
+    The check is appended to ``code``, so it sees everything ``code`` imported and ran; the
+    finished process comes back for its stdout.
+    """
+    names = tuple(absent)
+    check = (
+        "\nimport sys as _sys\n"
+        f"_loaded = sorted(m for m in _sys.modules for n in {names!r}"
+        " if m == n or m.startswith(n + '.'))\n"
+        "assert not _loaded, f'imported: {_loaded[:5]}'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code + check],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def free_port() -> int:
+    """A loopback TCP port that nobody listens on (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_pids(pid: int | None = None) -> list[int]:
+    """Live (non-zombie) processes whose parent is ``pid`` (default: this process)."""
+    pid = os.getpid() if pid is None else pid
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+class Recorder:
+    """An executor that starts nothing: it records each ``run(fn, *args)`` and answers as a
+    non-zero rank under torchrun does (None), so a runner returns right after handing its jobs
+    their arguments. ``calls``: ``(fn, args)`` in order."""
+
+    backend = "gloo"
+
+    def __init__(self, world_size: int):
+        self.world_size = world_size
+        self.calls: list[tuple] = []
+
+    def run(self, fn, *args, **kwargs):
+        self.calls.append((fn, args))
+
+
+def count_checks(monkeypatch, cls: type) -> list:
+    """Every instance of the :class:`~edu_parallel.core.errors.Checked` config ``cls`` whose
+    ``_check`` runs from now on (each construction runs it once), in order."""
+    counted: list = []
+    original = cls._check
+
+    def counting(self):
+        counted.append(self)
+        return original(self)
+
+    monkeypatch.setattr(cls, "_check", counting)
+    return counted
+
+
+def no_process_cluster(monkeypatch) -> list:
+    """:class:`~edu_parallel.engine.cluster.Cluster` starts no process from now on: its
+    constructor runs as it does (``local_dims`` included) but forks nothing, and ``run(fn,
+    *args)`` records ``(cluster, fn, args)`` and answers as a non-zero rank under torchrun does
+    (None), so a runner returns right after handing its job the arguments. The records, in
+    order. (Imported here, not at the top: the engine loads torch.)"""
+    from edu_parallel.engine.cluster import Cluster
+
+    records: list = []
+
+    def run(self, fn, *args, **kwargs):
+        records.append((self, fn, args))
+
+    monkeypatch.setattr(Cluster, "_start", lambda self: None)
+    monkeypatch.setattr(Cluster, "run", run)
+    return records
+
+
+def checked_names(monkeypatch) -> list:
+    """The parameter name of every ``check_int`` call from now on, in every loaded
+    ``edu_parallel`` module (each imported the function under its own name; each is patched):
+    how many times a value is checked on its way somewhere, e.g. ``names.count("world_size")``."""
+    from edu_parallel.core import errors
+
+    original, names = errors.check_int, []
+
+    def counting(name, value, *args):
+        names.append(name)
+        return original(name, value, *args)
+
+    for module in list(sys.modules.values()):
+        loaded = getattr(module, "__dict__", {})
+        if getattr(module, "__name__", "").startswith("edu_parallel"):
+            if loaded.get("check_int") is original:
+                monkeypatch.setattr(module, "check_int", counting)
+    return names
