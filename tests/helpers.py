@@ -172,3 +172,47 @@ def checked_names(monkeypatch) -> list:
             if loaded.get("check_int") is original:
                 monkeypatch.setattr(module, "check_int", counting)
     return names
+
+
+def independent_matrix(
+    world: int, experts: int, top_k: int, c: float, skew: float, tokens: int, hidden: int
+) -> list[list[int]]:
+    """Kept assignments from rank s to the rank owning each expert, x h x 4 bytes, on one
+    process: the MoE layer's traffic recomputed by routing its tokens here. (Imported here, not at
+    the top: the experts load torch.)"""
+    from edu_parallel.expert_parallel.experts import init_moe, make_tokens
+    from edu_parallel.expert_parallel.router import route
+
+    params = init_moe(experts, hidden, skew=skew)
+    x, _ = make_tokens(world, tokens, hidden)
+    per = experts // world
+    m = [[0] * world for _ in range(world)]
+    for s in range(world):
+        r = route(x[s * tokens : (s + 1) * tokens], params.router, top_k, c)
+        for e in r.experts[r.kept].tolist():
+            m[s][e // per] += hidden * 4
+    return m
+
+
+def timed(name, p, m, v=1, t_f=1.0, t_b=1.0, t_w=0.0, t_comm=0.0):
+    """The Timeline of schedule ``name`` on ``p`` ranks, ``m`` microbatches and ``v`` chunks, with
+    these times per F, B, W and hop. (Imported here, not at the top, as the other helpers do.)"""
+    from edu_parallel.pipeline_parallel.builders import build_schedule
+    from edu_parallel.pipeline_parallel.timing import time_schedule
+
+    return time_schedule(build_schedule(name, p, m, v), t_f, t_b, t_w, t_comm)
+
+
+def boxes(fig) -> list[tuple[int, str, int, int, float, float]]:
+    """(rank, kind, stage, microbatch, start, width) of every F/B/W box of a Gantt."""
+    out = []
+    for tr in fig.data:
+        if (tr.meta or {}).get("role") != "box":
+            continue
+        assert len(tr.y) == len(tr.base) == len(tr.x) == len(tr.customdata) == len(tr.text)
+        for y, base, width, (rank, stage, mb), text in zip(
+            tr.y, tr.base, tr.x, tr.customdata, tr.text, strict=True
+        ):
+            assert y == rank and text.split("<br>")[0] == str(mb)
+            out.append((int(rank), tr.meta["kind"], int(stage), int(mb), base, width))
+    return sorted(out)
