@@ -31,9 +31,9 @@ from .base import Concept
 
 # AsyncConfig's fields as the command line spells them
 _OPTION_NAMES = {
-    "straggler_rank": "straggler-rank",
-    "delay_ms": "delay-ms",
-    "local_steps": "local-steps",
+    "straggler_rank": "--straggler-rank",
+    "delay_ms": "--delay-ms",
+    "local_steps": "--local-steps",
 }
 # the run's defaults have one home: the config's fields
 DEFAULTS = {f.name: f.default for f in fields(AsyncConfig) if f.init}

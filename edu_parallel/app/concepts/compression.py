@@ -86,7 +86,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 # CompressConfig's fields as the command line spells them
-_OPTION_NAMES = {"error_feedback": "error-feedback", "start_step": "start-step"}
+_OPTION_NAMES = {"error_feedback": "--error-feedback", "start_step": "--start-step"}
 
 
 def _check(a: argparse.Namespace, dims: ParallelDims) -> CompressConfig:

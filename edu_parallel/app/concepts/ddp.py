@@ -69,12 +69,12 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
 
 
 # the command line's names of the options whose config field is spelled otherwise
-SPELLING = {"bucket_cap_mb": "bucket-mb", "flops_per_s": "flops"}
+SPELLING = {"bucket_cap_mb": "--bucket-mb", "flops_per_s": "--flops"}
 
 
 def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> DdpRun:
     """The run, checked once by its configs before any process starts, every error naming the
-    option as the command line spells it (``bucket-mb=0.0``)."""
+    option as the command line spells it (``--bucket-mb=0.0``)."""
     problems = Problems()
     if a.no_overlap and a.sync not in ("overlap", "bucketed"):
         problems.add(

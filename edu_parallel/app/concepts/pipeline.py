@@ -85,7 +85,7 @@ def _pipeline_setup(
     its stages from the dims."""
     from_stages = launched is None and a.world_size is None and a.stages is not None
     if from_stages:
-        with spelled_as({"world_size": "stages"}):
+        with spelled_as({"world_size": "--stages"}):
             dims = run_dims(None, a.stages)
     else:
         dims = run_dims(launched, DEFAULT_RANKS if a.world_size is None else a.world_size)
