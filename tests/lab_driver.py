@@ -309,3 +309,18 @@ class Lesson:
                 return shown
             time.sleep(0.3)
         raise TimeoutError(f"{self.name}: no feedback 120 s after pressing the button")
+
+
+def close_unedited_tab(page: object, wait_s: float = 3.0) -> None:
+    """Close the current tab of a notebook the test did not edit. JupyterLab marks a notebook
+    changed when its kernel's info fills in ``language_info`` (the Python version and the like);
+    when that reply lands before the click, closing asks to save: the answer is Discard."""
+    page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        discard = page.query_selector(".jp-Dialog button:has-text('Discard')")
+        if discard is not None:
+            discard.click()
+            page.wait_for_selector(".jp-Dialog", state="detached")
+            return
+        time.sleep(0.1)

@@ -22,6 +22,7 @@ from lab_driver import (
     LabServer,
     Lesson,
     cjk_fontconfig,
+    close_unedited_tab,
     find_chromium,
     why_no_browser,
 )
@@ -184,7 +185,7 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(browser, tmp_pat
                 ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown:has-text('课程目录')",
                 timeout=60_000,
             )
-            page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+            close_unedited_tab(page)
             page.click(".jp-BreadCrumbs-home")
             lesson = Lesson(page, server, ZH_LESSON, shots)
             lesson.run_all(RUN_ALL_LIMIT_S)
