@@ -10,7 +10,7 @@ from helpers import Recorder, checked_names, count_checks, no_process_cluster
 
 from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
-from edu_parallel.pipeline_parallel.builders import build_schedule
+from edu_parallel.pipeline_parallel.builders import MAX_MICROBATCHES, build_schedule
 from edu_parallel.pipeline_parallel.config import PipelineConfig
 from edu_parallel.pipeline_parallel.execute import pipeline_job
 from edu_parallel.pipeline_parallel.model import (
@@ -139,7 +139,7 @@ class _NoRun:
         ({"schedule": "pipedream"}, "schedule='pipedream' is not valid: expected one of 'gpipe'"),
         ({"stages": 8}, "stages=8 is not valid: expected an integer in [1, 4]"),
         ({"stages": 0}, "stages=0 is not valid: expected an integer >= 1"),
-        ({"microbatches": 0}, "microbatches=0 is not valid: expected an integer >= 1"),
+        ({"microbatches": 0}, "microbatches=0 is not valid: expected an integer in [1, 512]"),
         ({"chunks": 0}, "chunks=0 is not valid: expected an integer >= 1"),
         ({"chunks": 2}, "chunks=2 is not valid: expected 1 for schedule='1f1b'"),
         (
@@ -175,6 +175,16 @@ def test_a_config_names_every_bad_field_at_once_and_fills_its_defaults() -> None
     assert (zb.stages, zb.layers, zb.num_stages) == (3, 6, 3)
     assert zb.times == {"t_f": 1.0, "t_b": 1.0, "t_w": 1.0, "t_comm": 0.0}
     assert zb.plan == build_schedule("zb-h1", 3, 8)
+
+
+def test_the_microbatches_are_bounded_before_the_schedule_is_built() -> None:
+    """A million microbatches is refused in one line before any schedule is built (it hung);
+    the largest accepted count builds its schedule, of 2 actions per microbatch per rank."""
+    with pytest.raises(ValueError, match=r"^microbatches=1000000 is not valid: expected an int"):
+        PipelineConfig("1f1b", 2, 1_000_000)
+    top = PipelineConfig("1f1b", 2, MAX_MICROBATCHES)
+    done = sum(a is not None for rank in top.plan.actions for a in rank)
+    assert done == 2 * 2 * MAX_MICROBATCHES  # F and B of every microbatch on each of 2 ranks
 
 
 def test_run_pipeline_checks_once_and_the_ranks_receive_that_config(monkeypatch) -> None:

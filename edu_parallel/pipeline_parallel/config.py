@@ -25,7 +25,7 @@ from ..core.errors import (
     check_positive,
 )
 from ..core.i18n import _
-from .builders import SCHEDULES, ScheduleName, make_schedule
+from .builders import MAX_MICROBATCHES, SCHEDULES, ScheduleName, make_schedule
 from .formulas import default_times
 from .schedule import Schedule
 
@@ -88,7 +88,7 @@ class PipelineConfig(Checked):
         p = Problems()
         name = self._field(p, "schedule", check_choice, SCHEDULES)
         ranks = self._stages(p)
-        m = self._field(p, "microbatches", check_int, 1)
+        m = self._field(p, "microbatches", check_int, 1, MAX_MICROBATCHES)
         v = self._field(p, "chunks", check_int, 1)
         if name is not None and v is not None and name != "interleaved" and v != 1:
             valid = _(

@@ -28,7 +28,7 @@ from ..core.errors import (
 )
 from ..core.i18n import _
 from ..core.trace import Trace
-from ..pipeline_parallel.builders import SCHEDULES, build_schedule
+from ..pipeline_parallel.builders import MAX_MICROBATCHES, SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import Timeline, bubble_formula, time_schedule
 from .controls import WidgetView, kept_html, limits, show_in
 from .pipeline import pipeline_gantt, pipeline_view
@@ -46,7 +46,11 @@ class PipelineState(Checked):
     of P) is :func:`~edu_parallel.pipeline_parallel.builders.build_schedule`'s to say.
     """
 
-    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {"P": (2, 64), "M": (1, 512), "v": (1, 4)}
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "P": (2, 64),
+        "M": (1, MAX_MICROBATCHES),
+        "v": (1, 4),
+    }
     """The explorer's bounds: what it simulates (and draws) in well under a second."""
 
     schedule: str = "1f1b"
