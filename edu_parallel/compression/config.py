@@ -31,9 +31,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 from ..core.i18n import _
-from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig, check_flag
+from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig
 from ..task.targets import TARGET_STEPS, TASK_LR
 
 Method = Literal["none", "fp16", "bf16", "topk", "randk", "sign", "powersgd"]
@@ -113,7 +121,7 @@ class CompressConfig(Checked):
                     " >= n m, torch's min_compression_rate)"
                 ).format(model=MODEL, rate=MIN_COMPRESSION_RATE)
             )
-        feedback = self._field(p, "error_feedback", check_flag)
+        feedback = self._field(p, "error_feedback", check_bool)
         if feedback is True and method == "none":
             others = ", ".join(m for m in METHODS if m != "none")
             valid = _(
@@ -125,7 +133,7 @@ class CompressConfig(Checked):
         self._field(p, "lr", check_positive)
         self._field(p, "seed", check_int, 0)
         self._field(p, "start_step", check_int, 0, MAX_STEPS)
-        self._field(p, "compare_torch", check_flag)
+        self._field(p, "compare_torch", check_bool)
         if not p:
             # Its ranks are not lined up before each step: the all-reduce synchronises them
             # anyway, and a barrier per step costs a latency the lesson's 200-step runs would feel.

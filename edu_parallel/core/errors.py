@@ -229,6 +229,13 @@ def check_non_negative(name: str, value: Any, valid: str = "") -> float:
     return as_float
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is True or False (not 1, not "yes"), else the one-line error."""
+    if not isinstance(value, bool):
+        raise bad_value(name, value, _("True or False"))
+    return value
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
     options = list(choices)

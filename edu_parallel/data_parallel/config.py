@@ -38,6 +38,7 @@ from ..core.errors import (
     Checked,
     Problems,
     bad_value,
+    check_bool,
     check_choice,
     check_int,
     check_positive,
@@ -106,13 +107,6 @@ DEFAULT_FLOPS_PER_S = 400e12  # the GPU model's compute rate: an H100's dense bf
 DTYPE = "float32"
 
 
-def check_flag(name: str, value: Any) -> bool:
-    """``value`` if it is True or False, else the one-line error."""
-    if not isinstance(value, bool):
-        raise bad_value(name, value, _("True or False"))
-    return value
-
-
 def check_rows(name: str, value: Any) -> int:
     """``value`` as rows per rank in [1, :data:`MAX_ROWS`], else the one-line error."""
     try:
@@ -164,7 +158,7 @@ class DdpConfig(Checked):
         self._field(p, "steps", check_int, 1, MAX_STEPS)
         self._field(p, "lr", check_positive)
         self._field(p, "seed", check_int, 0)
-        self._field(p, "line_up", check_flag)
+        self._field(p, "line_up", check_bool)
         if model is None:
             return p.lines
         spec = DDP_MODELS[model]
@@ -270,7 +264,7 @@ class DdpRun(Checked):
         self._field(p, "flops_per_s", check_positive)
         if self.rows is not None and self._field(p, "rows", check_rows) is None:
             p.amend(_(" (leave it out for the run's own rows)"))
-        self._field(p, "compare_torch", check_flag)
+        self._field(p, "compare_torch", check_bool)
         if self.hook is not None and not callable(self.hook):
             valid = _("None or a function hook(ctx, flat, step, bucket) of a module")
             p.add(bad_value("hook", self.hook, valid))

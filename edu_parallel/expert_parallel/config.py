@@ -20,7 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 from ..core.i18n import _
 from .formulas import (
     DEFAULTS,
@@ -47,13 +55,6 @@ def check_skew(name: str, value: Any) -> float:
     if isinstance(value, bool) or not 0.0 <= as_float <= MAX_SKEW:
         raise bad_value(name, value, valid)
     return as_float
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """``value`` if it is True or False, else the one-line error."""
-    if not isinstance(value, bool):
-        raise bad_value(name, value, _("True or False"))
-    return value
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class MoEConfig(Checked):
         self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
         self._field(p, "seed", check_int, 0)
         self._field(p, "dispatch", check_choice, DISPATCHES)
-        self._field(p, "backward", check_flag)
+        self._field(p, "backward", check_bool)
         return p.lines
 
     @property

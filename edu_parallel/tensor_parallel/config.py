@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int
+from ..core.errors import Checked, Problems, bad_value, check_bool, check_choice, check_int
 from ..core.i18n import _
 from ..core.units import DTYPES
 
@@ -37,13 +37,6 @@ ITEMSIZE: dict[str, int] = {dtype: DTYPES[dtype] for dtype in get_args(Dtype)}  
 TOLERANCES = {"float64": (1e-10, 1e-12), "float32": (1e-4, 1e-5)}  # (rtol, atol) of allclose
 MAX_BATCH, MAX_SEQ, MAX_HIDDEN, MAX_FFN = 1024, 4096, 8192, 32768
 MAX_ELEMENTS = 2**22  # b * s * max(h, ffn) (attention: max(h, s * heads)): a teaching run on CPU
-
-
-def check_bool(name: str, value: object) -> bool:
-    """``value`` if it is True or False, else the one-line error."""
-    if not isinstance(value, bool):
-        raise bad_value(name, value, _("True or False"))
-    return value
 
 
 @dataclass(frozen=True)
