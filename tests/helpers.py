@@ -9,6 +9,7 @@ this interpreter and its virtual environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -110,16 +111,21 @@ def child_pids(pid: int | None = None) -> list[int]:
 class Recorder:
     """An executor that starts nothing: it records each ``run(fn, *args)`` and answers as a
     non-zero rank under torchrun does (None), so a runner returns right after handing its jobs
-    their arguments. ``calls``: ``(fn, args)`` in order."""
+    their arguments. ``calls``: ``(fn, args)`` in order; ``sized(n)`` gives one of ``n`` ranks
+    that records into the same list."""
 
     backend = "gloo"
 
-    def __init__(self, world_size: int):
+    def __init__(self, world_size: int, calls: list | None = None):
         self.world_size = world_size
-        self.calls: list[tuple] = []
+        self.calls: list[tuple] = [] if calls is None else calls
 
     def run(self, fn, *args, **kwargs):
         self.calls.append((fn, args))
+
+    @contextlib.contextmanager
+    def sized(self, n: int):
+        yield Recorder(n, self.calls)
 
 
 def count_checks(monkeypatch, cls: type) -> list:

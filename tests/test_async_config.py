@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import re
 import statistics
 
 import pytest
 import torch
-from helpers import fresh_python
+from helpers import Recorder, fresh_python
 
 from edu_parallel.app.concepts.async_training import ASYNC
 from edu_parallel.async_training.config import (
@@ -117,24 +116,6 @@ def test_batches_are_unique_per_worker_and_step_and_never_held_out():
     x, y = batch(c, 1, 5)
     assert x.shape == (8, 32) and torch.equal(x, batch(c, 1, 5)[0])
     assert not torch.equal(x, batch(c, 0, 5)[0])
-
-
-class Recorder:
-    """An executor that starts nothing: it records each ``run(fn, *args)`` it is asked for and
-    answers as a non-zero rank of torchrun does (None); ``sized(n)`` gives one of ``n`` ranks."""
-
-    backend = "gloo"
-
-    def __init__(self, world_size: int, calls: list | None = None):
-        self.world_size = world_size
-        self.calls = [] if calls is None else calls
-
-    def run(self, fn, *args, **kwargs):
-        self.calls.append((fn, args))
-
-    @contextlib.contextmanager
-    def sized(self, n: int):
-        yield Recorder(n, self.calls)
 
 
 def cli_config(*argv: str, world_size: int = 4):

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from helpers import Recorder
 from test_ddp import NothingMayRun
 
 from edu_parallel.app.concepts.compression import COMPRESS
@@ -173,20 +174,6 @@ def test_every_bad_option_is_named_at_once():
 def test_run_compress_checks_before_any_process_runs(kwargs):
     with pytest.raises(ValueError):
         run_compress(NothingMayRun(), **kwargs)
-
-
-class Recorder:
-    """An executor that starts nothing: it records each ``run(fn, *args)`` it is asked for and
-    answers as a non-zero rank of torchrun does (None)."""
-
-    backend = "gloo"
-
-    def __init__(self, world_size: int):
-        self.world_size = world_size
-        self.calls: list[tuple] = []
-
-    def run(self, fn, *args, **kwargs):
-        self.calls.append((fn, args))
 
 
 def cli_config(*argv: str, world_size: int = 2):
