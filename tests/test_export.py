@@ -1,16 +1,31 @@
 """``edu-parallel export --html``: a static site whose figures and animations play offline."""
 
+import os
+import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
+from lab_driver import CHROMIUM_FLAGS, find_chromium, why_no_browser
 from plotly.offline import get_plotlyjs
 
 from edu_parallel.app.cli import main
 from edu_parallel.app.export import site as export
-from edu_parallel.app.export.html import PLOTLY, WIDGET_VIEW, link_pages, static_outputs
+from edu_parallel.app.export.html import (
+    LAB_CSS,
+    PLOTLY,
+    PLOTLY_JS,
+    SITE_FILES,
+    WIDGET_STATE,
+    WIDGET_VIEW,
+    lab_css,
+    link_pages,
+    static_outputs,
+)
 from edu_parallel.app.lab import lessons_source
+from edu_parallel.core.units import format_bytes
 
 
 class Tags(HTMLParser):
@@ -79,11 +94,15 @@ def test_the_tour_page_has_every_figure_and_plays_offline(site):
     animations = [f for f in figures if f.get("frames")]
     assert len(animations) > 0
     assert text.count("Plotly.addFrames(") == len(animations)
-    assert text.count(get_plotlyjs()) == 1
+    # plotly.js and the lab CSS are loaded from files beside the page, which hold them
+    scripts = [a["src"] for tag, a in Tags(text).tags if tag == "script" and a.get("src")]
+    styles = [a["href"] for tag, a in Tags(text).tags if tag == "link"]
+    assert scripts == [PLOTLY_JS] and styles == [LAB_CSS]
+    assert (lesson.page.parent / scripts[0]).read_text() == get_plotlyjs()
+    assert (lesson.page.parent / styles[0]).read_text() == lab_css()
     assert network_refs(text) == []
-    without_js = text.replace(get_plotlyjs(), "")
     for cdn in ("cdnjs.cloudflare.com", "unpkg.com", "cdn.jsdelivr.net"):
-        assert cdn not in without_js
+        assert cdn not in text
 
 
 @pytest.mark.multiprocess
@@ -95,7 +114,7 @@ def test_widgets_become_notes_and_the_index_links_resolve(site):
     assert len(widgets) > 0
     assert text.count('class="edu-widget-note"') == len(widgets)
     assert "Interactive widget (quiz): open this lesson in JupyterLab" in text
-    assert "VBox(" not in text and WIDGET_VIEW not in text
+    assert "VBox(" not in text and WIDGET_VIEW not in text and WIDGET_STATE not in text
     assert f"<title>{lesson.title}</title>" in text and lesson.title.startswith("00")
     index = (dest / "index.html").read_text()
     links = [a["href"] for tag, a in Tags(index).tags if tag == "a"]
@@ -107,6 +126,107 @@ def test_widgets_become_notes_and_the_index_links_resolve(site):
     course = {p.stem for p in lessons_source().glob("*.ipynb")}
     assert local and all(Path(h).suffix == ".html" and Path(h).stem in course for h in local)
     assert network_refs(index) == []
+
+
+def _plotly_pieces() -> list[str]:
+    """Three 2000-character pieces of plotly.js (start, middle, end): one in a page means the
+    page inlines plotly.js, in full or in part."""
+    js = get_plotlyjs()
+    return [js[i : i + 2000] for i in (0, len(js) // 2, len(js) - 2000)]
+
+
+@pytest.mark.multiprocess
+def test_the_site_holds_plotly_js_once_and_its_size_is_counted(site):
+    dest, pages, _ = site
+    files = sorted(dest.iterdir())
+    assert sorted(f.name for f in files) == sorted(["00_tour.html", "index.html", *SITE_FILES])
+    pieces = _plotly_pieces()
+    for page in (f for f in files if f.suffix == ".html"):
+        assert not any(piece in page.read_text() for piece in pieces), f"{page.name} inlines it"
+    size = export.site_size(dest, lessons_source())
+    total = sum(f.stat().st_size for f in files)
+    assert (size.total, size.files) == (total, len(files))
+    assert (size.largest, size.largest_bytes) == (pages[0].page, pages[0].page.stat().st_size)
+    # the tour's page is its prose, code, one animation and a note: not plotly.js (4.8 MB) nor
+    # the lab CSS (260 KB), which the site holds once
+    assert size.largest_bytes < 250_000
+    shared = sum((dest / name).stat().st_size for name in SITE_FILES)
+    assert shared >= len(get_plotlyjs()) and total < shared + 250_000
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    reason = why_no_browser()
+    if reason:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{reason}: in CI the site's browser test must run (.ci/run installs it)")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+DRAWN = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done({
+    plotly: typeof window.Plotly,
+    labTheme: getComputedStyle(document.body).getPropertyValue("--jp-layout-color0").trim(),
+    figures: [...document.querySelectorAll(".plotly-graph-div")].map(div => ({
+        drawn: div.querySelector(".main-svg") !== null && (div._fullData || []).length > 0,
+        frames: ((div._transitionData || {})._frames || []).length,
+    })),
+}))))"""
+
+
+def _open_offline(browser, page: Path) -> tuple[dict, list[str], list[str]]:
+    """``page`` opened from disk with every network request refused: what :data:`DRAWN` reads,
+    the page's script errors and the network addresses it asked for."""
+    tab = browser.new_page()
+    errors: list[str] = []
+    asked: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+
+    def refuse(route):
+        asked.append(route.request.url)
+        route.abort()
+
+    tab.route(re.compile(r"^(https?|wss?)://"), refuse)
+    try:
+        tab.goto(page.resolve().as_uri(), wait_until="load")
+        return tab.evaluate(DRAWN), errors, asked
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+@pytest.mark.multiprocess
+def test_the_page_draws_offline_in_chromium_from_the_sites_plotly_js(site, chromium, tmp_path):
+    dest, pages, _ = site
+    lesson = pages[0]
+    seen, errors, asked = _open_offline(chromium, lesson.page)
+    assert (errors, asked) == ([], [])
+    assert seen["plotly"] == "object" and seen["labTheme"] != ""
+    animations = [f for f in plotly_outputs(lesson.executed) if f.get("frames")]
+    assert len(seen["figures"]) == len(plotly_outputs(lesson.executed)) > 0
+    assert all(f["drawn"] for f in seen["figures"])
+    assert sorted(f["frames"] for f in seen["figures"] if f["frames"]) == sorted(
+        len(a["frames"]) for a in animations
+    )
+    # the same page without plotly.min.js beside it, or with a wrong path to it, draws nothing:
+    # the checks above fail for a page that lost its plotly.js
+    alone = tmp_path / "alone" / lesson.page.name
+    alone.parent.mkdir()
+    shutil.copy(lesson.page, alone)
+    wrong = tmp_path / "wrong" / lesson.page.name
+    shutil.copytree(dest, wrong.parent)
+    text = lesson.page.read_text()
+    wrong.write_text(text.replace(f'src="{PLOTLY_JS}"', f'src="js/{PLOTLY_JS}"'))
+    assert wrong.read_text() != text
+    for broken in (alone, wrong):
+        seen, errors, _ = _open_offline(chromium, broken)
+        assert seen["plotly"] == "undefined" and not any(f["drawn"] for f in seen["figures"])
+        assert any("Plotly is not defined" in e for e in errors)
 
 
 def test_links_between_lessons_point_to_the_pages():
@@ -180,10 +300,30 @@ def test_a_failing_lesson_is_named_in_one_line_and_the_pages_before_it_stay(
     assert out.startswith("00_ok.html")
     first = err.splitlines()[0]
     assert first == "error: lesson 01_bad failed in the cell `x = 1`: ValueError: boom"
-    assert sorted(p.name for p in dest.iterdir()) == ["00_ok.html", "index.html"]
+    written = sorted(p.name for p in dest.iterdir())
+    assert written == sorted(["00_ok.html", "index.html", *SITE_FILES])
     assert 'href="01_bad.html"' in (dest / "00_ok.html").read_text()
     assert "00 · Fine" in (dest / "index.html").read_text()
     assert sorted(p.name for p in lessons.iterdir()) == ["00_ok.ipynb", "01_bad.ipynb"]
+
+
+def test_the_export_ends_with_the_sites_size_and_its_largest_page(tmp_path, monkeypatch, capsys):
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    _notebook(lessons, "00_small.ipynb", md("# 00 · Small"), code("1 + 1"))
+    _notebook(lessons, "01_large.ipynb", md("# 01 · Large"), code("print('x' * 20_000)"))
+    monkeypatch.setattr(export, "lessons_source", lambda: lessons)
+    dest = tmp_path / "site"
+    assert main(["export", "--html", str(dest), "--timeout", "60"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    files = list(dest.iterdir())
+    assert len(files) == 3 + len(SITE_FILES)
+    total = format_bytes(sum(f.stat().st_size for f in files))
+    largest = format_bytes((dest / "01_large.html").stat().st_size)
+    assert last == (
+        f"the site: {total} in {len(files)} files; its largest page: 01_large.html ({largest})"
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 kernel and no network.
 
 * ``site.py``: run each lesson in a temporary copy, write the pages (:func:`export_site`);
-* ``html.py``: one page from an executed notebook (plotly inlined, widgets as notes);
+* ``html.py``: one page from an executed notebook (widgets as notes), and the files every page
+  loads, once per site (``plotly.min.js``, ``lab.css``);
 * ``probe.py``: what a kernel reports back while a lesson runs.
 """
 

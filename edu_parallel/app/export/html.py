@@ -3,11 +3,14 @@
 nbconvert's ``lab`` template drops the plotly mimetype (``application/vnd.plotly.v1+json``) and
 loads require.js, MathJax, mermaid and the widget manager from CDNs. Here:
 
-* every plotly output becomes a ``div`` + ``script`` (:func:`plotly.io.to_html` without plotly.js),
-  and plotly.js itself is inlined once in the page head, so figures and frame animations (play
-  button, slider) work offline;
+* every plotly output becomes a ``div`` + ``script`` (:func:`plotly.io.to_html` without plotly.js);
+  plotly.js itself is one file of the site, :data:`PLOTLY_JS` beside the pages, loaded by a
+  relative ``<script src>``, so figures and frame animations (play button, slider) work offline
+  and the 4.8 MB of plotly.js are written once per site, not once per page;
+* the lab template's CSS (its stylesheet, light theme and code highlighting, 260 KB) is the
+  site's :data:`LAB_CSS`, linked by every page (:func:`site_files` writes both);
 * every widget view (quiz, exercise panel, explorer, progress bar) becomes a one-line note, then
-  its kernel-free counterpart when the package offers one (see ``export_probe.py``), else what it
+  its kernel-free counterpart when the package offers one (see ``probe.py``), else what it
   showed when the lesson ran (its HTML texts and the outputs of its Output areas; not for quizzes,
   whose answers need the kernel);
 * links between lessons (``05_dp_bucketing_overlap.ipynb``) point to the ``.html`` pages.
@@ -32,10 +35,15 @@ OPEN_IN_LAB = "open this lesson in JupyterLab (<code>edu-parallel lab</code>)"
 TEXT_MODELS = ("HTMLModel", "HTMLMathModel", "LabelModel")
 NOTE_ONLY = ("quiz", "progress bar")  # a snapshot of these would mislead: answers need a kernel
 
+PLOTLY_JS = "plotly.min.js"  # the site's one copy of plotly.js, beside the pages
+LAB_CSS = "lab.css"  # the lab template's CSS, once per site
+SITE_FILES = (PLOTLY_JS, LAB_CSS)  # what every page loads: see site_files
+
 PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}
-<script type="text/javascript">{{ resources.plotly_js }}</script>
+<script charset="utf-8" src="{{ resources.plotly_js_file }}"></script>
 {%- endblock html_head_js_requirejs -%}
+{% block notebook_css %}<link rel="stylesheet" href="{{ resources.lab_css_file }}">{% endblock %}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
@@ -47,6 +55,18 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {{ super() }}
 <nav class="edu-nav"><a href="index.html">&larr; all lessons</a></nav>
 {%- endblock body_header -%}
+"""
+
+# renders only the CSS that the lab template would inline in a page's head (see lab_css)
+CSS_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block header -%}
+{% for css in resources.inlining.css -%}<style type="text/css">{{ css }}</style>{% endfor %}
+{{ self.notebook_css() }}
+{%- endblock header -%}
+{%- block body_header -%}{%- endblock body_header -%}
+{%- block body_loop -%}{%- endblock body_loop -%}
+{%- block body_footer -%}{%- endblock body_footer -%}
+{%- block footer -%}{%- endblock footer -%}
 """
 
 
@@ -156,21 +176,48 @@ def static_notebook(nb: Any, views: dict[str, Any], stems: Iterable[str]) -> Any
     return page
 
 
-def render_page(page: Any, title: str, plotly_js: str) -> str:
-    """The page's HTML (nbconvert ``lab`` template, with plotly.js inlined once, no CDN)."""
+def _exporter(template: str, **options: Any) -> Any:
+    """nbconvert's ``lab`` HTML exporter rendering ``template`` (a template of this module)."""
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(
+    templates = {"edu_parallel_page.html.j2": PAGE_TEMPLATE, "edu_parallel_css.j2": CSS_TEMPLATE}
+    return HTMLExporter(
         template_name="lab",
-        extra_loaders=[DictLoader({"edu_parallel_page.html.j2": PAGE_TEMPLATE})],
-        template_file="edu_parallel_page.html.j2",
-        embed_images=True,
+        extra_loaders=[DictLoader(templates)],
+        template_file=template,
+        **options,
     )
-    body, _ = exporter.from_notebook_node(
-        page, resources={"metadata": {"name": title}, "plotly_js": plotly_js}
-    )
+
+
+def render_page(page: Any, title: str) -> str:
+    """The page's HTML (nbconvert ``lab`` template); it loads :data:`PLOTLY_JS` and
+    :data:`LAB_CSS` from its own folder and nothing from a network."""
+    from traitlets.config import Config
+
+    # the code-highlighting CSS this preprocessor inlines is in LAB_CSS
+    no_inline_css = Config({"CSSHTMLHeaderPreprocessor": {"enabled": False}})
+    exporter = _exporter("edu_parallel_page.html.j2", config=no_inline_css, embed_images=True)
+    resources = {"metadata": {"name": title}, "plotly_js_file": PLOTLY_JS, "lab_css_file": LAB_CSS}
+    body, _ = exporter.from_notebook_node(page, resources=resources)
     return body
+
+
+def lab_css() -> str:
+    """The CSS the ``lab`` template inlines in each page: code highlighting, then its
+    ``notebook_css`` block (stylesheet, light theme, print rules), as one stylesheet."""
+    import nbformat
+
+    styles, _ = _exporter("edu_parallel_css.j2").from_notebook_node(nbformat.v4.new_notebook())
+    return re.sub(r"</?style[^>]*>", "", styles).strip() + "\n"
+
+
+def site_files() -> dict[str, str]:
+    """The files every page loads, by name: written once per site, beside the pages."""
+    from plotly.offline import get_plotlyjs
+
+    files = {PLOTLY_JS: get_plotlyjs(), LAB_CSS: lab_css()}
+    return {name: files[name] for name in SITE_FILES}
 
 
 def first_heading(nb: Any, default: str) -> str:

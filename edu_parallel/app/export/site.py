@@ -5,10 +5,12 @@
 
 Each lesson runs top to bottom in a kernel of this Python (nbclient, kernel ``python3``), in a
 temporary copy of the lessons folder, so neither the checkout nor the installed package is
-written. Each page carries plotly.js once, every figure and frame animation, and a note (or a
-kernel-free counterpart) for each widget; see ``export_html.py``. Every argument is checked before
-a lesson runs; a lesson that fails stops the export with one line naming it, its cell and the
-error, and the pages already written stay.
+written. Each page carries every figure and frame animation, and a note (or a kernel-free
+counterpart) for each widget; plotly.js and the lab CSS are one file each beside the pages
+(``plotly.min.js``, ``lab.css``), written wherever pages are written; see ``html.py``. Every
+argument is checked before a lesson runs; a lesson that fails stops the export with one line
+naming it, its cell and the error, and the pages already written stay. At the end it prints the
+site's size and its largest page.
 
 Reference: nbclient (https://nbclient.readthedocs.io/en/latest/client.html).
 """
@@ -29,10 +31,19 @@ from typing import Any
 
 from ...core.errors import bad_value, check_timeout
 from ...core.i18n import _
+from ...core.units import format_bytes
 from ...core.workspace import WORKSPACE_VAR
 from ..lab import INDEX, lessons_source
 from ..workspace import course_files, lesson_number
-from .html import WIDGET_VIEW, first_heading, index_page, render_page, static_notebook
+from .html import (
+    SITE_FILES,
+    WIDGET_VIEW,
+    first_heading,
+    index_page,
+    render_page,
+    site_files,
+    static_notebook,
+)
 from .probe import MIMETYPE
 
 KERNEL = "python3"
@@ -242,11 +253,10 @@ def export_site(
     timeout_s = check_timeout("--timeout", timeout)
     source = lessons_source()
     names = pick_lessons(lessons, source)
-    from plotly.offline import get_plotlyjs
-
-    plotly_js = get_plotlyjs()
     stems = [Path(n).stem for n in notebooks_of(source)] + ["index"]
     folder.mkdir(parents=True, exist_ok=True)
+    for file_name, text in site_files().items():  # what every page loads, before any page
+        (folder / file_name).write_text(text, encoding="utf-8")
     done: list[ExportedLesson] = []
     with tempfile.TemporaryDirectory(prefix="edu-parallel-export-") as tmp:
         copy = Path(tmp) / "notebooks"
@@ -258,7 +268,7 @@ def export_site(
                 page = static_notebook(nb, views, stems)
                 title = first_heading(page, Path(name).stem)
                 out = folder / Path(name).with_suffix(".html").name
-                out.write_text(render_page(page, title, plotly_js), encoding="utf-8")
+                out.write_text(render_page(page, title), encoding="utf-8")
                 seconds = time.perf_counter() - start
                 done.append(ExportedLesson(name, title, out, seconds, nb, views))
                 if progress is not None:
@@ -266,6 +276,28 @@ def export_site(
         finally:
             write_index(folder, source)
     return done
+
+
+@dataclass(frozen=True)
+class SiteSize:
+    """The bytes of a site: every file it is made of (``index.html``, the pages it lists, the
+    files they load) and its largest page."""
+
+    total: int
+    files: int
+    largest: Path
+    largest_bytes: int
+
+
+def site_size(folder: Path, source: Path) -> SiteSize:
+    """:class:`SiteSize` of the site in ``folder`` (the pages of the course in ``source``)."""
+    names = lesson_files(source) + course_pages(source)
+    pages = [folder / Path(n).with_suffix(".html").name for n in names]
+    pages = [p for p in pages if p.is_file()]
+    files = pages + [folder / "index.html"] + [folder / n for n in SITE_FILES]
+    sizes = {f: f.stat().st_size for f in files if f.is_file()}
+    largest = max(pages or [folder / "index.html"], key=lambda p: sizes.get(p, 0))
+    return SiteSize(sum(sizes.values()), len(sizes), largest, sizes.get(largest, 0))
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -298,6 +330,16 @@ def run_export(a: argparse.Namespace) -> int:
     index = Path(a.html).expanduser() / "index.html"
     done = _("{n} lessons written; open {path} (no kernel, no network needed)")
     print(done.format(n=len(pages), path=index.resolve()))
+    size = site_size(index.parent, lessons_source())
+    line = _("the site: {total} in {files} files; its largest page: {page} ({page_size})")
+    print(
+        line.format(
+            total=format_bytes(size.total),
+            files=size.files,
+            page=size.largest.name,
+            page_size=format_bytes(size.largest_bytes),
+        )
+    )
     return 0
 
 
