@@ -8,6 +8,12 @@
 3. Hand ring all-reduce busbw / dist.all_reduce busbw at 1 KiB, 1 MiB, 64 MiB for w = 2, 4:
    >= 0.9x at 64 MiB with tracing off, >= 0.85x with tracing on.
 4. Unique memory per worker (USS: private pages, from /proc/PID/smaps_rollup): <= 50 MiB.
+5. Peak memory per rank of a 256 MiB ring all-reduce on 2 and 4 ranks, traced and checked against
+   dist.all_reduce as ``edu-parallel run ring`` runs it, each on a fresh cluster: on each rank, the
+   rise of its resident set over the job (the kernel's high-water mark VmHWM, reset at the start
+   through /proc/self/clear_refs, minus VmRSS then; Linux), divided by the payload, the largest
+   over the ranks: <= 3x (PEAK_FACTOR of edu_parallel/comm/memory.py: the buffer, the builtin's
+   result, one chunk of scratch). ``--memory`` runs only these rows (one size at a time: GBs).
 Timing on a shared 2-core machine is noisy: ratios are measured back to back in one run.
 """
 
@@ -26,9 +32,14 @@ import torch.distributed as dist
 import torch.multiprocessing as tmp
 
 from edu_parallel import Cluster
+from edu_parallel.comm.allreduce import allreduce_peak_job
 from edu_parallel.comm.bench_jobs import time_allreduce
+from edu_parallel.comm.memory import PEAK_FACTOR
 from edu_parallel.core.metrics import busbw_gbps
 from edu_parallel.engine import demos
+from edu_parallel.plans.algorithms import plan_allreduce
+
+MEMORY_SIZE = 256 << 20  # the payload of the memory rows
 
 
 def _spawned_rank(rank: int, world_size: int, port: int) -> None:
@@ -63,10 +74,50 @@ def uss_mib(pid: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--memory", action="store_true", help="only the peak-memory rows")
     a = ap.parse_args()
     reps = 3 if a.quick else 7
     rows: list[tuple[str, str, str, str]] = []
+    if not a.memory:
+        speed_rows(rows, a.quick, reps)
+    memory_rows(rows)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+        f" {platform.release()}, Python {platform.python_version()}, torch {torch.__version__}"
+    )
+    print()
+    print(f"| {'measure':<44} | {'value':<34} | {'goal':<9} | ok |")
+    print(f"|{'-' * 46}|{'-' * 36}|{'-' * 11}|----|")
+    for name, value, goal, ok in rows:
+        print(f"| {name:<44} | {value:<34} | {goal:<9} | {ok:<2} |")
+    sys.stdout.flush()
 
+
+def memory_rows(rows: list[tuple[str, str, str, str]]) -> None:
+    """Peak resident memory per rank of a 256 MiB ring all-reduce over its payload (item 5)."""
+    for w in (2, 4):
+        run = plan_allreduce(w, MEMORY_SIZE)
+        with Cluster(w, timeout=300) as c:  # fresh ranks: nothing kept from an earlier job
+            results = c.run(allreduce_peak_job, run).results
+        peaks = [r["peak_bytes"] for r in results]
+        name = f"ring peak memory per rank w={w} 256 MiB"
+        if None in peaks:
+            rows.append((name, "not measured (not Linux)", "", ""))
+            continue
+        ratio = max(peaks) / run.buffer.real_bytes
+        ok = ratio <= PEAK_FACTOR and all(r["matches_builtin"] for r in results)
+        rows.append(
+            (
+                name,
+                f"{ratio:.2f}x payload ({max(peaks) / 2**20:.0f} MiB, peak RSS)",
+                f"<= {PEAK_FACTOR}x",
+                _ok(ok),
+            )
+        )
+
+
+def speed_rows(rows: list[tuple[str, str, str, str]], quick: bool, reps: int) -> None:
+    """Items 1 to 4."""
     with Cluster(4) as c:
         for _ in range(20):
             c.run(demos.empty)
@@ -94,7 +145,7 @@ def main() -> None:
         with Cluster(4) as c:
             ready.append(c.startup_s)
     starts = []  # the tail of a start (issue 17: TCPStore connects sometimes took 5 s)
-    for _ in range(20 if a.quick else 200):
+    for _ in range(20 if quick else 200):
         with Cluster(4) as c:
             starts.append(c.startup_s)
     starts.sort()
@@ -107,7 +158,7 @@ def main() -> None:
             _ok(p99 <= 0.3),
         )
     )
-    spawn = [spawn_run_s(4) for _ in range(2 if a.quick else 3)]
+    spawn = [spawn_run_s(4) for _ in range(2 if quick else 3)]
     ready_s, spawn_s = statistics.median(ready), statistics.median(spawn)
     rows.append(
         ("4-rank cluster ready (fork)", f"{ready_s:.3f} s", "<= 0.2 s", _ok(ready_s <= 0.2))
@@ -147,17 +198,6 @@ def main() -> None:
                             _ok(ratio >= goal) if check else "",
                         )
                     )
-
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
-        f" {platform.release()}, Python {platform.python_version()}, torch {torch.__version__}"
-    )
-    print()
-    print(f"| {'measure':<44} | {'value':<34} | {'goal':<9} | ok |")
-    print(f"|{'-' * 46}|{'-' * 36}|{'-' * 11}|----|")
-    for name, value, goal, ok in rows:
-        print(f"| {name:<44} | {value:<34} | {goal:<9} | {ok:<2} |")
-    sys.stdout.flush()
 
 
 def _ok(flag: bool) -> str:

@@ -4,6 +4,8 @@
   ``dist.all_reduce``, bytes against the formula, algbw/busbw (:func:`run_allreduce`).
 * ``collective.py``: the other seven collectives the same way (:func:`run_collective`).
 * ``hierarchical.py``: the two-level all-reduce on pretend nodes (:func:`run_hierarchical`).
+* ``memory.py``: what an all-reduce holds per rank (the ring: within 3x its payload), the check
+  that a size fits this machine's free memory, and a rank's own peak (torch-free).
 * ``compare.py``: real runs for the traffic table of ``models/traffic.py``.
 * ``bench.py``, ``bench_jobs.py``: an nccl-tests-style sweep; ``calibration.py``: this machine's
   alpha and beta from a ping-pong.
@@ -21,6 +23,10 @@ _LAZY = {
     "execute_allreduce": "allreduce",
     "run_allreduce": "allreduce",
     "allreduce_job": "allreduce",
+    "allreduce_peak_job": "allreduce",
+    "PEAK_FACTOR": "memory",
+    "bytes_per_rank": "memory",
+    "check_fits": "memory",
     "format_report": "allreduce",
     "step_table": "allreduce",
     "cluster_runner": "allreduce",

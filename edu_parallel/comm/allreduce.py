@@ -7,6 +7,10 @@ every rank: it builds the rank's input, computes the reference with the builtin 
 and returns an :class:`AllReduceReport`: bytes per rank from the trace against the formula, the
 check against the builtin, and algbw/busbw by nccl-tests' definitions. :func:`run_allreduce` does
 both in one call.
+
+Memory: a rank holds its buffer (reduced in place), the builtin's result and one chunk of scratch,
+within 3x the payload (:mod:`~edu_parallel.comm.memory`); the check runs a block at a time
+(:func:`compare`) and only numbers travel back to the parent, never the buffers.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from ..core.metrics import algbw_gbps, busbw_gbps
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
 from ..engine.context import RankContext
-from ..engine.execute import run_plan, same_result
-from ..engine.executor import Executor
+from ..engine.execute import release_scratch, run_plan, same_result
+from ..engine.executor import Executor, in_torchrun
 from ..plans.algorithms import (
     ALGOS,
     ALLREDUCE_FORMULA_TEXT,
@@ -35,6 +39,9 @@ from ..plans.algorithms import (
 )
 from ..plans.layout import SEGMENT_BYTES, chunk_bytes, plan_meta
 from ..plans.plan import Plan
+from .memory import check_fits, peak_reset, peak_resident_bytes, resident_bytes
+
+COMPARE_BLOCK = 1 << 16  # elements compared at a time: 512 KiB per float64 temporary
 
 
 def allreduce_job(ctx: RankContext, run: AllReduceRun) -> dict[str, Any]:
@@ -49,9 +56,34 @@ def allreduce_job(ctx: RankContext, run: AllReduceRun) -> dict[str, Any]:
     start = ctx.tracer.now()
     run_plan(ctx, run.plan, x, run.segment_bytes)
     end = ctx.tracer.now()
-    matches = same_result(x, reference, ctx.world_size, exact=buf.dtype in INTEGER_DTYPES)
-    err = float((x.double() - reference.double()).abs().max()) if buf.numel else 0.0
+    matches, err = compare(x, reference, ctx.world_size, exact=buf.dtype in INTEGER_DTYPES)
     return {"start": start, "end": end, "matches_builtin": matches, "max_abs_err": err}
+
+
+def compare(
+    got: torch.Tensor, expected: torch.Tensor, world_size: int, exact: bool
+) -> tuple[bool, float]:
+    """:func:`~edu_parallel.engine.execute.same_result` and the largest absolute difference (in
+    float64), a block of :data:`COMPARE_BLOCK` elements at a time: the same answer as on the whole
+    tensors, with temporaries of one block instead of several copies of the payload."""
+    matches, err = True, 0.0
+    for a, b in zip(got.split(COMPARE_BLOCK), expected.split(COMPARE_BLOCK), strict=True):
+        matches = matches and same_result(a, b, world_size, exact)
+        err = max(err, float((a.double() - b.double()).abs().max()))
+    return matches, err
+
+
+def allreduce_peak_job(ctx: RankContext, run: AllReduceRun) -> dict[str, Any]:
+    """:func:`allreduce_job` with this rank's memory measured: ``peak_bytes`` is the rise of its
+    resident set over the job (high-water mark minus the resident size at the start), with no
+    scratch kept from an earlier job, so the job pays for all it holds; None where the kernel
+    cannot reset the mark (not Linux)."""
+    release_scratch()
+    measured = peak_reset()
+    before = resident_bytes() if measured else 0
+    out = allreduce_job(ctx, run)
+    out["peak_bytes"] = peak_resident_bytes() - before if measured else None
+    return out
 
 
 @dataclass
@@ -130,9 +162,14 @@ def run_allreduce(
     Messages above ``segment_bytes`` travel in pieces so reduction overlaps transfer; the trace
     still records one message per planned transfer. ``servers`` (``algo="ps"`` or
     ``"ps-sharded"`` only) sets how many ranks act as parameter servers.
+    A ``size`` whose ranks would need more memory than this machine has free is refused before
+    any rank allocates it (:func:`~edu_parallel.comm.memory.check_fits`; not under torchrun,
+    whose ranks the launcher placed).
     """
     dims = getattr(cluster, "dims", cluster.world_size)  # a Cluster's dims: validated, trusted
     run = plan_allreduce(dims, size, dtype, algo, pattern, seed, segment_bytes, servers)
+    if not in_torchrun():
+        check_fits(run, run.plan.world_size, size)
     return execute_allreduce(cluster, run, trace)
 
 

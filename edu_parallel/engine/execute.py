@@ -14,23 +14,33 @@ from __future__ import annotations
 
 import torch
 
-from ..plans.layout import SEGMENT_BYTES
+from ..plans.layout import SEGMENT_BYTES, staged_transfers
 from ..plans.plan import Plan
 from .context import RankContext
 
-_SCRATCH_LIMIT = 256 << 20  # scratch buffers up to this size are kept between jobs
+# Scratch buffers up to this size are kept between jobs (a 64 MiB ring on 2 ranks stages 32 MiB);
+# a larger one is freed with its job, so an idle rank does not hold a big run's scratch.
+_SCRATCH_LIMIT = 64 << 20
 _scratch: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
 
 def scratch(numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A receive buffer of at least ``numel`` elements, reused across jobs (no page faults)."""
+    """A receive buffer of at least ``numel`` elements, reused across jobs (no page faults); a
+    smaller kept one is let go before the new one is allocated, so never two are held."""
     key = (dtype, str(device))
     buf = _scratch.get(key)
     if buf is None or buf.numel() < numel:
-        buf = torch.empty(numel, dtype=dtype, device=device)
-        if numel * buf.element_size() <= _SCRATCH_LIMIT:
-            _scratch[key] = buf
+        buf = None
+        _scratch.pop(key, None)
+        buf = _scratch[key] = torch.empty(numel, dtype=dtype, device=device)
     return buf
+
+
+def release_scratch(keep_bytes: int = 0) -> None:
+    """Free the kept receive buffers larger than ``keep_bytes`` (default: all of them)."""
+    for key, buf in list(_scratch.items()):
+        if buf.numel() * buf.element_size() > keep_bytes:
+            del _scratch[key]
 
 
 def run_plan(
@@ -62,6 +72,9 @@ def run_plan(
     r, c = ctx.rank, plan.num_chunks
     chunks = torch.tensor_split(buf, c)  # views; the first numel % c chunks are one longer
     largest = max(x.numel() for x in chunks)
+    staging = [staged_transfers(pstep, r) for pstep in plan.steps]
+    # one scratch for every step: the most chunks one step stages (the ring: one)
+    pool = scratch(largest * max(map(len, staging), default=0), buf.dtype, buf.device)
     if snapshots:
         ctx.tracer.snapshot(-1, None, buf)
     for i, pstep in enumerate(plan.steps):
@@ -69,9 +82,7 @@ def run_plan(
         outgoing = [t for t in pstep.transfers if t.src == r]
         if not incoming and not outgoing:
             continue
-        sent_chunks = {t.chunk for t in outgoing}
-        staged = [t for t in incoming if t.op == "reduce" or t.to_chunk in sent_chunks]
-        pool = scratch(largest * len(staged), buf.dtype, buf.device)
+        staged = staging[i]
         where = {}  # transfer -> tensor its data lands in
         for t in incoming:
             if chunks[t.chunk].numel() != chunks[t.to_chunk].numel():
@@ -119,6 +130,7 @@ def run_plan(
                 chunks[t.to_chunk].copy_(where[t])
         if snapshots:
             ctx.tracer.snapshot(i, pstep.phase, buf)
+    release_scratch(_SCRATCH_LIMIT)  # a big run's scratch goes with it
     return buf
 
 

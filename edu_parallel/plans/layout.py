@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.inputs import chunk_bounds
 from ..core.units import DTYPES
-from .plan import Plan
+from .plan import Plan, Step, Transfer
 
 # Messages above this travel in 4 MiB pieces, so a receiver adds piece k while k+1 is on the wire.
 SEGMENT_BYTES = 4 << 20
@@ -22,6 +22,15 @@ def chunk_bytes(plan: Plan, numel: int, dtype: str) -> list[int]:
     """Bytes of each of the plan's chunks of a buffer of ``numel`` elements of ``dtype``."""
     bounds = chunk_bounds(numel, plan.num_chunks)
     return [(bounds[k + 1] - bounds[k]) * DTYPES[dtype] for k in range(plan.num_chunks)]
+
+
+def staged_transfers(step: Step, rank: int) -> list[Transfer]:
+    """The transfers ``rank`` receives in ``step`` into a scratch buffer rather than straight into
+    its chunk: a ``reduce`` (added after it lands) and a ``copy`` into a chunk the rank also sends
+    in that step (every send reads the state before the step). The plan interpreter stages them;
+    the memory a rank needs counts them."""
+    sent = {t.chunk for t in step.transfers if t.src == rank}
+    return [t for t in step.transfers if t.dst == rank and (t.op == "reduce" or t.to_chunk in sent)]
 
 
 def plan_meta(plan: Plan, numel: int, dtype: str, pattern: str) -> dict[str, Any]:

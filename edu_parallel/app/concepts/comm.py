@@ -14,11 +14,12 @@ import argparse
 from typing import Any
 
 from ... import comm
+from ...comm.memory import check_fits
 from ...core.dims import ParallelDims
 from ...core.i18n import N_, _
 from ...core.inputs import PATTERNS
 from ...core.units import DTYPES
-from ...engine.executor import Executor
+from ...engine.executor import Executor, in_torchrun
 from ...plans.algorithms import ALGOS, AllReduceRun, plan_allreduce
 from ...plans.collectives import CLI_NAMES, CollectiveRun, plan_collective
 from ...plans.plan import ROOTED
@@ -70,8 +71,13 @@ def _allreduce_args(p: argparse.ArgumentParser) -> None:
 
 
 def _allreduce_check(a: argparse.Namespace, dims: ParallelDims) -> AllReduceRun:
-    """Every option checked and the plan built, before any process starts."""
-    return plan_allreduce(dims, a.size, a.dtype, a.algo, a.pattern, a.seed, servers=a.servers)
+    """Every option checked and the plan built, before any process starts; a ``--size`` whose
+    ranks would not fit in this machine's free memory is refused then (under torchrun the
+    launcher placed the ranks already)."""
+    run = plan_allreduce(dims, a.size, a.dtype, a.algo, a.pattern, a.seed, servers=a.servers)
+    if not in_torchrun():
+        check_fits(run, dims.world_size, a.size)
+    return run
 
 
 def _allreduce_run(executor: Executor, run: AllReduceRun) -> Any:
