@@ -3,11 +3,15 @@ helpers (``cli``, ``fresh_python``, ``free_port``, ``child_pids``) are in ``help
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from helpers import LEARNER
-from lab_driver import why_no_browser
+from lab_driver import ZH_LESSON, why_no_browser
 
 from edu_parallel import Cluster
 from edu_parallel.core.i18n import LANG_VAR
@@ -20,6 +24,8 @@ os.environ.setdefault(LEARNER_VAR, "tests")
 os.environ.setdefault(LANG_VAR, "en")
 
 BROWSER_PASS = "test_learner_path.py"
+# where the browser pass writes each lesson's Run All seconds in Chromium (JSON), when set
+TIMES_VAR = "EDU_PARALLEL_BROWSER_TIMES"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -32,24 +38,66 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     browser = any(item.path.name == BROWSER_PASS for item in items)
     if not browser or why_no_browser() is not None:
         return
-    lessons = [  # the English lessons; the Chinese ones (notebooks/zh/) stay under nbval
+    lessons = [  # the English lessons and zh/03; the other Chinese ones stay under nbval
         i
         for i in items
-        if i.path.suffix == ".ipynb" and i.path.name[:2].isdigit() and i.path.parent.name != "zh"
+        if i.path.suffix == ".ipynb"
+        and i.path.name[:2].isdigit()
+        and (i.path.parent.name != "zh" or f"zh/{i.path.name}" == ZH_LESSON)
     ]
     if lessons:
         config.hook.pytest_deselected(items=lessons)
         items[:] = [i for i in items if i not in lessons]
-        names = sorted({i.path.name for i in lessons})
+        names = sorted({str(i.path.relative_to(i.path.parents[1])) for i in lessons})
         config._edu_parallel_note = (
             f"{len(names)} lessons run in the real-browser pass ({BROWSER_PASS}), not under nbval"
         )
 
 
+RUN_ALL = "run_all_s"  # the user property a browser test records its Run All seconds in
+
+
+@pytest.fixture
+def run_all_times(request) -> Callable[[str, float], None]:
+    """``record(lesson, seconds)``: the browser pass's Run All time of a lesson, kept as a user
+    property of the test (so it reaches the controller under pytest-xdist too), printed at the
+    end of the run and written as JSON to ``$EDU_PARALLEL_BROWSER_TIMES`` when that is set (the
+    course index's "time to run" column, through ``benchmarks/bench_lessons.py --browser``)."""
+
+    def record(lesson: str, seconds: float) -> None:
+        request.node.user_properties.append((RUN_ALL, (lesson, round(seconds, 1))))
+
+    return record
+
+
+RUN_ALL_TIMES: dict[str, float] = {}  # lesson -> seconds, in the process that reports
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        for key, value in report.user_properties:
+            if key == RUN_ALL:
+                lesson, seconds = value
+                RUN_ALL_TIMES[lesson] = seconds
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    note = getattr(terminalreporter.config, "_edu_parallel_note", None)
+    config = terminalreporter.config
+    note = getattr(config, "_edu_parallel_note", None)
     if note:
         terminalreporter.write_line(note)
+    times = RUN_ALL_TIMES
+    if times:
+        terminalreporter.section("Run All in Chromium (seconds)")
+        for name, seconds in times.items():
+            terminalreporter.write_line(f"{name:<40} {seconds:6.1f}")
+        ordered = sorted(times.values())
+        terminalreporter.write_line(
+            f"median {statistics.median(ordered):.1f} s, max {ordered[-1]:.1f} s,"
+            f" {len(ordered)} lessons"
+        )
+        if os.environ.get(TIMES_VAR):
+            Path(os.environ[TIMES_VAR]).write_text(json.dumps(times, indent=1) + "\n")
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,9 @@ PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the current t
 FEEDBACK_WORDS = ("Correct!", "Not quite", "run failed", "cluster is closed", "is not valid")
 
 
+ZH_LESSON = "zh/03_ring_allreduce.ipynb"  # the Chinese lesson the browser pass runs
+
+
 def cjk_fontconfig(folder: Path) -> dict[str, str]:
     """Environment for Chromium that adds the package's CJK font (mplfonts' Noto Sans CJK SC) to
     the system's fonts, so that 中文 renders on a machine without CJK fonts (screenshots read).

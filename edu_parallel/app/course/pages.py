@@ -211,8 +211,10 @@ def time_to_run(seconds: dict, stem: str) -> str:
 def index_page(lessons: tuple, planned: tuple, times: dict) -> dict:
     """The course index: what the course is, how to take it, and the learning path
     (``lessons`` and ``planned`` as :mod:`.lessons` holds them; ``times`` as measured)."""
-    seconds = times.get("seconds", {})
-    machine = times.get("machine", {})
+    browser = times.get("browser", {})
+    shown = browser if browser.get("seconds") else times  # the browser's figure where measured
+    seconds = shown.get("seconds", {})
+    machine = shown.get("machine", {})
     rows = "\n".join(
         f"| [{lsn.label}]({lsn.file}) | {_(lsn.goal)} | {_units(lsn)} | "
         f"{listing([erratum_link(e) for e in lsn.errata])} | "
@@ -220,11 +222,19 @@ def index_page(lessons: tuple, planned: tuple, times: dict) -> dict:
         for lsn in lessons
     )
     description, date = machine.get("description"), machine.get("date")
-    where = (
+    how_measured = (
         _(
+            "Run All in JupyterLab in Chromium, measured by `benchmarks/bench_lessons.py"
+            " --browser` on {machine}, {date}"
+        )
+        if shown is browser
+        else _(
             "measured by `benchmarks/bench_lessons.py` (a fresh kernel running every cell) on"
             " {machine}, {date}"
-        ).format(
+        )
+    )
+    where = (
+        how_measured.format(
             machine=_("an unnamed machine") if description is None else description,
             date=_("no date") if date is None else date,
         )
