@@ -23,68 +23,42 @@ folders, never the engine.
 
 from __future__ import annotations
 
-from .banks.algorithms import algorithms_quiz
-from .banks.async_training import async_quiz
-from .banks.collectives import collectives_quiz
-from .banks.compression import compress_quiz
-from .banks.ddp import ddp_quiz
-from .banks.expert_parallel import moe_quiz
-from .banks.landscape import landscape_quiz
-from .banks.parallel_3d import three_d_quiz
-from .banks.pipeline import pipeline_quiz
-from .banks.ring import ring_quiz
-from .banks.strategy_map import map_quiz
-from .banks.tensor_parallel import tp_quiz
-from .banks.tour import tour_quiz
-from .banks.zero import zero_quiz
-from .container import Quiz, question_text
-from .numeric import Numeric
-from .predict import PredictThenRun, Question
-from .questions import Feedback, MultipleChoice
-from .registry import (
-    BANKS,
-    QUESTION_SETS,
-    BankArgs,
-    QuestionSet,
-    Runner,
-    get_quiz,
-    register_bank,
-    simulation_runner,
-)
-from .terminal import run_in_terminal
-from .widget import QuizWidget, show_quiz
+from ..core.lazy import lazy_exports
 
-__all__ = [
-    "BANKS",
-    "QUESTION_SETS",
-    "BankArgs",
-    "Feedback",
-    "MultipleChoice",
-    "Numeric",
-    "PredictThenRun",
-    "Question",
-    "QuestionSet",
-    "Quiz",
-    "QuizWidget",
-    "Runner",
-    "algorithms_quiz",
-    "async_quiz",
-    "collectives_quiz",
-    "compress_quiz",
-    "ddp_quiz",
-    "get_quiz",
-    "landscape_quiz",
-    "map_quiz",
-    "moe_quiz",
-    "pipeline_quiz",
-    "question_text",
-    "register_bank",
-    "ring_quiz",
-    "run_in_terminal",
-    "show_quiz",
-    "simulation_runner",
-    "tour_quiz",
-    "three_d_quiz",
-    "tp_quiz",
-    "zero_quiz",
-]
+# loaded on first use (core/lazy.py): a lesson's quiz imports its own bank, not all fourteen
+_LAZY = {
+    "algorithms_quiz": "banks.algorithms",
+    "async_quiz": "banks.async_training",
+    "collectives_quiz": "banks.collectives",
+    "compress_quiz": "banks.compression",
+    "ddp_quiz": "banks.ddp",
+    "moe_quiz": "banks.expert_parallel",
+    "landscape_quiz": "banks.landscape",
+    "three_d_quiz": "banks.parallel_3d",
+    "pipeline_quiz": "banks.pipeline",
+    "ring_quiz": "banks.ring",
+    "map_quiz": "banks.strategy_map",
+    "tp_quiz": "banks.tensor_parallel",
+    "tour_quiz": "banks.tour",
+    "zero_quiz": "banks.zero",
+    "Quiz": "container",
+    "question_text": "container",
+    "Numeric": "numeric",
+    "PredictThenRun": "predict",
+    "Question": "predict",
+    "Feedback": "questions",
+    "MultipleChoice": "questions",
+    "BANKS": "registry",
+    "BankArgs": "registry",
+    "QUESTION_SETS": "registry",
+    "QuestionSet": "registry",
+    "Runner": "registry",
+    "get_quiz": "registry",
+    "register_bank": "registry",
+    "simulation_runner": "registry",
+    "run_in_terminal": "terminal",
+    "QuizWidget": "widget",
+    "show_quiz": "widget",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

@@ -39,109 +39,78 @@
 
 Imports ``core/``, ``plans/``, ``models/``, ``memory/``, ``planner/`` and the pure modules of the
 parallelism folders, never the engine; plotting libraries are imported inside the functions,
-never torch.
+never torch. The names load on first use (``core/lazy.py``): ``from edu_parallel.viz import
+ring_animation`` imports the ring's renderer, not every lesson's.
 """
 
 from __future__ import annotations
 
-from .async_timeline import (
-    loss_curves_figure,
-    regime_timeline,
-    staleness_figure,
-    time_to_target_figure,
-)
-from .bars import bytes_bars, bytes_bars_plotly, default_formula
-from .collective import before_after
-from .compress import bytes_by_n_figure, curves_figure, residual_figure, whatif_figure
-from .cost import crossover_figure
-from .ddp import streams_figure
-from .ddp_buckets import bucket_fill_animation
-from .ddp_sweep import cap_label, sweep_figure
-from .fsdp import collective_sequence, gathered_memory_figure
-from .grid import step_grid
-from .interconnects import interconnect_figure
-from .memory_ledger import Ledger, LedgerFrame, ledger
-from .mesh import mesh_figure
-from .mesh_bars import group_bytes_figure, memory_figure
-from .model import Arrow, RingFrames, StepView, build_frames
-from .moe import dispatch_animation, expert_load_bars, traffic_heatmap
-from .nccl_choice import nccl_choice_figure
-from .pipeline import PipelineView, pipeline_gantt, pipeline_view
-from .pipeline_bubble import bubble_curves, bubble_vs_microbatches_figure
-from .pipeline_memory import activation_memory_figure
-from .pipeline_widget import PipelineState, PipelineWidget
-from .planner import pareto_figure, time_terms_figure
-from .planner_widget import PlannerState, PlannerWidget
-from .player import PlayerState, RingPlayer
-from .rank_timeline import time_axis_label, timeline
-from .ring import RingDrawing, ring_animation, ring_step_figure
-from .strategy_map import map_table_figure, sent_bars_figure, split_figure
-from .tp import tp_animation, tp_blocks
-from .zero import memory_bars, memory_bars_animation
-from .zero_widget import ZeroState, ZeroWidget
+from ..core.lazy import lazy_exports
 
-__all__ = [
-    "Arrow",
-    "Ledger",
-    "LedgerFrame",
-    "PipelineState",
-    "PipelineView",
-    "PipelineWidget",
-    "PlannerState",
-    "PlannerWidget",
-    "PlayerState",
-    "RingDrawing",
-    "RingFrames",
-    "RingPlayer",
-    "StepView",
-    "ZeroState",
-    "ZeroWidget",
-    "activation_memory_figure",
-    "before_after",
-    "bubble_curves",
-    "bubble_vs_microbatches_figure",
-    "bucket_fill_animation",
-    "build_frames",
-    "bytes_bars",
-    "bytes_bars_plotly",
-    "bytes_by_n_figure",
-    "cap_label",
-    "collective_sequence",
-    "crossover_figure",
-    "curves_figure",
-    "default_formula",
-    "dispatch_animation",
-    "expert_load_bars",
-    "gathered_memory_figure",
-    "group_bytes_figure",
-    "interconnect_figure",
-    "ledger",
-    "loss_curves_figure",
-    "map_table_figure",
-    "memory_bars",
-    "memory_bars_animation",
-    "memory_figure",
-    "nccl_choice_figure",
-    "mesh_figure",
-    "pareto_figure",
-    "pipeline_gantt",
-    "pipeline_view",
-    "regime_timeline",
-    "residual_figure",
-    "ring_animation",
-    "ring_step_figure",
-    "sent_bars_figure",
-    "split_figure",
-    "staleness_figure",
-    "step_grid",
-    "streams_figure",
-    "sweep_figure",
-    "time_axis_label",
-    "time_terms_figure",
-    "time_to_target_figure",
-    "timeline",
-    "tp_animation",
-    "tp_blocks",
-    "traffic_heatmap",
-    "whatif_figure",
-]
+_LAZY = {
+    "loss_curves_figure": "async_timeline",
+    "regime_timeline": "async_timeline",
+    "staleness_figure": "async_timeline",
+    "time_to_target_figure": "async_timeline",
+    "bytes_bars": "bars",
+    "bytes_bars_plotly": "bars",
+    "default_formula": "bars",
+    "before_after": "collective",
+    "bytes_by_n_figure": "compress",
+    "curves_figure": "compress",
+    "residual_figure": "compress",
+    "whatif_figure": "compress",
+    "crossover_figure": "cost",
+    "streams_figure": "ddp",
+    "bucket_fill_animation": "ddp_buckets",
+    "cap_label": "ddp_sweep",
+    "sweep_figure": "ddp_sweep",
+    "collective_sequence": "fsdp",
+    "gathered_memory_figure": "fsdp",
+    "step_grid": "grid",
+    "interconnect_figure": "interconnects",
+    "Ledger": "memory_ledger",
+    "LedgerFrame": "memory_ledger",
+    "ledger": "memory_ledger",
+    "mesh_figure": "mesh",
+    "group_bytes_figure": "mesh_bars",
+    "memory_figure": "mesh_bars",
+    "Arrow": "model",
+    "RingFrames": "model",
+    "StepView": "model",
+    "build_frames": "model",
+    "dispatch_animation": "moe",
+    "expert_load_bars": "moe",
+    "traffic_heatmap": "moe",
+    "nccl_choice_figure": "nccl_choice",
+    "PipelineView": "pipeline",
+    "pipeline_gantt": "pipeline",
+    "pipeline_view": "pipeline",
+    "bubble_curves": "pipeline_bubble",
+    "bubble_vs_microbatches_figure": "pipeline_bubble",
+    "activation_memory_figure": "pipeline_memory",
+    "PipelineState": "pipeline_widget",
+    "PipelineWidget": "pipeline_widget",
+    "pareto_figure": "planner",
+    "time_terms_figure": "planner",
+    "PlannerState": "planner_widget",
+    "PlannerWidget": "planner_widget",
+    "PlayerState": "player",
+    "RingPlayer": "player",
+    "time_axis_label": "rank_timeline",
+    "timeline": "rank_timeline",
+    "RingDrawing": "ring",
+    "ring_animation": "ring",
+    "ring_step_figure": "ring",
+    "map_table_figure": "strategy_map",
+    "sent_bars_figure": "strategy_map",
+    "split_figure": "strategy_map",
+    "tp_animation": "tp",
+    "tp_blocks": "tp",
+    "memory_bars": "zero",
+    "memory_bars_animation": "zero",
+    "ZeroState": "zero_widget",
+    "ZeroWidget": "zero_widget",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

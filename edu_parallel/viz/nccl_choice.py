@@ -23,11 +23,15 @@ from .style import ALGORITHM_COLORS
 PROTO_STYLES = {"LL": ":", "LL128": "--", "Simple": "-"}
 
 
-def winner_bands(coll: str, sizes: Any, system: Any) -> list[tuple[float, float, str]]:
-    """``(first size, last size, "Algo/Proto")`` for each run of sizes with the same winner."""
+def winner_bands(
+    coll: str, sizes: Any, system: Any, picks: Any = None
+) -> list[tuple[float, float, str]]:
+    """``(first size, last size, "Algo/Proto")`` for each run of sizes with the same winner;
+    ``picks``: :func:`nccl_choose` of each size when the caller has them already."""
+    if picks is None:
+        picks = [nccl_choose(coll, float(x), system) for x in sizes]
     bands: list[tuple[float, float, str]] = []
-    for x in sizes:
-        c = nccl_choose(coll, float(x), system)
+    for x, c in zip(sizes, picks, strict=True):
         label = f"{c.algo}/{c.proto}"
         if bands and bands[-1][2] == label:
             bands[-1] = (bands[-1][0], float(x), label)
@@ -42,12 +46,11 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
     ``sizes``: default 8 B .. 8 GiB."""
     system = nccl_system(system)
     xs = np.logspace(3, 33, 121, base=2.0) if sizes is None else np.asarray(sizes, dtype=float)
-    first = nccl_choose(coll, float(xs[0]), system)
+    picks = [nccl_choose(coll, float(x), system) for x in xs]  # each size's choice, once
     fig = new_figure(figsize=(8.6, 5.4))
     grid = fig.add_gridspec(2, 1, height_ratios=(5, 1), hspace=0.08)
     ax, strip = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
-    picks = [nccl_choose(coll, float(x), system) for x in xs]
-    for algo, proto in first.times:
+    for algo, proto in picks[0].times:
         ys = [p.times[(algo, proto)].time_us for p in picks]
         ax.loglog(
             xs,
@@ -71,7 +74,7 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
         ),
         fontsize=10,
     )
-    for lo, hi, label in winner_bands(coll, xs, system):
+    for lo, hi, label in winner_bands(coll, xs, system, picks):
         algo = label.split("/")[0]
         left, right = lo / 2**0.125, hi * 2**0.125  # a band covers its sizes' grid cells
         strip.axvspan(left, right, color=ALGORITHM_COLORS[algo], alpha=0.55)
