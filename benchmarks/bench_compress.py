@@ -3,7 +3,8 @@
     python benchmarks/bench_compress.py
 
 1. The compression sweep (``sweep_compress``: none, fp16, bf16, top-k, random-k, sign and
-   PowerSGD, each trained the task's 200 steps and scored every step) on 4 ranks: goal <= 20 s;
+   PowerSGD, each trained the lesson's LESSON_STEPS steps and scored every step) on 4 ranks: goal
+   <= 20 s;
    and on 2 ranks, the lesson's cluster.
 2. What bounds it: the messages each sweep step sends (``messages_per_step``, summed over the
    methods) and the time of one small ring all-reduce on 4 ranks, measured back to back. On a
@@ -24,23 +25,22 @@ import torch
 from edu_parallel import Cluster
 from edu_parallel.comm import run_allreduce
 from edu_parallel.compression import sweep_compress
-from edu_parallel.compression.config import CompressConfig, messages_per_step
+from edu_parallel.compression.config import LESSON_STEPS, CompressConfig, messages_per_step
 from edu_parallel.compression.sweep import SWEEP
-from edu_parallel.task.targets import TARGET_STEPS
 
 
 def main() -> None:
     rows = []
     for n in (4, 2):
         with Cluster(n) as cluster:
-            sweep_compress(cluster, steps=2)  # warm up the workers
+            sweep_compress(cluster, steps=2, progress=False)  # warm up the workers
             start = time.perf_counter()
             table, reports = sweep_compress(cluster)
             took = time.perf_counter() - start
             goal = "<= 20 s" if n == 4 else "lesson: <= 30 s in all"
             rows.append(
                 (
-                    f"sweep of {len(SWEEP)} methods, {TARGET_STEPS} steps, {n} ranks",
+                    f"sweep of {len(SWEEP)} methods, {LESSON_STEPS} steps, {n} ranks",
                     f"{took:.1f} s",
                     goal,
                 )
@@ -53,7 +53,7 @@ def main() -> None:
                 rows.append(("  ring all-reduce of 266 floats, 4 ranks", f"{lat * 1e3:.2f} ms", ""))
                 per_msg = lat / 6
                 rows.append(("  => per message (6 per all-reduce)", f"{per_msg * 1e3:.2f} ms", ""))
-                bound = msgs * TARGET_STEPS * per_msg
+                bound = msgs * LESSON_STEPS * per_msg
                 rows.append(("  => messages x steps x latency", f"{bound:.1f} s", ""))
                 for r in reports:
                     rows.append(

@@ -13,6 +13,7 @@ import torch
 from helpers import Recorder, fresh_python
 
 from edu_parallel.app.concepts.async_training import ASYNC
+from edu_parallel.async_training import tables
 from edu_parallel.async_training.config import (
     LESSON_LR,
     PARETO_CAP,
@@ -168,6 +169,34 @@ def test_a_comparison_builds_each_config_once_and_runs_that_object(checks):
         ("async-ps", 4),
         ("backup", 4),
     }
+
+
+def test_a_comparison_moves_its_progress_bar_before_each_run(monkeypatch):
+    """The lesson's comparison takes seconds: a bar (one tick per run) says where it is."""
+    executor, ticks = Recorder(4), []
+
+    class Bar:
+        def __init__(self, desc):
+            self.desc = desc
+
+        def __call__(self, done, total, label):
+            ticks.append((self.desc, done, total, label, len(executor.calls)))
+
+    monkeypatch.setattr(tables, "ProgressBar", Bar)
+    cmp = compare_regimes(executor, workers=3, steps=5)
+    labels = [f"{mode}, {label}" for mode, label in cmp.reports]  # every run, once
+    ran = [(c.mode, c.straggler_label()) for _, (c,) in executor.calls]
+    assert [label for _, _, _, label, _ in ticks] == [f"{m}, {s}" for m, s in ran] + [""]
+    assert sorted(labels) == sorted(label for _, _, _, label, _ in ticks[:-1])
+    assert [(done, total, jobs) for _, done, total, _, jobs in ticks] == [
+        (i, 12, i) for i in range(13)
+    ]
+    assert {desc for desc, *_ in ticks} == {"training each regime"}
+    ticks.clear()
+    compare_regimes(executor, workers=3, steps=5, progress=False)
+    assert ticks == []
+    with pytest.raises(ValueError, match="progress=1 is not valid: expected True or False"):
+        compare_regimes(executor, workers=3, steps=5, progress=1)
 
 
 def test_bad_cli_options_are_one_line_naming_each_as_spelled():

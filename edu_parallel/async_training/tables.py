@@ -1,7 +1,8 @@
 """Synchronous and asynchronous runs side by side, as tables (pandas DataFrames).
 
 * :func:`compare_regimes`: every regime under every straggler setting with the same number of
-  workers (each configuration checked before the first run starts), a :class:`Comparison`
+  workers (each configuration checked before the first run starts; a progress bar over the
+  runs), a :class:`Comparison`
   whose :meth:`~Comparison.time_to_target` is the lesson's table: measured, never assumed;
 * :func:`straggler_table`: what a straggler costs synchronous regimes, gradients applied beside
   ``S (W - b)`` (backup workers, Chen et al. 2016, arXiv 1604.00981).
@@ -15,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.i18n import N_
+from ..comm.bench import ProgressBar
+from ..core.errors import check_bool
+from ..core.i18n import N_, _
 from ..core.shown import shown
 from ..engine.executor import Executor
 from .config import MODES, AsyncConfig, Mode, world_size_for
@@ -73,22 +76,29 @@ def compare_regimes(
     workers: int = 3,
     modes: Sequence[Mode] = MODES_ORDER,
     settings: Sequence[dict[str, Any]] = SETTINGS,
+    progress: bool = True,
     **options: Any,
 ) -> Comparison:
     """Run each of ``modes`` under each of ``settings`` (AsyncConfig fields) with ``workers``
     workers: the server regimes on ``workers + 1`` ranks (``cluster.sized``), the others on
-    ``workers``. Every configuration is checked before the first run starts."""
+    ``workers``. Every configuration is checked before the first run starts. ``progress``: a
+    progress bar over the runs (``tqdm.auto``: a widget in Jupyter)."""
     configs = {}
     for mode in modes:
         for s in settings:
             c = AsyncConfig(world_size_for(mode, workers), mode, **{**options, **s})
             configs[(mode, c.straggler_label())] = c
+    bar = ProgressBar(_("training each regime")) if check_bool("progress", progress) else None
     reports: dict[tuple[str, str], AsyncReport] = {}
     for size in sorted({c.world_size for c in configs.values()}, reverse=True):
         with cluster.sized(size) as ranks:
             for key, c in configs.items():
                 if c.world_size == size:
+                    if bar is not None:
+                        bar(len(reports), len(configs), f"{key[0]}, {key[1]}")
                     reports[key] = run_async_config(ranks, c)
+    if bar is not None:
+        bar(len(reports), len(configs), "")
     return Comparison(workers, {k: reports[k] for k in configs})
 
 

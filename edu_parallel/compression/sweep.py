@@ -1,7 +1,8 @@
 """Many compression runs at once: the lesson's sweep, bytes against ``N``, a quiz runner.
 
 * :func:`sweep_compress`: every method of :data:`SWEEP` trained on the same ranks (each
-  configuration checked before the first one runs); :func:`summary_table` puts bytes, ratio,
+  configuration checked before the first one runs), one job per method under a progress bar;
+  :data:`NO_FEEDBACK`, the lesson's ablation; :func:`summary_table` puts bytes, ratio,
   compute, accuracy and steps to target side by side.
 * :func:`bytes_by_world_size`: short runs on clusters of several sizes, the counted bytes beside
   the formula: all-gather methods grow with ``N``.
@@ -15,6 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..comm.bench import ProgressBar
+from ..core.errors import check_bool
+from ..core.i18n import _
 from ..engine.executor import Executor
 from .config import CompressConfig
 from .report import CompressReport, run_compress, run_compress_config
@@ -31,19 +35,36 @@ SWEEP: tuple[dict[str, Any], ...] = (
     {"method": "sign", "error_feedback": True},
     {"method": "powersgd", "rank": 1, "error_feedback": True},
 )
+# the lesson's ablation: the two methods of SWEEP that stall without error feedback
+NO_FEEDBACK: tuple[dict[str, Any], ...] = (
+    {"method": "topk"},
+    {"method": "powersgd", "rank": 1},
+)
 
 
 def sweep_compress(
     cluster: Executor,
     runs: Sequence[dict[str, Any]] = SWEEP,
     compare_torch: bool = False,
+    progress: bool = True,
     **common: Any,
 ) -> tuple[pd.DataFrame, list[CompressReport]]:
     """Run every configuration (each checked before the first runs); a table and the reports.
-    ``common``: options of :class:`CompressConfig` every run shares (``steps``, ``lr``...)."""
+    ``common``: options of :class:`CompressConfig` every run shares (``steps``, ``lr``...);
+    ``progress``: a progress bar over the runs (``tqdm.auto``: a widget in Jupyter).
+
+    One job per run: a job's round trip costs well under a millisecond, so putting every run
+    in one job would save nothing, and the bar could not move between runs."""
     options = {"compare_torch": compare_torch, **common}
     configs = [CompressConfig(cluster.world_size, **{**options, **run}) for run in runs]
-    reports = [run_compress_config(cluster, config) for config in configs]
+    bar = ProgressBar(_("training with each method")) if check_bool("progress", progress) else None
+    reports = []
+    for done, config in enumerate(configs):
+        if bar is not None:
+            bar(done, len(configs), config.label)
+        reports.append(run_compress_config(cluster, config))
+    if bar is not None:
+        bar(len(configs), len(configs), "")
     return summary_table(reports), reports
 
 
