@@ -265,6 +265,39 @@ def test_the_lessons_gpu_claims_hold_for_the_deep_model(cluster4):
     assert run_ddp(cluster4, "deep", **gpu).modelled.overlap_fraction < 0.5
 
 
+def test_the_lessons_bucket_sweep_shows_what_its_prose_says(cluster4):
+    """Lesson 05's sweep (one step per size): 16 all-reduces of one parameter each on the left,
+    one 8 MiB bucket on the right with nothing hidden, a U-shape whose bottom lies between them,
+    DDP's default leaving most of the all-reduce exposed; the same bytes at every size, and
+    every size equal to one process."""
+    table = sweep_buckets(cluster4, progress=False)
+    assert list(table["buckets"]) == [16, 8, 4, 3, 2, 2, 2, 1]
+    assert list(table["messages"]) == [2 * 3 * n for n in table["buckets"]]
+    assert len(set(table["sent MiB"])) == 1 and table["= one process"].all()
+    modelled = list(table["step us (modelled)"])
+    best = modelled.index(min(modelled))
+    assert 0 < best < len(modelled) - 1
+    hidden = dict(zip(table["bucket_cap_mb"], table["hidden (modelled)"], strict=True))
+    assert hidden[25.0] == 0.0 and hidden["default"] < 0.5 < hidden[2.0]
+
+
+def test_the_gpu_model_of_a_run_does_not_depend_on_its_steps(cluster4):
+    """The sweep runs one step per size, the three-ways table two: the GPU model reads the
+    structure only, so the 2 MiB point of one is the overlap row of the other."""
+    gpu = {"link": "ib-ndr-400", "rows": 16384, "compare_torch": False}
+    one, two = (run_ddp(cluster4, "deep", 2.0, "overlap", steps=k, **gpu) for k in (1, 2))
+    assert one.modelled.step_time_s == two.modelled.step_time_s
+    assert one.modelled.overlap_fraction == two.modelled.overlap_fraction
+    assert one.bitwise_equal_reference and two.bitwise_equal_reference
+
+
+def test_a_sweep_checks_its_progress_flag_with_the_sizes():
+    with pytest.raises(ValueError) as err:
+        sweep_buckets(NothingMayRun(), caps=(1.0, 0), progress="yes")
+    assert "bucket_cap_mb=0 is not valid" in str(err.value)
+    assert "progress='yes' is not valid" in str(err.value)
+
+
 def test_sync_table_puts_bytes_and_messages_beside_their_formulas(cluster2):
     runs = {
         sync: run_ddp(cluster2, "mlp", bucket_cap_mb=0.001, sync=sync, steps=1, compare_torch=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from helpers import checked_names, cli, count_checks, no_process_cluster
 
 from edu_parallel import Cluster
@@ -13,6 +14,7 @@ from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
 from edu_parallel.parallel_3d import LAYOUTS, measure_3d, run_3d
 from edu_parallel.parallel_3d.config import ITEMSIZE, Config3D, Run3D
+from edu_parallel.parallel_3d.model import adam_step, layer_weights, reference_step
 from edu_parallel.parallel_3d.report import _compare
 from edu_parallel.parallel_3d.step import step_job
 
@@ -112,6 +114,34 @@ def test_run_3d_checks_tp_once_from_the_command_line_to_the_ranks(monkeypatch) -
     assert names.count("tp") == 2 and len(dims_built) == 2 and records[-1][2][0].dims.tp == 2
 
 
+# ---------------------------------------------------------------- the optimizer, one process
+def test_the_written_out_adam_is_torchs_first_step() -> None:
+    """Ranks and reference step Adam with :func:`adam_step` (no ``torch.optim``: it imports
+    ``torch._dynamo``); it must be ``torch.optim.Adam``'s first step, to the bit."""
+    g = torch.Generator().manual_seed(3)
+    mine = [torch.randn(shape, generator=g).requires_grad_(True) for shape in ((4, 16), (7,))]
+    theirs = [t.detach().clone().requires_grad_(True) for t in mine]
+    for a, b in zip(mine, theirs, strict=True):
+        a.grad = torch.randn(a.shape, generator=g)
+        b.grad = a.grad.clone()
+    adam_step(mine, lr=1e-2)
+    torch.optim.Adam(theirs, lr=1e-2, foreach=False).step()
+    assert all(torch.equal(a, b) for a, b in zip(mine, theirs, strict=True))
+    assert not torch.equal(mine[0], theirs[0].grad)  # it moved the parameters
+
+
+def test_the_reference_step_updates_as_torch_adam_does() -> None:
+    """The one-process reference: its update of a weight is ``torch.optim.Adam``'s from its
+    gradient."""
+    cfg = Config3D(layers=2, hidden=8, heads=2, batch=4)
+    ref = reference_step(cfg)
+    for i, name in ((0, "wq"), (1, "w2")):
+        p = layer_weights(cfg)[i][name].clone().requires_grad_(True)
+        p.grad = ref["grads"][f"layer{i}.{name}"].clone()
+        torch.optim.Adam([p], lr=cfg.lr, foreach=False).step()
+        assert torch.equal(p.detach(), ref["updated"][f"layer{i}.{name}"])
+
+
 # ---------------------------------------------------------------- the runs
 @pytest.fixture(scope="module")
 def reports():
@@ -147,8 +177,6 @@ def test_every_layout_equals_one_process(reports) -> None:
 
 @pytest.mark.multiprocess
 def test_a_planted_wrong_gradient_or_update_is_caught(reports) -> None:
-    from edu_parallel.parallel_3d.model import reference_step
-
     rep = reports[(2, 2, 2, 1, 0)]
     ref = reference_step(rep.config)
     results = [

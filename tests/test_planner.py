@@ -144,6 +144,62 @@ def test_plan_ranks_feasible_by_step_time_and_keeps_reasons():
     assert len(configs_table(result, top=5)) == 5
 
 
+def test_the_same_question_twice_in_a_process_is_planned_once(monkeypatch):
+    """A lesson plans one model and cluster in a cell, its quiz and its explorer: the result is
+    kept per process, per language of its reasons, and other inputs are planned anew."""
+    from edu_parallel.core.i18n import language
+    from edu_parallel.planner import planning
+
+    planning._plan_once.cache_clear()
+    made = []
+    original = planning._plan
+
+    def counted(*args):
+        made.append(args[0])
+        return original(*args)
+
+    monkeypatch.setattr(planning, "_plan", counted)
+    first = plan("llama3-8b", H100x16, 64, 4096)
+    assert plan("llama3-8b", ClusterSpec(2, 8, "h100"), 64, 4096) is first and len(made) == 1
+    assert plan("llama3-8b", H100x16, 128, 4096) is not first and len(made) == 2
+    with language("zh"):
+        zh = plan("llama3-8b", H100x16, 64, 4096)
+    assert zh is not first and len(made) == 3  # planned again: its reasons are shown in zh
+    assert [(c.dp, c.tp, c.pp, c.step_time_s) for c in zh.configs] == [
+        (c.dp, c.tp, c.pp, c.step_time_s) for c in first.configs
+    ]
+
+
+def test_the_degrees_are_checked_once_for_microbatches_that_split_alike():
+    """The estimator checks the degrees once for every count of microbatches that splits alike
+    (non-interleaved, at least one); each reason is still ParallelDims's own, count included."""
+    shape = resolve_model("llama3-8b")
+    est = Estimator(shape, ClusterSpec(4, 8, "h100"), 6, 4096, 0.5, 80e9)
+    for dp, tp, pp in ((32, 1, 1), (8, 4, 1), (4, 2, 4), (2, 8, 2), (1, 1, 32)):
+        for chunks in (1, 2, 4):
+            for m in (0, 1, 3, 4, 6):
+                try:
+                    ParallelDims(
+                        32,
+                        dp=dp,
+                        tp=tp,
+                        pp=pp,
+                        layers=shape.layers,
+                        heads=shape.heads,
+                        hidden=shape.hidden,
+                        microbatches=m,
+                        chunks=chunks,
+                    )
+                    want = ""
+                except ValueError as exc:
+                    want = str(exc)
+                got = est.factor_problems(dp, tp, pp, chunks, m)
+                assert got == want, (dp, tp, pp, chunks, m)
+    assert "microbatches=0 is not valid" in est.factor_problems(32, 1, 1, 1, 0)
+    assert "a multiple of pp=4" in est.factor_problems(4, 2, 4, 2, 6)
+    assert est.factor_problems(4, 2, 4, 1, 6) == ""
+
+
 def test_factors_that_do_not_divide_stay_with_reasons_like_parallel_dims():
     # GPT-2 XL: 25 heads, 48 layers, on 4 x 8 GPUs
     result = plan("gpt2-1.5b", ClusterSpec(4, 8), 64, 1024)

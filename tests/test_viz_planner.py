@@ -17,6 +17,7 @@ from edu_parallel.planner import (
     configs_table,
     plan,
 )
+from edu_parallel.planner.planning import _plan_once
 from edu_parallel.viz import PlannerState, PlannerWidget, pareto_figure, time_terms_figure
 from edu_parallel.viz.planner import CONFIG_KEYS, layout_label
 
@@ -204,6 +205,7 @@ def test_the_state_builds_the_planners_inputs_once_and_the_widget_trusts_them(mo
         return original(self)
 
     monkeypatch.setattr(PlannerInputs, "_check", counted)
+    _plan_once.cache_clear()  # planned here, from the state's inputs, not kept from another test
     w = PlannerWidget("llama3-8b", nodes=1, gpus_per_node=8, global_batch=64, seq=4096)
     assert len(checks) == 2  # the constructor's state, then the controls read once
     w.nodes_slider.value = 2

@@ -70,8 +70,11 @@ def allreduce_mean_hook(
 
 
 def digest(t: torch.Tensor) -> str:
-    """A short hash of a tensor's bits: equal digests, equal tensors."""
-    return hashlib.blake2b(t.detach().contiguous().numpy().tobytes(), digest_size=12).hexdigest()
+    """A short hash of a tensor's bits: equal digests, equal tensors. SHA-256 over the tensor's
+    own memory (no copy): with the CPU's SHA instructions it hashes the deep model's 8 MiB in
+    about a third of blake2b's time, three times per rank and run."""
+    bits = memoryview(t.detach().contiguous().numpy()).cast("B")
+    return hashlib.sha256(bits).hexdigest()[:24]
 
 
 def layer_flops(config: DdpConfig) -> list[dict[str, int]]:
@@ -153,12 +156,14 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
                     evals.append(evaluate(model))
             if step == 1:
                 grads1 = _flat(p.grad for p in params.values())
-        grads = _flat(p.grad for p in params.values())
+        # one step: the last gradients are the first ones, flattened and hashed once
+        grads = grads1 if config.steps == 1 else _flat(p.grad for p in params.values())
     final = _flat(p.detach() for p in params.values())
+    first = digest(grads1)
     out: dict[str, Any] = {
         "losses": losses,
         "evals": evals,
-        "digests": [digest(grads1), digest(grads), digest(final)],
+        "digests": [first, first if grads is grads1 else digest(grads), digest(final)],
     }
     if ctx.rank == 0:
         out.update(grads1=grads1, grads=grads, params=final)

@@ -25,8 +25,9 @@ from typing import Any
 import pandas as pd
 import torch
 
-from ..core.errors import Problems
-from ..core.i18n import N_
+from ..comm.bench import ProgressBar
+from ..core.errors import Problems, check_bool
+from ..core.i18n import N_, _
 from ..core.shown import shown
 from ..core.trace import Trace
 from ..core.units import MIB
@@ -225,15 +226,27 @@ def run_ddp_config(cluster: Executor, run: DdpRun) -> DdpReport | None:
 SWEEP_CAPS: tuple[float | None, ...] = (1e-6, 1.0, 2.0, 3.0, 4.0, 6.0, None, 25.0)
 
 
+def _cap_text(cap: float | None) -> str:
+    return "default" if cap is None else f"{cap:g} MiB"
+
+
 def sweep_buckets(
     cluster: Executor,
     caps: Sequence[float | None] = SWEEP_CAPS,
     model: ModelName = "deep",
     link: str = "ib-ndr-400",
     rows: int | None = 16384,
-    steps: int = 2,
+    steps: int = 1,
+    progress: bool = True,
 ) -> pd.DataFrame:
-    """Step time against bucket size, measured on the ranks and retimed for a GPU."""
+    """Step time against bucket size, measured on the ranks and retimed for a GPU; each size
+    checked against one process (``= one process``, bit for bit).
+
+    One step per size by default: the GPU model reads the run's structure only (the layers'
+    FLOPs, the buckets and the layer each was issued in), the same in every step, so its columns
+    equal those of a longer run; the measured step is then the first one, warm-up included.
+    Every size is checked before the first one runs. ``progress``: a progress bar over the sizes
+    (``tqdm.auto``: a widget in Jupyter)."""
     p = Problems()
     gpu = dict(link=link, rows=rows, compare_torch=False)
     runs = [  # every size checked before the first one runs
@@ -242,9 +255,13 @@ def sweep_buckets(
         )
         for cap in caps
     ]
+    show = try_build(p, check_bool, "progress", progress)
     p.raise_any()
+    bar = ProgressBar(_("training each bucket size")) if show else None
     rows_out = []
-    for cap, run in zip(caps, runs, strict=True):
+    for done, (cap, run) in enumerate(zip(caps, runs, strict=True)):
+        if bar is not None:
+            bar(done, len(runs), _cap_text(cap))
         rep = run_ddp_config(cluster, run)
         m = rep.modelled
         rows_out.append(
@@ -257,8 +274,11 @@ def sweep_buckets(
                 N_("hidden (measured)"): rep.overlap_fraction_measured,
                 N_("step us (modelled)"): m.step_time_s * 1e6,
                 N_("hidden (modelled)"): m.overlap_fraction,
+                N_("= one process"): rep.bitwise_equal_reference,
             }
         )
+    if bar is not None:
+        bar(len(runs), len(runs), "")
     return shown(pd.DataFrame(rows_out), messages={"buckets": N_("buckets (count)")})
 
 

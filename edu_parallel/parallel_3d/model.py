@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from ..engine.context import RankContext
 from ..expert_parallel.experts import MoEParams, init_moe
 from ..expert_parallel.layer import moe_layer, moe_reference
+from ..strategy_map.model import one_thread
+from ..task.mlp import adam_update
 from ..tensor_parallel.attention import attention_heads, tp_attention
 from ..tensor_parallel.layers import CopyToTensorParallel, ReduceFromTensorParallel
 from .config import DTYPE, STEP, Config3D
@@ -130,6 +132,17 @@ def layer(
     return x + moe(x.reshape(b * s, h)).view(b, s, h)
 
 
+def adam_step(params: list[torch.Tensor], lr: float) -> None:
+    """The first step of ``torch.optim.Adam(params, lr=lr)`` (fresh m and v, default betas and
+    eps), in place, with its update written out (:func:`edu_parallel.task.mlp.adam_update`): a
+    ``torch.optim`` optimizer imports ``torch._dynamo`` when it is built, about 1.5 s per
+    process, which eight ranks on two cores paid on the first step of every cluster."""
+    with torch.no_grad():
+        for t in params:
+            if t.grad is not None:  # as torch.optim skips a parameter without a gradient
+                adam_update(t, t.grad, torch.zeros_like(t), torch.zeros_like(t), 1 + STEP, lr)
+
+
 def moe_on_ranks(
     ctx: RankContext, router: Any, experts: Any, cfg: Config3D, group: Any, routings: list
 ) -> Any:
@@ -156,7 +169,16 @@ def moe_on_ranks(
 def reference_step(cfg: Config3D) -> dict[str, Any]:
     """The same step on one process: ``{"loss", "grads" {name: full gradient}, "updated"
     {name: parameter after Adam}}`` (names ``layer{i}.{param}``; MoE: ``layer{i}.router.*`` and
-    ``layer{i}.experts.*``)."""
+    ``layer{i}.experts.*``).
+
+    Runs with one intra-op thread, as every rank does
+    (:func:`edu_parallel.strategy_map.model.one_thread`: on two shared cores a second thread
+    only waited for a busy core, and this 10 ms step took 0.3 to 2 s)."""
+    with one_thread():
+        return _reference_step(cfg)
+
+
+def _reference_step(cfg: Config3D) -> dict[str, Any]:
     x, y = make_data(cfg)
     named: dict[str, torch.Tensor] = {}
     weights = layer_weights(cfg)
@@ -183,8 +205,6 @@ def reference_step(cfg: Config3D) -> dict[str, Any]:
     loss = sq_error(out, y, y.numel())
     loss.backward()
     grads = {k: v.grad.detach().clone() for k, v in named.items()}
-    params = list(named.values())
-    opt = torch.optim.Adam(params, lr=cfg.lr)
-    opt.step()
+    adam_step(list(named.values()), cfg.lr)
     updated = {k: v.detach().clone() for k, v in named.items()}
     return {"loss": float(loss.detach()), "grads": grads, "updated": updated}

@@ -36,6 +36,7 @@ from .mesh import mesh_groups
 from .model import (
     TP_SPLIT,
     TensorParallel,
+    adam_step,
     layer,
     layer_weights,
     make_data,
@@ -157,8 +158,7 @@ def _sync_and_step(
         for t in params:
             t.grad.copy_(flat[at : at + t.numel()].view_as(t))
             at += t.numel()
-        opt = torch.optim.Adam(held.params, lr=cfg.lr)
-        opt.step()
+        adam_step(held.params, cfg.lr)
         state = sum(2 * t.numel() for t in held.params)  # Adam's m and v, fp32 like the params
         ctx.memory(OPTIMIZER, state * item, step=STEP, phase=GRAD_SYNC)
         return
@@ -172,8 +172,7 @@ def _sync_and_step(
         values = F.pad(torch.cat([t.detach().flatten() for t in params]), (0, pad))
     master = values[rank_in_dp * shard_n : (rank_in_dp + 1) * shard_n].clone().requires_grad_(True)
     master.grad = grad_shard
-    opt = torch.optim.Adam([master, *experts], lr=cfg.lr)
-    opt.step()
+    adam_step([master, *experts], cfg.lr)
     state = 2 * (shard_n + sum(t.numel() for t in experts))
     ctx.memory(OPTIMIZER, state * item, step=STEP, phase=GRAD_SYNC)
     gathered = flat.new_empty(flat.numel())

@@ -136,8 +136,14 @@ class Estimator:
         self._ep: dict[tuple[int, ...], float] = {}
 
     # ------------------------------------------------------------------ cached pieces
-    def factor_problems(self, dp: int, tp: int, pp: int, chunks: int, m: int, ep: int = 1) -> str:
-        """'' when the degrees split this model and cluster, else every problem in one line."""
+    def factor_problems(
+        self, dp: int, tp: int, pp: int, chunks: int, m: int | None, ep: int = 1
+    ) -> str:
+        """'' when the degrees split this model and cluster, else every problem in one line.
+
+        The degrees are checked once for every count of microbatches that splits alike: the
+        count matters only with interleaved stages (a multiple of ``pp``) or below one."""
+        m = m if chunks > 1 or m is None or m < 1 else None
         key = (dp, tp, pp, chunks, m, ep)
         if key not in self._dims:
             problems = []

@@ -14,15 +14,19 @@ stay in the result with the reason. Ranking: feasible ones by step time, then me
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value
+from ..core.i18n import get_language
 from ..memory.model_states import RECOMPUTE, ZERO_STAGES
 from ..memory.presets import ModelShape, active_params
 from .estimate import ConfigEstimate, Estimator
 from .hardware import ClusterSpec
 from .inputs import PlannerInputs, planner_inputs
+
+PLANS_KEPT = 8  # results kept per process: a few MB each (the explorer plans one per change)
 
 
 def divisors(n: int) -> list[int]:
@@ -126,6 +130,29 @@ def plan(
     built): bad ones raise one ValueError naming each of them; when no configuration fits the
     budget, one line names the smallest memory per GPU that would fit."""
     inputs = planner_inputs(model, cluster, global_batch, seq, efficiency, memory_budget)
+    key = (inputs, tuple(zero_stages), tuple(recompute), _language())
+    try:
+        hash(key)
+    except TypeError:  # a model shape that cannot be hashed: plan it every time
+        return _plan(inputs, zero_stages, recompute)
+    return _plan_once(*key)
+
+
+def _language() -> str:
+    """The language the reasons are written in (English where the setting is unreadable, as
+    :func:`~edu_parallel.core.i18n._` shows them then)."""
+    try:
+        return get_language()
+    except ValueError:
+        return "en"
+
+
+@functools.lru_cache(maxsize=PLANS_KEPT)
+def _plan_once(
+    inputs: PlannerInputs, zero_stages: tuple[int, ...], recompute: tuple[str, ...], lang: str
+) -> PlannerResult:
+    """:func:`_plan`, kept for this process: a lesson plans the same model and cluster in a cell,
+    its quiz and its explorer (each about 0.25 s); a result is only read after it is made."""
     return _plan(inputs, zero_stages, recompute)
 
 

@@ -7,7 +7,8 @@
   measures), parameters excluded, each tensor counted once.
 * :class:`Holdings`: the parameter tensors (or slices) a rank holds, written into the trace as
   "params" memory events and "holds" marks.
-* :func:`reference_step`: the same step on one process (dense model or its MoE variant).
+* :func:`reference_step`: the same step on one process (dense model or its MoE variant), with
+  one intra-op thread (:func:`one_thread`, as every rank has).
 """
 
 from __future__ import annotations
@@ -24,6 +25,19 @@ from ..engine.context import RankContext
 from ..expert_parallel.experts import init_moe
 from ..expert_parallel.layer import moe_reference
 from .formulas import DTYPE, STEP, MapConfig, slice_index
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """One intra-op thread inside, as every rank has. The one-process references here are tiny:
+    on two shared cores the kernel's second thread only waits for a busy core (a 20 ms step of
+    the MoE reference took 0.1 to 1 s)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------- model, data, loss
@@ -189,7 +203,11 @@ def reference_step(cfg: MapConfig, variant: str, world_size: int) -> dict[str, A
     "activation_bytes"}``. The MoE variant uses
     :func:`edu_parallel.expert_parallel.layer.moe_reference` with one routing group per rank
     (capacity is counted per source rank, as the EP run does)."""
+    with one_thread():
+        return _reference_step(cfg, variant, world_size)
 
+
+def _reference_step(cfg: MapConfig, variant: str, world_size: int) -> dict[str, Any]:
     x, y = make_data(cfg)
     named: dict[str, torch.Tensor] = {}
     if variant == "dense":
