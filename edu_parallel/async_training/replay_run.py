@@ -29,6 +29,7 @@ import torch
 
 from ..engine.execute import replay_plan
 from ..task.classifier import evaluate
+from ..task.threads import one_thread
 from .config import AsyncConfig
 from .sgd import apply, batch, build, flat_params, gradient, load, mean_of, ring
 
@@ -54,17 +55,13 @@ class Replay:
 def replay(config: AsyncConfig, applies: list[dict[str, Any]]) -> Replay:
     """Replay ``applies`` (the ``attrs`` of the server's ``apply`` events, in order; ignored for
     ``sync`` and ``local-sgd``) and score the checkpoints."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         if config.mode in ("sync", "local-sgd"):
             # the order is fixed, so stragglers change nothing here: one replay per computation
             plain = {"straggler": "none", "straggler_rank": None, "distribution": "fixed"}
             kept = dataclasses.replace(config, **plain, delay_ms=0.0)
             return copy.deepcopy(_fixed_order(kept))
         return _server(config, applies)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _score(model: torch.nn.Module, index: int, step: float, samples: int) -> Checkpoint:

@@ -17,9 +17,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 
 import torch
 
@@ -27,6 +25,7 @@ from ..engine.execute import replay_plan
 from ..plans.ring import ring_allreduce_plan
 from ..task.classifier import labelled, task_loss
 from ..task.mlp import global_batch, init_master, layer_views
+from ..task.threads import one_thread
 from .config import DdpConfig
 
 
@@ -133,19 +132,6 @@ def sgd_step(params: list[torch.Tensor], lr: float) -> None:
     with torch.no_grad():
         for p in params:
             p.add_(p.grad, alpha=-lr)
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """One intra-op thread inside, as every rank has. The models here are small: on two shared
-    cores the kernel's second thread only waits for a busy core (a 10 ms backward took 0.1 to
-    0.4 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def reference_training(config: DdpConfig) -> tuple[torch.nn.Sequential, list[torch.Tensor]]:

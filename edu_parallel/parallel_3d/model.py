@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from ..engine.context import RankContext
 from ..expert_parallel.experts import MoEParams, init_moe
 from ..expert_parallel.layer import moe_layer, moe_reference
-from ..strategy_map.model import one_thread
 from ..task.mlp import adam_update
+from ..task.threads import one_thread
 from ..tensor_parallel.attention import attention_heads, tp_attention
 from ..tensor_parallel.layers import CopyToTensorParallel, ReduceFromTensorParallel
 from .config import DTYPE, STEP, Config3D
@@ -172,7 +172,7 @@ def reference_step(cfg: Config3D) -> dict[str, Any]:
     ``layer{i}.experts.*``).
 
     Runs with one intra-op thread, as every rank does
-    (:func:`edu_parallel.strategy_map.model.one_thread`: on two shared cores a second thread
+    (:func:`edu_parallel.task.threads.one_thread`: on two shared cores a second thread
     only waited for a busy core, and this 10 ms step took 0.3 to 2 s)."""
     with one_thread():
         return _reference_step(cfg)

@@ -24,20 +24,8 @@ from ..core.schema import HOLDS_MARK, PARAMS
 from ..engine.context import RankContext
 from ..expert_parallel.experts import init_moe
 from ..expert_parallel.layer import moe_reference
+from ..task.threads import one_thread
 from .formulas import DTYPE, STEP, MapConfig, slice_index
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """One intra-op thread inside, as every rank has. The one-process references here are tiny:
-    on two shared cores the kernel's second thread only waits for a busy core (a 20 ms step of
-    the MoE reference took 0.1 to 1 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------- model, data, loss

@@ -8,7 +8,9 @@ compression and asynchronous training.
 * ``classifier.py``: the learning task of lessons 11 and 12 (a linear teacher labels Gaussian
   inputs), its loss and its held-out score; ``targets.py``: what that task asks (learning rate,
   target accuracy, steps), torch-free so that the command line checks options with it before
-  torch loads.
+  torch loads;
+* ``threads.py``: :func:`one_thread`, how the kernel computes a one-process reference (with one
+  intra-op thread, as a rank does).
 
 Below every parallelism: it imports only ``core/``, ``plans/`` and ``engine/`` (``mlp.py``'s
 reference replays a ring plan). Names load on first use.
@@ -27,6 +29,7 @@ _LAZY = {
     "adam_update": "mlp",
     "reference_training": "mlp",
     "formula_model_state_bytes": "mlp",
+    "one_thread": "threads",
     "evaluate": "classifier",
     "steps_to_target": "classifier",
     "TARGET_ACCURACY": "targets",
