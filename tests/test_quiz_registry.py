@@ -241,3 +241,14 @@ def test_ring_quiz_covers_the_lesson():
     e1 = ring_quiz().by_key("errata_e1")
     assert "(N-1)/N * D" in e1.choices[e1.correct] and "E1" in e1.explanation
     assert "PERFORMANCE.md" in ring_quiz().by_key("busbw").explanation
+
+
+def test_every_bank_module_that_registers_is_imported_by_the_registry():
+    """``quiz.all_banks`` imports each bank module: one left out would vanish from ``BANKS``."""
+    from pathlib import Path
+
+    from edu_parallel.quiz import all_banks
+
+    folder = Path(all_banks.__file__).with_name("banks")
+    registering = {p.stem for p in folder.glob("*.py") if "\nregister_bank(" in p.read_text()}
+    assert registering == set(all_banks.BANK_MODULES)
