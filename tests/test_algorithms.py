@@ -1,6 +1,7 @@
 """All-reduce algorithms compared: plans valid, results right on real ranks, bytes and steps
 measured from the trace equal to the textbook formulas, and the bottlenecks (errata E5)."""
 
+import contextlib
 import json
 import math
 from collections import Counter
@@ -166,11 +167,48 @@ def test_sharding_the_server_divides_its_load_by_about_k():
         (lambda: traffic_table(["tree", "bogus"], [4], 64), r"algos='bogus' is not valid"),
         (lambda: traffic_table(["tree"], [0], 64), r"world_sizes=0 is not valid"),
         (lambda: traffic_table(["tree"], [4], 64, runner=3), r"runner=3 is not valid"),
+        (lambda: cluster_traffic_runner(None, progress=1), r"progress=1 is not valid"),
     ],
 )
 def test_bad_arguments_name_parameter_value_and_range(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_the_table_sizes_its_runner_once_per_world_size_and_keeps_the_algorithm_order():
+    """A runner with ``sized(n)`` is entered once per world size for all its algorithms (a real
+    one starts one cluster per size, not one per run); rows stay algorithm by algorithm."""
+    plain = simulated_runner()
+    entered, calls, bar = [], [], []
+
+    class SizedRunner:
+        def progress(self, done, total, label):
+            bar.append((done, total, label))
+
+        def __call__(self, algo, n, nbytes):
+            raise AssertionError("the table runs inside sized(n)")
+
+        @contextlib.contextmanager
+        def sized(self, n):
+            entered.append(n)
+
+            def run(algo, world_size, nbytes):
+                assert world_size == n
+                calls.append((algo, world_size))
+                return plain(algo, world_size, nbytes)
+
+            yield run
+
+    algos, sizes = ["ring", "rabenseifner", "ps"], [2, 3, 4]
+    rows = traffic_table(algos, sizes, EVEN, SizedRunner())
+    assert entered == sizes
+    assert ("rabenseifner", 3) not in calls and len(calls) == 8  # unsupported: never run
+    assert [(r["algo"], r["world_size"]) for r in rows] == [(a, n) for a in algos for n in sizes]
+    assert rows == traffic_table(algos, sizes, EVEN, plain)
+    assert not rows[4]["supported"] and "power of two" in rows[4]["note"]
+    # the runner's bar: before each of the 8 runs, then done
+    assert [d for d, _, _ in bar] == list(range(9)) and {t for _, t, _ in bar} == {8}
+    assert bar[0][2] == "ring, N=2" and bar[-1][2] == ""
 
 
 # ------------------------------------------------------------------ real ranks
@@ -212,6 +250,27 @@ def test_untraced_runs_count_sent_and_received_bytes_from_the_plan(cluster4):
         assert report.per_rank_sent_bytes == report.formula_sent_bytes
         assert report.per_rank_recv_bytes == report.formula_recv_bytes
         assert "formula: " + text in format_report(run_allreduce(cluster4, EVEN, algo=algo))
+
+
+@pytest.mark.multiprocess
+def test_a_real_table_starts_one_cluster_per_other_world_size(cluster2, monkeypatch):
+    from edu_parallel.engine.cluster import Cluster
+
+    started = []
+    plain_start = Cluster._start
+
+    def counting(self):
+        started.append(self.world_size)
+        return plain_start(self)
+
+    monkeypatch.setattr(Cluster, "_start", counting)
+    algos = ["ring", "naive", "tree"]
+    rows = traffic_table(algos, [2, 3], EVEN, cluster_traffic_runner(cluster2, progress=False))
+    assert started == [3]  # the 3-rank cluster once for its three algorithms; 2 ranks: cluster2
+    simulated = traffic_table(algos, [2, 3], EVEN, simulated_runner())
+    keys = ("algo", "world_size", "sent", "recv", "steps", "max_messages")
+    assert [[r[k] for k in keys] for r in rows] == [[r[k] for k in keys] for r in simulated]
+    assert all(r["source"] == "cluster" for r in rows)
 
 
 @pytest.mark.multiprocess

@@ -361,3 +361,69 @@ def test_matplotlib_renderers_display_in_a_notebook_without_pyplot():
     for fig in (step_grid(trace), bytes_bars(trace)):
         png = fig._repr_png_()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def _png_array(png: bytes):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA")).astype(int)
+
+
+def _savefig_tight(fig) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def test_the_notebook_png_is_savefigs_tight_crop_drawn_once():
+    """``_repr_png_`` draws once and cuts the tight box (padded with the face colour where the pad
+    passes the edge): the same size as ``savefig(bbox_inches="tight")`` and the same picture up to
+    sub-pixel shifts; a figure whose artists leave its edge falls back to savefig; the figure's
+    dpi and canvas are as before."""
+    import numpy as np
+
+    from edu_parallel.viz.figure import new_figure, tight_png
+
+    trace = simulate(ring_allreduce_plan(4), 64, "int64", pattern="powers_of_two")[0]
+    for make in (lambda: step_grid(trace), lambda: bytes_bars(trace)):
+        fig, ref = make(), make()
+        canvas, dpi = fig.canvas, fig.dpi
+        mine, theirs = _png_array(fig._repr_png_()), _png_array(_savefig_tight(ref))
+        assert fig.canvas is canvas and fig.dpi == dpi
+        assert mine.shape == theirs.shape
+        assert (np.abs(mine - theirs).max(axis=-1) > 60).mean() < 0.05  # anti-aliasing only
+    fig = new_figure(figsize=(3, 2))  # a word at the left edge: the pad passes the edge
+    fig.set_facecolor((0.2, 0.4, 0.6))
+    fig.text(0.0, 0.5, "x", fontsize=40)
+    img = _png_array(tight_png(fig))
+    assert img.shape == _png_array(_savefig_tight(fig)).shape and img.shape[1] < 60
+    assert {tuple(p) for p in img[:, :5].reshape(-1, 4)} == {(51, 102, 153, 255)}  # face colour
+    wide = new_figure(figsize=(3, 2))  # a label past the right edge: the box grows, as savefig's
+    wide.add_subplot().plot([0, 1])
+    wide.text(0.9, 0.5, "a label that runs far past the figure's right edge")
+    assert _png_array(tight_png(wide)).shape == _png_array(_savefig_tight(wide)).shape
+    assert _png_array(tight_png(wide)).shape[1] > 300 + 100
+
+
+def test_log_axes_are_labelled_in_plain_text_decades():
+    from edu_parallel.viz import crossover_figure
+    from edu_parallel.viz.figure import decade_label
+
+    assert [decade_label(v) for v in (1, 10, 1e3, 1e-6, 2e-6)] == [
+        "10⁰",
+        "10¹",
+        "10³",
+        "10⁻⁶",
+        "2e-06",
+    ]
+    fig = crossover_figure(64, "ib-ndr-400")
+    fig._repr_png_()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_xticklabels()]
+    assert "10⁰" in labels and not any("$" in t for t in labels)  # no mathtext to parse
+    assert not ax.yaxis.get_minorticklocs().size and not ax.xaxis.get_minorticklocs().size

@@ -23,6 +23,7 @@ and Rabenseifner's advantage is in ``steps``: ``O(log N)`` against the ring's ``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,6 +35,10 @@ from ..plans.plan import MAX_PLAN_RANKS, Plan
 from .simulation import simulate
 
 Runner = Callable[[str, int, int], Trace]  # (algo, world_size, nbytes) -> trace of one run
+# A runner may also have ``sized(world_size)``: a context manager giving a runner for that world
+# size, which the table uses for every algorithm of that size (a real runner starts one cluster
+# per world size for the whole table, not one per run); and ``progress``, None or a
+# ``(done, total, label)`` callback the table calls before each run and at the end (a bar).
 
 
 def simulated_runner(dtype: str = "float32") -> Runner:
@@ -96,24 +101,43 @@ def traffic_table(
         runner = simulated_runner()
     elif not callable(runner):
         raise bad_value("runner", runner, "None or a callable runner(algo, world_size, nbytes)")
-    rows = []
-    for algo in algos:
-        for n in sizes:
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    runs: dict[int, list[str]] = {}  # world size -> the algorithms that run on it
+    for n in dict.fromkeys(sizes):
+        runs[n] = []
+        for algo in dict.fromkeys(algos):
             try:
                 build_plan(algo, n)
             except ValueError as exc:
-                rows.append(
-                    {
-                        "algo": algo,
-                        "world_size": n,
-                        "nbytes": nbytes,
-                        "supported": False,
-                        "note": str(exc),
-                    }
-                )
+                rows[algo, n] = {
+                    "algo": algo,
+                    "world_size": n,
+                    "nbytes": nbytes,
+                    "supported": False,
+                    "note": str(exc),
+                }
                 continue
-            rows.append(traffic_row(algo, runner(algo, n, nbytes)))
-    return rows
+            runs[n].append(algo)
+    progress = getattr(runner, "progress", None)  # a real runner's bar: (done, total, label)
+    total, done = sum(map(len, runs.values())), 0
+    for n, names in runs.items():  # one world size at a time: one cluster for all its algorithms
+        if not names:
+            continue
+        with _sized(runner, n) as run:
+            for algo in names:
+                if progress:
+                    progress(done, total, f"{algo}, N={n}")
+                rows[algo, n] = traffic_row(algo, run(algo, n, nbytes))
+                done += 1
+    if progress and total:
+        progress(total, total, "")
+    return [rows[algo, n] for algo in algos for n in sizes]  # algorithm by algorithm
+
+
+def _sized(runner: Runner, world_size: int) -> contextlib.AbstractContextManager[Runner]:
+    """``runner.sized(world_size)`` where the runner has it, else the runner itself."""
+    sized = getattr(runner, "sized", None)
+    return sized(world_size) if callable(sized) else contextlib.nullcontext(runner)
 
 
 def _per_rank(values: list[int], d: int, limit: int) -> str:

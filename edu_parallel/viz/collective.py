@@ -150,6 +150,7 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                         linewidth=1.5,
                         hatch="//" if undefined else None,
                         gid="cell",
+                        in_layout=False,  # inside the axes' limits: no layout needs its box
                     )
                 )
                 head = (
@@ -171,6 +172,7 @@ def before_after(source: Any, max_values: int = 2, title: str | None = None) -> 
                     fontsize=LABEL_PT,
                     color=SOFT_INK if undefined else text_color(color),
                     gid="label",
+                    in_layout=False,  # centred in its cell, inside the axes' limits
                 )
         ax.set_xlim(0, c)
         ax.set_ylim(-n, 0)

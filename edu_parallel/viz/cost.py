@@ -20,7 +20,7 @@ from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.choose import crossover_size
 from ..models.cost import predict
-from .figure import new_figure
+from .figure import new_figure, plain_log_ticks
 from .style import ALGORITHM_COLORS
 
 
@@ -77,6 +77,7 @@ def crossover_figure(
             va="bottom",
             fontsize=9,
         )
+    plain_log_ticks(ax.xaxis, ax.yaxis)
     ax.set_xlabel(_("bytes per rank S"))
     ax.set_ylabel(_("predicted time (s)"))
     ax.set_title(

@@ -85,6 +85,7 @@ def step_grid(
                         edgecolor=OP_COLORS.get(op, MUTED) if op else MUTED,
                         linewidth=min(2.2, box_pt / 6) if op else min(0.6, box_pt / 15),
                         gid="cell",
+                        in_layout=False,  # inside the axes' limits: no layout needs its box
                     )
                 )
                 if font >= LABEL_PT:
@@ -96,6 +97,7 @@ def step_grid(
                         va="center",
                         fontsize=font,
                         gid="label",
+                        in_layout=False,  # centred in its box, inside the axes' limits
                         color=text_color(fr.color(view, r, k)),
                     )
             sent = [a for a in view.arrows if a.src == r]

@@ -17,7 +17,7 @@ from ..core.i18n import _
 from ..core.units import format_bytes
 from ..models.nccl.selection import nccl_choose
 from ..models.nccl.systems import nccl_system
-from .figure import new_figure
+from .figure import new_figure, plain_log_ticks
 from .style import ALGORITHM_COLORS
 
 PROTO_STYLES = {"LL": ":", "LL128": "--", "Simple": "-"}
@@ -65,6 +65,7 @@ def nccl_choice_figure(system: Any, coll: str = "all_reduce", sizes: Any = None)
     )
     ax.set_ylabel(_("predicted time (µs)"), fontsize=10)
     ax.set_xscale("log", base=2)
+    plain_log_ticks(ax.yaxis)
     ax.tick_params(labelbottom=False, labelsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8.5, loc="upper left", ncol=2)

@@ -88,7 +88,6 @@ def memory_bars_animation(
     number that step, None every memory event. Hover shows exact bytes; bar ``customdata`` is
     ``[rank, category, bytes]``. Plays in an exported HTML file (``fig.write_html``).
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     spec = _animation_spec(trace_or_traces, step)
@@ -163,8 +162,10 @@ def memory_bars_animation(
     )
     ntraces = len(fig.data)
     names = [str(k) for k in range(spec.length)]
+    # Frames as plain dicts: plotly checks each property once, when they are assigned (go.Frame
+    # objects of go.Bar are checked when built and again, deep-copied, on assignment)
     fig.frames = [
-        go.Frame(
+        dict(
             name=names[k],
             data=[t for p in range(n) for t in _panel_traces(spec, p, k)],
             traces=list(range(ntraces)),
@@ -253,10 +254,9 @@ def _panel_caption(spec: MemoryAnimation, panel: int, k: int) -> str:
     return text + (f"<br>({where}" if where else "")
 
 
-def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
-    """One stacked bar trace per category for panel ``panel`` at animation frame ``k``."""
-    import plotly.graph_objects as go
-
+def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[dict[str, Any]]:
+    """One stacked bar trace (a plotly ``bar``, as a dict) per category for panel ``panel`` at
+    animation frame ``k``."""
     frame = spec.frame_of(panel, k)
     lg = spec.ledgers[panel]
     changed = frame.event.rank if frame.event is not None and k > 0 else None
@@ -271,7 +271,8 @@ def _panel_traces(spec: MemoryAnimation, panel: int, k: int) -> list[Any]:
             for r, b in zip(lg.ranks, held, strict=True)
         ]
         out.append(
-            go.Bar(
+            dict(
+                type="bar",
                 x=xs,
                 y=[b / spec.scale for b in held],
                 name=category_name(cat),
