@@ -9,6 +9,7 @@ with its parent (PR_SET_PDEATHSIG on Linux; end-of-file on its pipe everywhere).
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -87,6 +88,10 @@ def worker_main(
     lines: Any = None,
 ) -> None:
     """Entry point of a worker process (fork or spawn)."""
+    # What the rank inherited from the parent (a notebook kernel's whole heap) is never garbage
+    # for it: frozen, the rank's collections skip it and leave its pages shared with the parent
+    # (the first FSDP job: 0.41 -> 0.25 CPU-s a rank, 27k -> 10k page faults).
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if lines is not None:
         _answer_probe(rank, lines)
