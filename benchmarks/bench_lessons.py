@@ -199,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time Run All in JupyterLab in Chromium (the browser pass) instead of nbclient",
     )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        help="with --browser: the times a browser pass already wrote ($EDU_PARALLEL_BROWSER_TIMES)",
+    )
     args = parser.parse_args(argv)
     for stem in args.only:
         if stem not in stems:
@@ -206,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.only or stems
     old = load_times()
     if args.browser:
-        return record_browser(old, chosen, stems, dry=args.dry)
+        return record_browser(old, chosen, stems, dry=args.dry, source=args.from_json)
     seconds = dict(old.get("seconds", {}))
     failed = []
     timed: list[LessonTime] = []
@@ -236,9 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def record_browser(old: dict, chosen: list[str], stems: list[str], dry: bool) -> int:
-    """``--browser``: the browser pass's times, printed, and kept as ``old["browser"]``."""
-    measured = browser_times(chosen if chosen != stems else [])
+def record_browser(
+    old: dict, chosen: list[str], stems: list[str], dry: bool, source: Path | None = None
+) -> int:
+    """``--browser``: the browser pass's times (run now, or read from ``source``), printed, and
+    kept as ``old["browser"]``."""
+    if source is None:
+        measured = browser_times(chosen if chosen != stems else [])
+    else:
+        named = json.loads(source.read_text())
+        measured = {n.removesuffix(".ipynb"): s for n, s in named.items() if "/" not in n}
     ordered = sorted(measured.values())
     print("| lesson | Run All in Chromium, s |\n|---|---|")
     for stem in stems:
