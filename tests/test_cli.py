@@ -160,7 +160,8 @@ def test_the_same_concept_runs_under_torchrun(tmp_path):
 def test_concepts_of_several_jobs_run_under_torchrun(args, key):
     """Rank 1 must take part in every job of the concept, not stop after the first."""
     out = cli("run", *args, "--json", torchrun=2)
-    assert out.returncode == 0, out.stderr[-2000:]
+    ranks = [line for line in out.stderr.splitlines() if "rank" in line.lower()][:20]
+    assert out.returncode == 0, "\n".join(ranks) + "\n...\n" + out.stderr[-2000:]
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     data = json.loads(line)
     assert data["world_size"] == 2 and key in data

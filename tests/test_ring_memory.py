@@ -66,7 +66,9 @@ def test_the_need_counts_what_the_plan_stages(cluster4):
     run, peaks = _peaks(cluster4, "32MiB", algo="naive")
     d, need = run.buffer.real_bytes, bytes_per_rank(run)
     assert need == [5 * d, 3 * d, 3 * d, 3 * d]
-    assert peaks[0] > PEAK_FACTOR * d + ALLOWANCE  # the root: more than a ring's rank
+    # the root holds its N-1 staged buffers at once (the input was there when the job began),
+    # which no other rank does
+    assert peaks[0] >= 3 * d and peaks[0] > max(peaks[1:])
     for peak, bound in zip(peaks, need, strict=True):
         assert peak <= bound + ALLOWANCE
 
