@@ -8,6 +8,7 @@ learner sees), never from the kernel.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,10 +19,13 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mplfonts
+import pytest
 from helpers import free_port
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
@@ -77,6 +81,26 @@ def why_no_browser() -> str | None:
     if find_chromium() is None:
         return "no Chromium found (apt install chromium, or set EDU_PARALLEL_CHROMIUM)"
     return None
+
+
+@contextlib.contextmanager
+def chromium_browser(what: str, env: dict[str, str] | None = None) -> Iterator[Any]:
+    """Debian's Chromium launched by Playwright, closed on exit. Without a browser the test skips
+    and says why; in CI (``CI=true``) that is a failure, since ``.ci/run`` installs it. ``what``
+    names the test in that message."""
+    reason = why_no_browser()
+    if reason:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{reason}: in CI {what} must run (.ci/run installs chromium)")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS, env=env)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 class LabServer:

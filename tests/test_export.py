@@ -1,6 +1,5 @@
 """``edu-parallel export --html``: a static site whose figures and animations play offline."""
 
-import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -8,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_driver import CHROMIUM_FLAGS, find_chromium, why_no_browser
+from lab_driver import chromium_browser
 from plotly.offline import get_plotlyjs
 
 from edu_parallel.app.cli import main
@@ -156,17 +155,8 @@ def test_the_site_holds_plotly_js_once_and_its_size_is_counted(site):
 
 @pytest.fixture(scope="module")
 def chromium():
-    reason = why_no_browser()
-    if reason:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"{reason}: in CI the site's browser test must run (.ci/run installs it)")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+    with chromium_browser("the site's browser test") as browser:
         yield browser
-        browser.close()
 
 
 DRAWN = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done({

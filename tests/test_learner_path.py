@@ -13,19 +13,16 @@ Without Chromium or Playwright the tests skip and say why; in CI (``CI=true``) t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from lab_driver import (
-    CHROMIUM_FLAGS,
     ZH_LESSON,
     LabServer,
     Lesson,
+    chromium_browser,
     cjk_fontconfig,
     close_unedited_tab,
-    find_chromium,
-    why_no_browser,
 )
 
 from edu_parallel.core.i18n import _, language
@@ -41,18 +38,9 @@ LEARNER = "browser-test"  # the learner seed of the lab's kernels: the same shuf
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    reason = why_no_browser()
-    if reason:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"{reason}: in CI the browser test must run (.ci/run installs chromium)")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        fonts = cjk_fontconfig(tmp_path_factory.mktemp("fonts"))
-        b = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS, env=fonts)
+    fonts = cjk_fontconfig(tmp_path_factory.mktemp("fonts"))
+    with chromium_browser("the browser test", env=fonts) as b:
         yield b
-        b.close()
 
 
 def _lab_env(root: Path) -> dict[str, str]:
