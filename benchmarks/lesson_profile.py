@@ -59,10 +59,11 @@ def _edu_profile():
         T = sys.modules["edu_parallel.engine.torchrun"].TorchrunExecutor
         T.run = timed("runs", T.run)
 
-    def patch_plotly():
-        state["plotly"] = True
-        pio = sys.modules["plotly.io"]
-        pio.show = timed("rendering", pio.show)
+    def patch_plotly():  # only once plotly's renderers are loaded: patching loads nothing
+        renderers = sys.modules["plotly.io._renderers"]  # where plotly.io.show lives
+        if hasattr(renderers, "show"):  # not while it is still initialising
+            state["plotly"] = True
+            renderers.show = timed("rendering", renderers.show)
 
     def patch_tqdm():  # count the progress bars a cell shows (tqdm.auto's bars subclass this)
         state["tqdm"] = True
@@ -80,7 +81,7 @@ def _edu_profile():
         "tqdm": ("tqdm.std", patch_tqdm),
         "engine": ("edu_parallel.engine.cluster", patch_engine),
         "torchrun": ("edu_parallel.engine.torchrun", patch_torchrun),
-        "plotly": ("plotly.io", patch_plotly),
+        "plotly": ("plotly.io._renderers", patch_plotly),
     }
 
     depth = [0]

@@ -33,6 +33,9 @@
 * ``style.py``: the one plot style every renderer imports: the layout (940 px wide, font, title
   and legend helpers) and the palette (one colour per rank, phase, memory category, parallel
   dimension, op). ``fit.py``: the rules a figure is checked against.
+* ``plotly_figure.py``: the ``go.Figure`` subclass every plotly renderer returns; in a kernel it
+  displays as plotly's mimetype renderer would, without the 0.9 s of nbformat that plotly's
+  renderers import at a kernel's first figure.
 * ``controls.py``: the play/pause/slider block and the widget display every renderer shares; each
   widget holds one frozen, checked config (:class:`PipelineState`, :class:`PlannerState`,
   :class:`PlayerState`, :class:`ZeroState`) and changes it with :func:`dataclasses.replace`.

@@ -26,6 +26,7 @@ from ..core.i18n import N_, _
 from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import COMPUTE, IDLE, IDLE_FILL, ORANGE, PHASE_COLORS, RED, WAITING, WIDTH
 
 # what a bar of the timeline is, by (kind, op, phase); None: not drawn. Communication that
@@ -92,8 +93,6 @@ def timeline_frame(trace: Trace, window_s: float = 0.3) -> pd.DataFrame:
 
 def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = None) -> Any:
     """Per rank, the first ``window_s`` seconds of a run (see module doc)."""
-    import plotly.graph_objects as go
-
     frame = timeline_frame(trace, window_s)
     regime = trace.meta.get("regime", "run")
     server = regime in ("async-ps", "backup")
@@ -106,7 +105,7 @@ def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = Non
         )
         for r in ranks
     }
-    fig = go.Figure()
+    fig = Figure()
     for what, color in CATEGORIES.items():
         part = frame[frame["what"] == what]
         if part.empty:
@@ -160,6 +159,7 @@ def staleness_figure(histograms: dict[str, dict[int, int]], title: str | None = 
     fig = px.bar(
         pd.DataFrame(rows), x="staleness", y="share", color="run", barmode="group", width=WIDTH
     )
+    fig = Figure(fig)  # displays without plotly's renderer set-up (plotly_figure.py)
     fig.update_layout(
         title=title or _("Staleness of every applied gradient (counted from the trace)"),
         xaxis_title=_("staleness: updates applied since the gradient's parameters were pulled"),
@@ -185,6 +185,7 @@ def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None
             )
     data = pd.concat(frames, ignore_index=True)
     fig = px.line(data, x="x", y="loss", color="run", facet_col="axis", width=WIDTH, height=420)
+    fig = Figure(fig)  # displays without plotly's renderer set-up (plotly_figure.py)
     fig.update_xaxes(matches=None, title="")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     fig.update_yaxes(title_text=_("loss"), col=1)
@@ -212,6 +213,7 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         barmode="group",
         width=WIDTH,
     )
+    fig = Figure(fig)  # displays without plotly's renderer set-up (plotly_figure.py)
     note = ", ".join(f"{r.regime} ({r.straggler})" for r in missed.itertuples()) or _("none")
     head = title or _("Time to the target accuracy, measured")
     never = _("never reached it: {runs}").format(runs=note)

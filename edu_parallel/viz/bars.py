@@ -20,6 +20,7 @@ from ..plans.ring import ring_sent_bytes_formula
 from .figure import new_figure
 from .fit import fit_layout
 from .model import phase_label
+from .plotly_figure import Figure
 from .style import ALERT, series_color
 
 Formula = float | list[float] | None
@@ -164,12 +165,10 @@ def bytes_bars(
 
 def bytes_bars_plotly(trace: Trace, formula: Formula = None, per_phase: bool = True) -> Any:
     """The same chart as a plotly figure (hover shows exact bytes)."""
-    import plotly.graph_objects as go
-
     n = trace.world_size
     series = _series(trace, per_phase)
     predicted, name = _formula(trace, formula)
-    fig = go.Figure()
+    fig = Figure()
     ranks = [f"r{r}" for r in range(n)]
     for i, (phase, values) in enumerate(series.items()):
         fig.add_bar(

@@ -20,6 +20,7 @@ from ..compression.config import METHODS
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import (
     COMMUNICATION,
     COMPUTE,
@@ -81,7 +82,7 @@ def curves_figure(
     _need(curves, CURVE_COLUMNS, _("CompressReport.curve() tables, concatenated"))
     if y not in Y_TITLES:
         raise bad_value("y", y, _("one of {options}").format(options=", ".join(Y_TITLES)))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1)
+    fig = make_subplots(figure=Figure(), rows=1, cols=2, horizontal_spacing=0.1)
     for i, label in enumerate(_labels(curves)):
         part = curves[curves["label"] == label]
         for col, x in ((1, "step"), (2, "sent_MB")):
@@ -138,10 +139,8 @@ def curves_figure(
 
 def residual_figure(curves: Any, title: str | None = None) -> Any:
     """The residual's norm per step, one line per run (error-feedback runs keep it)."""
-    import plotly.graph_objects as go
-
     _need(curves, CURVE_COLUMNS, _("CompressReport.curve() tables, concatenated"))
-    fig = go.Figure()
+    fig = Figure()
     for i, label in enumerate(_labels(curves)):
         part = curves[curves["label"] == label]
         fig.add_scatter(
@@ -173,10 +172,8 @@ def residual_figure(curves: Any, title: str | None = None) -> Any:
 
 def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
     """Bytes per rank per step against ``N``: counted (markers) and formula (lines)."""
-    import plotly.graph_objects as go
-
     _need(df, ("N", "method", "collective", "sent B/step", "formula B/step"), _("a table"))
-    fig = go.Figure()
+    fig = Figure()
     for i, method in enumerate(dict.fromkeys(df["method"])):
         part = df[df["method"] == method].sort_values("N")
         color = line_style(method, i)["color"]
@@ -225,7 +222,9 @@ def whatif_figure(df: Any, title: str | None = None) -> Any:
 
     _need(df, ("link", "method", "comm_s", "compute_s", "compress_s", "step_s", "speedup"), _("a"))
     links = list(dict.fromkeys(df["link"]))
-    fig = make_subplots(rows=1, cols=len(links), subplot_titles=links, horizontal_spacing=0.07)
+    fig = make_subplots(
+        figure=Figure(), rows=1, cols=len(links), subplot_titles=links, horizontal_spacing=0.07
+    )
     parts = [(_(name), key, color) for name, key, color in _WHATIF_PARTS]
     for col, link in enumerate(links, start=1):
         part = df[df["link"] == link]

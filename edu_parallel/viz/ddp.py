@@ -26,6 +26,7 @@ from ..core.trace import Event, Trace
 from ..core.units import format_bytes
 from ..data_parallel.overlap import measure, training_steps
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .rank_timeline import time_axis_label
 from .style import (
     BROWN,
@@ -157,8 +158,6 @@ def streams_figure(
     default: the last. Times are relative to the step's start; ``layout.meta`` holds ``origin_s``,
     ``factor`` (seconds -> axis unit), ``unit``, ``step``, ``hidden``.
     """
-    import plotly.graph_objects as go
-
     step = pick_step(trace, step)
     present = sorted({e.rank for e in trace.events if e.kind in ("compute", "collective")})
     if ranks is None:
@@ -177,7 +176,7 @@ def streams_figure(
         return (t - origin) * factor
 
     rows = [f"r{r} {k}" for r in ranks for k in ("compute", "comm")]
-    fig = go.Figure()
+    fig = Figure()
     for op, color in COMPUTE_COLORS.items():
         evs = [e for r in ranks for e in per_rank[r] if e.kind == "compute" and e.op == op]
         if evs:

@@ -31,6 +31,7 @@ from .ddp import (
     time_unit,
 )
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import (
     DIM_COLORS,
     FONT,
@@ -217,7 +218,7 @@ def bucket_fill_animation(
             pos += len(params)
         return out
 
-    fig = go.Figure([cell_trace(0)])
+    fig = Figure([cell_trace(0)])
     for state, color in zip(STATES, STATE_COLORS, strict=True):
         fig.add_scatter(
             x=[None],

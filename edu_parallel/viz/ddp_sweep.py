@@ -15,6 +15,7 @@ from typing import Any
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import FONT, RED, WIDTH, legend_below, series_color, title_layout
 
 PER_PARAM_MB = 1e-5  # caps below this hold one parameter per bucket for any model here
@@ -46,7 +47,7 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
     labels = [cap_label(c) for c in df["bucket_cap_mb"]]
     is_default = [str(c) == "default" for c in df["bucket_cap_mb"]]
     counts = [int(n) for n in df["buckets"]]
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12)
+    fig = make_subplots(figure=Figure(), rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12)
     for row, (col, hidden_col, axis_name) in enumerate(PANELS, start=1):
         axis = _(axis_name)
         hidden = list(df[hidden_col]) if hidden_col in df.columns else [None] * len(df)

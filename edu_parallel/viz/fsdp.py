@@ -23,6 +23,7 @@ from typing import Any
 from ..core.errors import bad_value
 from ..core.i18n import _
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import MUTED, OP_COLORS, PANEL, PHASE_COLORS, WIDTH, tint
 
 FSDP_OPS = ("all_gather", "reduce_scatter", "all_reduce")  # the colour keys of its collectives
@@ -115,6 +116,7 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
 
     points = sequence_points(report, step)
     fig = make_subplots(
+        figure=Figure(),
         rows=1,
         cols=2,
         subplot_titles=[name for _key, name in PANELS],
@@ -272,7 +274,12 @@ def gathered_memory_figure(
         for name, c in curves.items()
     ]
     fig = make_subplots(
-        rows=len(curves), cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles
+        figure=Figure(),
+        rows=len(curves),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=titles,
     )
     for row, (name, curve) in enumerate(curves.items(), start=1):
         fig.add_trace(

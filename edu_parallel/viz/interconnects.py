@@ -16,6 +16,7 @@ import pandas as pd
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import BLUE, GREEN, MUTED, ORANGE, WIDTH
 
 SCOPE_COLORS = {"measured here": MUTED, "intra-node": BLUE, "inter-node": ORANGE, "fabric": GREEN}
@@ -35,7 +36,7 @@ def interconnect_figure(table: pd.DataFrame, title: str | None = None) -> Any:
     if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in COLUMNS):
         raise bad_value("table", type(table).__name__, _("interconnect_table(trace, nbytes)"))
     rows = table.sort_values("time (µs)", ascending=False)
-    fig = go.Figure()
+    fig = Figure()
     for scope, color in SCOPE_COLORS.items():
         part = rows[rows["scope"] == scope]
         if part.empty:

@@ -20,6 +20,7 @@ from ..core.i18n import _
 from .controls import play_controls
 from .fit import fit_layout
 from .mesh_data import EDGE_RULES, MeshData, mesh_data
+from .plotly_figure import Figure
 from .style import INK, LABEL, PANEL, PANEL_LINE, TITLE_FONT_PX, WIDTH, series_color
 
 Y_STEP = 1.5  # rows (replicas) apart, in x units (TP ranks are 1 apart)
@@ -257,7 +258,7 @@ def mesh_figure(report: Any, trace: Any = None, frames: int = 20) -> Any:
         part = _dim_traces(mesh, dim, visible=i == 0)
         traces += part
         owner += [dim] * len(part)
-    fig = go.Figure(traces)
+    fig = Figure(traces)
     t0, t1 = mesh.span()
     times = [t0 + (t1 - t0) * (k + 1) / frames for k in range(frames)]
     times[-1] = t1  # the last frame holds every transfer

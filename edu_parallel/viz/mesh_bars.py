@@ -21,6 +21,7 @@ from ..core.i18n import N_, _
 from ..parallel_3d.measure import GROUP_TYPES
 from .fit import fit_layout
 from .mesh_data import report_dict
+from .plotly_figure import Figure
 from .style import DIM_COLORS, INK, MEMORY_COLORS, WIDTH
 
 MEMORY_PARTS = (
@@ -47,7 +48,7 @@ def group_bytes_figure(report: Any, title: str | None = None) -> Any:
     data = report_dict(report, ("per_rank_coords", "predicted_sent_bytes_by_group"))
     x, sent = _ranks(data), data["per_rank_sent_bytes_by_group"]
     types = [k for k in GROUP_TYPES if any(row.get(k, 0) for row in sent)]
-    fig = go.Figure(
+    fig = Figure(
         [
             go.Bar(
                 name=k.upper(),
@@ -107,7 +108,7 @@ def memory_figure(report: Any, title: str | None = None) -> Any:
     if acts is None or len(acts) != len(x):
         raise bad_value("report", "no per_rank_activation_bytes", _("one activation peak per rank"))
     rows = [{**s, "activation_bytes": a} for s, a in zip(states, acts, strict=True)]
-    fig = go.Figure(
+    fig = Figure(
         [
             go.Bar(
                 name=_(name),

@@ -22,6 +22,7 @@ from ..core.marks import traffic_matrix
 from ..core.trace import Trace
 from .controls import play_controls
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import ALERT, EMPTY, WIDTH, series_color
 
 DROPPED = ALERT  # an assignment over capacity
@@ -74,6 +75,7 @@ def traffic_heatmap(data: Any, title: str | None = None, exchange: str = "dispat
     cols = min(len(mats), 2)  # two heatmaps a row fit the notebook's width with the colour bar
     rows = -(-len(mats) // cols)
     fig = make_subplots(
+        figure=Figure(),
         rows=rows,
         cols=cols,
         horizontal_spacing=0.12,
@@ -137,7 +139,7 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
     n, e = len(routed), len(routed[0])
     cap = _get(report, "capacity")
     xs = [f"e{j}" for j in range(e)]
-    fig = go.Figure()
+    fig = Figure()
     for s in range(n):
         fig.add_trace(
             go.Bar(
@@ -274,7 +276,7 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
     stages = ("routed", "dispatched", "combined")
     captions = {s: _(STAGE_CAPTIONS[s]) for s in stages}
     head = f"<b>{title}</b> · " if title else ""
-    fig = go.Figure(data=[scatter("routed")])
+    fig = Figure(data=[scatter("routed")])
     e = _get(report, "experts")
     for ex in range(e):  # legend only: one entry per expert colour
         fig.add_trace(

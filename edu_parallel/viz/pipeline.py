@@ -23,6 +23,7 @@ from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .controls import play_controls
 from .fit import MIN_FONT_PX, fit_layout
+from .plotly_figure import Figure
 from .rank_timeline import time_axis_label
 from .style import ALERT, GRID, IDLE, IDLE_FILL, PHASE_COLORS, WIDTH, text_color, tint
 
@@ -226,7 +227,7 @@ def pipeline_gantt(
     cursor_frames = check_int("cursor_frames", cursor_frames, 2, 1000)
     view = pipeline_view(timeline_or_trace, time_label)
     p, v, span = view.num_ranks, view.chunks, view.makespan or 1.0
-    fig = go.Figure()
+    fig = Figure()
     gaps = [(r, a, b) for r, row in enumerate(view.idle()) for a, b in row]
     fig.add_bar(
         y=[g[0] for g in gaps],

@@ -15,6 +15,7 @@ from ..core.i18n import _
 from ..pipeline_parallel.builders import SCHEDULES, build_schedule
 from ..pipeline_parallel.timing import gpipe_bubble, time_schedule
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import GRID, series_color
 
 # where a one-line ValueError (core/errors.py) says what it expected, in English and in Chinese
@@ -93,11 +94,9 @@ def bubble_vs_microbatches_figure(
     have ``meta`` ``{"role": "simulated", "schedule", "chunks", "skipped"}``; the formula trace
     ``{"role": "formula"}``.
     """
-    import plotly.graph_objects as go
-
     ms = sorted({check_int("Ms", m, 1) for m in Ms})
     curves = bubble_curves(P, ms, schedules, v, t_f, t_b, t_w)
-    fig = go.Figure()
+    fig = Figure()
     colors = {name: series_color(i) for i, name in enumerate(SCHEDULES)}
     symbols = {"gpipe": "circle", "1f1b": "x", "interleaved": "square", "zb-h1": "diamond"}
     for c in curves:

@@ -16,6 +16,7 @@ from ..pipeline_parallel.schedule import KINDS
 from ..pipeline_parallel.timing import Timeline
 from .fit import fit_layout
 from .pipeline import pipeline_view
+from .plotly_figure import Figure
 from .style import ALERT, GRID, SERIES, series_color, tint
 
 UNIT_NAMES = {"microbatches": N_("microbatches"), "bytes": N_("bytes")}
@@ -99,7 +100,9 @@ def activation_memory_figure(
         )
         fig.update_xaxes(title_text=view.time_label)
         return fit_layout(fig)
-    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=0.05 if n > 1 else 0)
+    fig = make_subplots(
+        figure=Figure(), rows=n, cols=1, shared_xaxes=True, vertical_spacing=0.05 if n > 1 else 0
+    )
     top = max(peaks, default=0.0)
     for s, row in enumerate(steps):
         color = _stage_color(s, n)
@@ -190,7 +193,7 @@ def _memory_heatmap(
                 cells[k] = max(cells[k], c)
         z.append(cells)
     n = len(steps)
-    fig = go.Figure(
+    fig = Figure(
         go.Heatmap(
             x=edges,
             y=list(range(n)),

@@ -25,6 +25,7 @@ from ..core.errors import bad_value, check_int
 from ..core.i18n import N_, _
 from ..planner import TERMS, ConfigEstimate, PlannerResult
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import (
     ALERT,
     BLUE,
@@ -169,7 +170,7 @@ def pareto_figure(
     marked = None if highlight is None else find_config(result, highlight)
     indexed = list(enumerate(result.configs))
     front_ids = {id(c) for c in result.pareto()}
-    fig = go.Figure()
+    fig = Figure()
     oom = [(i, c) for i, c in indexed if not c.feasible and c.memory_bytes_per_gpu is not None]
     if infeasible and oom:
         fig.add_trace(
@@ -282,13 +283,11 @@ def time_terms_figure(
     split into the step time's exposed terms; the bar's end is the step time, written with the
     MFU beside it. ``overhead_only=True`` leaves compute out: the bars are what each
     configuration pays on top of it (where the top configurations differ)."""
-    import plotly.graph_objects as go
-
     result = _check_result(result)
     top = check_int("top", top, 1, 100)
     configs = result.feasible[:top]
     labels = [f"{r}. {layout_label(c)}" for r, c in enumerate(configs, 1)]
-    fig = go.Figure()
+    fig = Figure()
     # EP only for a mixture-of-experts model (a dense model's EP term is always 0)
     skip = {"compute"} if overhead_only else set()
     if not result.model.experts:

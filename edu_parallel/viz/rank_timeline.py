@@ -13,6 +13,7 @@ from ..core.i18n import _
 from ..core.trace import Trace
 from .fit import fit_layout
 from .model import phase_label
+from .plotly_figure import Figure
 from .style import series_color
 
 KINDS = ("send", "recv", "compute", "collective")
@@ -34,14 +35,12 @@ def time_axis_label(trace: Trace, unit: str | None = None) -> str:
 
 def timeline(trace: Trace, title: str | None = None) -> Any:
     """A plotly Gantt of send/recv/compute/collective events per rank, coloured by phase."""
-    import plotly.graph_objects as go
-
     events = [e for e in trace.events if e.kind in KINDS]
     rows = sorted({(e.rank, KINDS.index(e.kind)) for e in events})
     names = [f"r{r} {KINDS[k]}" for r, k in rows]
     phases = trace.phases()
     phases += ["-"] if "-" not in phases else []  # events without a phase
-    fig = go.Figure()
+    fig = Figure()
     for i, phase in enumerate(phases):
         mine = [e for e in events if (e.phase or "-") == phase]
         if not mine:

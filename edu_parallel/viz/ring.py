@@ -21,6 +21,7 @@ from ..core.trace import Trace
 from .controls import play_controls
 from .fit import MODEBAR_PX, title_y, wrap_text
 from .model import Arrow, RingFrames, StepView, arrow_hover, build_frames
+from .plotly_figure import Figure
 from .style import LABEL, MUTED, OP_COLORS, SOFT_INK, WIDTH, text_color
 
 ANIMATED_TRACES = [0, 1, 2, 3, 4, 5]
@@ -280,9 +281,7 @@ class RingDrawing:
 
     def figure(self, index: int) -> Any:
         """A plotly figure of frame ``index`` alone."""
-        import plotly.graph_objects as go
-
-        return go.Figure(data=self.traces(index) + self.static_traces(), layout=self.layout(index))
+        return Figure(data=self.traces(index) + self.static_traces(), layout=self.layout(index))
 
     def animation(self) -> Any:
         """The figure with all frames, a play/pause button and a step slider."""

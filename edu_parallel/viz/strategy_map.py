@@ -21,6 +21,7 @@ from typing import Any
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import DIM_COLORS, PHASE_COLORS, WIDTH
 
 METRICS = (
@@ -71,7 +72,7 @@ def map_table_figure(report: Any, title: str | None = None) -> Any:
     tops = [max((v[j] for v in values), default=0.0) or 1.0 for j in range(len(cols))]
     z = [[v[j] / tops[j] for j in range(len(cols))] for v in values]
     text = [[f"{x:,.0f}" for x in v] for v in values]
-    fig = go.Figure(
+    fig = Figure(
         go.Heatmap(
             z=z,
             x=cols,
@@ -111,7 +112,7 @@ def sent_bars_figure(report: Any, title: str | None = None) -> Any:
             x[1].append(f"r{r}")
             for p in PASS_COLORS:
                 by_pass[p].append(float(row["sent_by_pass"].get(p, 0.0)))
-    fig = go.Figure(
+    fig = Figure(
         [
             go.Bar(name=_(PASS_NAMES[p]), x=x, y=ys, marker_color=PASS_COLORS[p])
             for p, ys in by_pass.items()
@@ -163,7 +164,9 @@ def split_figure(report: Any, title: str | None = None) -> Any:
         _("{strategy} ({model} model)").format(strategy=run["name"], model=run["model"])
         for run in runs
     ]
-    fig = make_subplots(rows=len(runs), cols=1, subplot_titles=subtitles, vertical_spacing=0.12)
+    fig = make_subplots(
+        figure=Figure(), rows=len(runs), cols=1, subplot_titles=subtitles, vertical_spacing=0.12
+    )
     for i, run in enumerate(runs, start=1):
         names, frac, hover = split_grid(run)
         fig.add_trace(

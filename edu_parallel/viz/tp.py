@@ -20,6 +20,7 @@ from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from .controls import play_controls
 from .fit import fit_layout
+from .plotly_figure import Figure
 from .style import BLUE, GREEN, MUTED, ORANGE, PURPLE, RED, WIDTH, tint
 from .tp_frames import KINDS, Region, TPFrame, matrices, report_field, tp_story
 
@@ -130,11 +131,9 @@ def _outlines(names: list[str], t: int) -> list[dict[str, Any]]:
 
 
 def _figure(report: Any, story: list[TPFrame], k: int, title: str | None) -> Any:
-    import plotly.graph_objects as go
-
     shapes, t = matrices(report), int(report_field(report, "world_size"))
     names = list(shapes)
-    fig = go.Figure(data=_frame_traces(story[k], names, t))
+    fig = Figure(data=_frame_traces(story[k], names, t))
     notes = [
         dict(
             x=i * (1 + GAP_X) + 0.5,

@@ -37,6 +37,7 @@ from .memory_ledger import (
     category_name,
     order_categories,
 )
+from .plotly_figure import Figure
 from .style import GRID, INK, WHITE, WIDTH
 
 # ----------------------------------------------------------------- animation
@@ -95,6 +96,7 @@ def memory_bars_animation(
     cols = min(n, 2)  # two panels a row: four of them fit the notebook's width
     rows = -(-n // cols)
     fig = make_subplots(
+        figure=Figure(),
         rows=rows,
         cols=cols,
         shared_yaxes=True,
