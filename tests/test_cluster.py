@@ -81,7 +81,16 @@ def test_a_rank_that_loops_is_probed_for_its_line():
         assert f"(running {__file__}:{line} in spin_on)" in str(info.value)
 
 
-def test_interrupt_stops_the_workers_and_the_next_run_restarts():
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt, as in a kernel or a terminal, even where this run
+    inherited it ignored (a shell's background job starts with SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_interrupt_stops_the_workers_and_the_next_run_restarts(ctrl_c_raises):
     with Cluster(2, timeout=20) as c:
         old = c.pids
         timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
