@@ -118,16 +118,30 @@ def run_child(cmd: list[str], env: dict[str, str] | None = None, grace_s: float 
     exited ``grace_s`` seconds after being asked is killed. Returns its exit status as a shell
     reports it (128 + N for a child ended by signal N; 0 after Ctrl-C).
     """
-    # SIGKILL to this wrapper cannot be forwarded: the kernel sends the child SIGTERM instead
-    proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_us)
+    started: list[subprocess.Popen] = []
+    early: list[int] = []  # a signal that came before the child existed
 
     def forward(signum: int, _frame: object) -> None:
-        proc.send_signal(signum)
+        if started:
+            started[0].send_signal(signum)
+        else:
+            early.append(signum)
 
     handled = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
     if threading.current_thread() is not threading.main_thread():
         handled = ()  # only the main thread may install signal handlers
+    # the handlers first, then the child: a SIGTERM right after the start is forwarded, too
     previous = {sig: signal.signal(sig, forward) for sig in handled}
+    # SIGKILL to this wrapper cannot be forwarded: the kernel sends the child SIGTERM instead
+    try:
+        proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_us)
+    except BaseException:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        raise
+    started.append(proc)
+    for signum in early:
+        proc.send_signal(signum)
     try:
         status = proc.wait()
         return 128 - status if status < 0 else status
