@@ -14,10 +14,15 @@ parse, raises on import or lacks the function is a failed try with its line name
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib.util
 import inspect
 import json
+import os
+import re
+import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -26,10 +31,10 @@ from typing import Any
 from .. import exercises  # torch-backed names load on first use: `list --help` stays quick
 from ..core.errors import bad_value, check_int
 from ..core.i18n import _
-from ..exercises.diagnose import learner_line
+from ..exercises.diagnose import learner_line, source_line
 from ..exercises.progress import record_try
 from ..exercises.spec import Exercise
-from .paths import check_output_file
+from .paths import check_output_file, writing
 
 LEARNER_MODULE = "edu_parallel_learner_solution"
 
@@ -78,14 +83,16 @@ def load_function(path: str, exercise: Exercise, name: str | None = None) -> Any
     if file.suffix != ".py" or not file.is_file():
         raise bad_value("path", path, _("an existing .py file that defines the function"))
     name = name or exercise.function
-    source = file.read_text(encoding="utf-8", errors="replace")
-    try:
-        compile(source, str(file), "exec")
+    try:  # bytes, as Python reads a file: its BOM and coding line decide, not this process
+        compile(file.read_bytes(), str(file), "exec")
     except SyntaxError as err:
         where = _("{file} line {line}: {message}").format(
             file=file.name, line=err.lineno, message=err.msg
         )
         raise LearnerFileError(where) from None
+    stuck = trial_load(file, exercise.timeout_s)
+    if stuck:
+        raise LearnerFileError(stuck)
     spec = importlib.util.spec_from_file_location(LEARNER_MODULE, file)
     module: ModuleType = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[LEARNER_MODULE] = module
@@ -114,6 +121,66 @@ def load_function(path: str, exercise: Exercise, name: str | None = None) -> Any
     return fn
 
 
+OUT_OF_MEMORY = 86  # the trial child's exit status after a MemoryError
+FAULT_HEADER = "Timeout ("  # how faulthandler.dump_traceback_later starts its dump
+_DUMP_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in ')
+
+
+def trial_load(file: Path, limit_s: float) -> str:
+    """Load ``file`` once in a forked child, its output discarded, within ``limit_s`` seconds:
+    "" when it loads (or raises: the real load names the line), else what stopped it, in one
+    line: a loop at import named by its line (faulthandler's dump of the child), an ``os._exit``,
+    or a signal. The child inherits torch from this process, so an ``import torch`` is free."""
+    if not hasattr(os, "fork"):
+        return ""
+    import torch  # noqa: F401 - imported before the fork: the file's own import of it is free
+
+    with tempfile.TemporaryFile() as dump:
+        pid = os.fork()
+        if pid == 0:  # the child: load, say nothing, leave without running any cleanup
+            code = 0
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                faulthandler.dump_traceback_later(limit_s, exit=True, file=dump)
+                spec = importlib.util.spec_from_file_location(LEARNER_MODULE, file)
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))  # type: ignore
+            except MemoryError:
+                code = OUT_OF_MEMORY
+            except BaseException:  # noqa: BLE001 - the parent's own load names its line
+                code = 0
+            os._exit(code)
+        _pid, status = os.waitpid(pid, 0)
+        dump.seek(0)
+        text = dump.read().decode(errors="replace")
+    if text.startswith(FAULT_HEADER):
+        lines = [int(m["line"]) for m in _DUMP_FRAME.finditer(text) if m["file"] == str(file)]
+        where = source_line(str(file), lines[0]) if lines else ""
+        msg = (
+            _("{file} did not finish loading within {limit:g} s: it loops at {line}")
+            if where
+            else _("{file} did not finish loading within {limit:g} s")
+        )
+        return msg.format(file=file.name, limit=limit_s, line=where)
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        killed = (
+            _("{file} was killed by {signal} while loading (out of memory?)")
+            if sig == "SIGKILL"
+            else _("{file} was killed by {signal} while loading")
+        )
+        return killed.format(file=file.name, signal=sig)
+    if os.WEXITSTATUS(status) == OUT_OF_MEMORY:
+        return _("{file} ran out of memory while loading (MemoryError)").format(file=file.name)
+    if os.WEXITSTATUS(status) != 0:
+        return _(
+            "{file} ended the process while loading (exit status {code}): an exercise file "
+            "defines its function; it does not exit"
+        ).format(file=file.name, code=os.WEXITSTATUS(status))
+    return ""
+
+
 def run_check(a: argparse.Namespace) -> int:
     ex = exercises.get_exercise(a.exercise)
     picture = check_output_file(a.figure, "--figure", (".png",)) if a.figure else None
@@ -126,23 +193,25 @@ def run_check(a: argparse.Namespace) -> int:
         return 1
     result = exercises.grade(ex, fn)
     record_try(ex.id, result.passed)
-    if picture is not None:
-        left_out = exercises.save_stacked(
-            (ex.picture or exercises.default_picture)(result), picture
-        )
-        if left_out:
-            note = _(
-                "note: {n} interactive figure(s) of exercise {id} draw in the notebook only;"
-                " {picture} holds the others"
-            )
-            print(note.format(n=left_out, id=ex.id, picture=picture), file=sys.stderr)
     findings = [
         {"case": f.case.label() if f.case else None, "check": f.check, "ok": f.ok}
         | {"note": f.note, "message": f.message, "rank": f.rank, "step": f.step}
         for f in result.findings
     ]
     data = {"exercise": ex.id, "passed": result.passed, "wall_s": round(result.wall_s, 3)}
-    _print(a, data | {"findings": findings}, result.report())
+    _print(a, data | {"findings": findings}, result.report())  # before the picture can fail
+    sys.stdout.flush()
+    if picture is not None:
+        with writing("--figure", picture):
+            left_out = exercises.save_stacked(
+                (ex.picture or exercises.default_picture)(result), picture
+            )
+        if left_out:
+            note = _(
+                "note: {n} interactive figure(s) of exercise {id} draw in the notebook only;"
+                " {picture} holds the others"
+            )
+            print(note.format(n=left_out, id=ex.id, picture=picture), file=sys.stderr)
     return 0 if result.passed else 1
 
 

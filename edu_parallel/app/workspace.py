@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..core.errors import bad_value
 from ..core.i18n import _
+from .paths import check_output_folder
 
 DEFAULT_DIR = Path("~/edu-parallel-course")
 MANIFEST = Path(".edu-parallel") / "lessons.json"
@@ -123,7 +124,7 @@ def check_workspace(target: Path, source: Path) -> Path:
             str(target),
             _("a folder of your own, not the course's lessons ({source})").format(source=source),
         )
-    return target
+    return check_output_folder(target, "dir")  # one this system lets us fill (not /proc, /sys)
 
 
 def _sha(path: Path) -> str:

@@ -34,6 +34,7 @@ from ...core.i18n import _
 from ...core.units import format_bytes
 from ...core.workspace import WORKSPACE_VAR
 from ..lab import INDEX, lessons_source
+from ..paths import check_output_folder
 from ..workspace import course_files, lesson_number
 from .html import (
     SITE_FILES,
@@ -134,7 +135,7 @@ def check_site_dir(path: str | os.PathLike[str]) -> Path:
             text,
             _("{valid} ({existing} is read-only)").format(valid=valid, existing=existing),
         )
-    return folder
+    return check_output_folder(folder, "--html")  # one this system lets us fill (not /proc)
 
 
 def _client_class() -> type:
