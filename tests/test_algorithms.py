@@ -152,7 +152,7 @@ def test_sharding_the_server_divides_its_load_by_about_k():
     [
         (
             lambda: build_plan("tree", 4, servers=2),
-            r"servers=2 is not valid: expected None unless algo is one of 'ps'",
+            r"servers=2 is not valid: expected no value unless algo is one of 'ps'",
         ),
         (
             lambda: build_plan("ps", 4, servers=5),

@@ -321,7 +321,7 @@ def test_the_export_ends_with_the_sites_size_and_its_largest_page(tmp_path, monk
     [
         (["--lessons", "99"], "--lessons='99' is not valid: expected a lesson number or name"),
         (["--lessons", "03", "tour"], "--lessons='tour' is not valid"),
-        (["--timeout", "0"], "--timeout=0.0 is not valid: expected a number of seconds > 0"),
+        (["--timeout", "0"], "--timeout=0.0 is not valid: expected a number of seconds in [0.1,"),
     ],
 )
 def test_bad_arguments_are_one_line_before_any_work(tmp_path, capsys, args, expected):

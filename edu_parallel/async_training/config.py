@@ -51,6 +51,7 @@ from ..core.errors import (
     check_int,
     check_non_negative,
     check_positive,
+    check_seed,
 )
 from ..core.i18n import _
 from ..data_parallel.config import DDP_MODELS, DdpConfig
@@ -68,7 +69,6 @@ PARETO_CAP = 50.0  # a pareto draw is at most 50 x the mean delay
 MAX_STEPS = 2000
 MAX_ROWS = 512
 MAX_DELAY_MS = 1000.0
-MAX_SEED = 2**31 - 1  # batch seeds (batch_seed) then stay below 2^64, torch.Generator's range
 MODEL = "classifier"
 # W gradients of 64 samples per step: twice the task's lr (TASK_LR = 0.2, for steps of 64
 # samples), reaching the target in about 60 synchronous steps with 3 workers (linear scaling,
@@ -128,7 +128,7 @@ class AsyncConfig(Checked):
     lr: float = LESSON_LR
     """SGD's learning rate (async-ps applies each gradient with ``lr / W``)."""
     seed: int = 0
-    """Seed of the weights, the batches and the delays, at most :data:`MAX_SEED`."""
+    """Seed of the weights, the batches and the delays, at most ``core.errors.MAX_SEED``."""
     target: float = TARGET_ACCURACY
     """The held-out accuracy whose time and steps to reach the report reads off."""
     classifier: DdpConfig = field(init=False, repr=False, compare=False)
@@ -150,7 +150,7 @@ class AsyncConfig(Checked):
         self._field(p, "local_steps", check_int, 1, MAX_STEPS)
         self._field(p, "rows", check_int, 1, MAX_ROWS)
         self._field(p, "lr", check_positive)
-        seed = self._field(p, "seed", check_int, 0, MAX_SEED)
+        seed = self._field(p, "seed", check_seed)
         self._field(p, "target", check_accuracy)
         if mode is None or n is None:
             return p.lines  # the ranks, the workers and the server depend on both

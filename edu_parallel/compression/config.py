@@ -39,6 +39,7 @@ from ..core.errors import (
     check_choice,
     check_int,
     check_positive,
+    check_seed,
 )
 from ..core.i18n import _
 from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig
@@ -137,7 +138,7 @@ class CompressConfig(Checked):
             p.add(bad_value("error_feedback", True, valid.format(others=others)))
         self._field(p, "steps", check_int, 1, MAX_STEPS)
         self._field(p, "lr", check_positive)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         self._field(p, "start_step", check_int, 0, MAX_STEPS)
         self._field(p, "compare_torch", check_bool)
         if not p:

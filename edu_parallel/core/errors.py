@@ -190,7 +190,7 @@ def _checked_int(name: str, value: Any, low: int, high: int | None) -> int:
     if not isinstance(value, int):
         try:
             as_int = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: inf
             raise bad_value(name, value, valid) from None
         if as_int != value:
             raise bad_value(name, value, valid)
@@ -198,6 +198,14 @@ def _checked_int(name: str, value: Any, low: int, high: int | None) -> int:
     if value < low or (high is not None and value > high):
         raise bad_value(name, value, valid)
     return value
+
+
+MAX_SEED = 2**31 - 1  # every seed: derived seeds stay below 2^64 (torch.Generator's range)
+
+
+def check_seed(name: str, value: Any) -> int:
+    """``value`` as a seed in [0, :data:`MAX_SEED`], the one range of every seed."""
+    return check_int(name, value, 0, MAX_SEED)
 
 
 def check_positive(name: str, value: Any) -> float:
@@ -212,18 +220,22 @@ def check_positive(name: str, value: Any) -> float:
 
 
 MAX_TIMEOUT_S = 86400.0  # one day: longer waits are a mistake, and larger ones overflow poll()
+MIN_TIMEOUT_S = 0.1  # shorter, and every job times out before its ranks can answer
 
 
 def check_timeout(name: str, value: Any) -> float:
-    """Return ``value`` as seconds in (0, :data:`MAX_TIMEOUT_S`] or raise a ValueError."""
-    valid = _("a number of seconds > 0 and <= {limit}").format(limit=f"{MAX_TIMEOUT_S:g}")
+    """Return ``value`` as seconds in [:data:`MIN_TIMEOUT_S`, :data:`MAX_TIMEOUT_S`] or raise a
+    ValueError."""
+    valid = _("a number of seconds in [{low}, {high}]").format(
+        low=f"{MIN_TIMEOUT_S:g}", high=f"{MAX_TIMEOUT_S:g}"
+    )
     if isinstance(value, bool):
         raise bad_value(name, value, valid)
     try:
         as_float = float(value)
     except (TypeError, ValueError):
         raise bad_value(name, value, valid) from None
-    if not 0 < as_float <= MAX_TIMEOUT_S:
+    if not MIN_TIMEOUT_S <= as_float <= MAX_TIMEOUT_S:
         raise bad_value(name, value, valid)
     return as_float
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import bad_value, check_choice, check_int
+from .errors import bad_value, check_choice, check_seed
 from .units import DTYPES, INTEGER_DTYPES, check_dtype, parse_size
 
 PATTERNS = ("powers_of_two", "random", "rank")
@@ -41,7 +41,7 @@ class Buffer:
                 f"a whole number of {self.dtype} elements ({item} bytes each), such as {such}",
             )
         check_choice("pattern", self.pattern, PATTERNS)
-        object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
+        object.__setattr__(self, "seed", check_seed("seed", self.seed))
 
     @property
     def numel(self) -> int:

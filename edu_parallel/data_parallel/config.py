@@ -42,6 +42,7 @@ from ..core.errors import (
     check_choice,
     check_int,
     check_positive,
+    check_seed,
 )
 from ..core.i18n import _
 from ..models.topology import LINKS
@@ -157,7 +158,7 @@ class DdpConfig(Checked):
         k = self._field(p, "accumulate", check_int, 1, MAX_ACCUMULATE)
         self._field(p, "steps", check_int, 1, MAX_STEPS)
         self._field(p, "lr", check_positive)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         self._field(p, "line_up", check_bool)
         if model is None:
             return p.lines

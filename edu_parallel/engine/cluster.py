@@ -34,11 +34,13 @@ from typing import Any
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import (
     ClusterClosedError,
+    EngineError,
     JobTimeoutError,
     WorkerError,
     check_int,
     check_timeout,
 )
+from ..core.i18n import _
 from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
@@ -57,8 +59,7 @@ class Cluster:
             run's :class:`~edu_parallel.core.dims.ParallelDims` (validated already: trusted).
         backend: "auto", "gloo" or "nccl".
         timeout: seconds a job may take before :class:`JobTimeoutError` (default 30).
-        start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork", "spawn",
-        "forkserver".
+        start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork" or "spawn".
         snapshot_limit: buffers up to this many bytes per rank are copied into traces
             (default :data:`~edu_parallel.core.trace.SNAPSHOT_LIMIT`).
     """
@@ -72,6 +73,14 @@ class Cluster:
         start_method: str = "auto",
         snapshot_limit: int = SNAPSHOT_LIMIT,
     ):
+        if mp.current_process().daemon:  # a rank: multiprocessing refuses it children
+            raise EngineError(
+                _(
+                    "a Cluster cannot start inside a job: the job runs on a rank, and a rank"
+                    " cannot start ranks of its own; create the Cluster in the notebook or"
+                    " script, and pass the job what it needs"
+                )
+            )
         self.dims = local_dims(world_size)
         self.world_size = self.dims.world_size
         self.backend = resolve_backend(backend, self.world_size)
@@ -182,6 +191,9 @@ class Cluster:
                 p.kill()
         for p in self._procs:
             p.join(5.0)
+            if p.pid is not None:  # the rank's own group: what its jobs started (worker.py)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, signal.SIGKILL)
         for conn in self._conns:
             conn.close()
         self._procs, self._conns = [], []
@@ -244,7 +256,7 @@ class Cluster:
         self._job_id += 1
         t0 = time.perf_counter()
         job = Job(self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit)
-        msg = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        msg = job_bytes(job, args, kwargs)
         for conn in self._conns:
             conn.send_bytes(msg)
         outputs = self._collect(self._job_id, limit, f"job {fn.__qualname__}")
@@ -349,6 +361,27 @@ class Cluster:
 def _close_all() -> None:
     for cluster in list(_LIVE):
         cluster.close()
+
+
+def job_bytes(job: Job, args: tuple, kwargs: dict[str, Any]) -> bytes:
+    """``job`` pickled for the ranks; an argument that cannot be sent is named, with why."""
+    try:
+        return pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+    except (TypeError, AttributeError, pickle.PicklingError) as err:
+        named = [(_("argument {n}").format(n=i + 1), v) for i, v in enumerate(args)]
+        named += [(_("argument {name}=").format(name=k), v) for k, v in kwargs.items()]
+        for label, value in named:
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as why:  # noqa: BLE001 - the first one that fails is the culprit
+                raise TypeError(
+                    _(
+                        "{label} of the job ({kind}) cannot be sent to the ranks: {why}. A job's"
+                        " arguments travel to other processes by pickle: pass data (numbers,"
+                        " lists, tensors) and create locks, files or sockets inside the job"
+                    ).format(label=label, kind=type(value).__name__, why=why)
+                ) from None
+        raise TypeError(_("the job cannot be sent to the ranks: {why}").format(why=err)) from None
 
 
 def local_dims(world_size: int | ParallelDims) -> ParallelDims:

@@ -11,7 +11,9 @@ import torch
 from ..core.errors import bad_value, check_choice
 
 BACKENDS = ("auto", "gloo", "nccl")
-START_METHODS = ("auto", "fork", "spawn", "forkserver")
+# not "forkserver": its workers are children of the server, not of the cluster's process, and a
+# rank ends itself when its parent is not the process that owns it (engine/worker.py)
+START_METHODS = ("auto", "fork", "spawn")
 
 
 def cuda_device_count() -> int:

@@ -9,6 +9,7 @@ with its parent (PR_SET_PDEATHSIG on Linux; end-of-file on its pipe everywhere).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
@@ -93,6 +94,10 @@ def worker_main(
     # (the first FSDP job: 0.41 -> 0.25 CPU-s a rank, 27k -> 10k page faults).
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A process group of its own: whatever a job starts (a subprocess, a pool) joins it, and the
+    # cluster ends the whole group with the rank (Cluster._kill), so nothing outlives the cluster.
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     if lines is not None:
         _answer_probe(rank, lines)
     die_with_parent(signal.SIGKILL)

@@ -28,6 +28,7 @@ from ..core.errors import (
     check_choice,
     check_int,
     check_positive,
+    check_seed,
 )
 from ..core.i18n import _
 from .formulas import (
@@ -97,7 +98,7 @@ class MoEConfig(Checked):
         self._field(p, "skew", check_skew)
         self._field(p, "tokens", check_int, 1, MAX_TOKENS)
         self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         self._field(p, "dispatch", check_choice, DISPATCHES)
         self._field(p, "backward", check_bool)
         return p.lines

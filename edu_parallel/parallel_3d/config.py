@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from ..core.i18n import _
 from ..expert_parallel.formulas import MAX_EXPERTS
 from ..memory.presets import ModelShape
@@ -117,7 +125,7 @@ class Config3D(Checked):
             self._field(p, "top_k", check_int, 1, experts)
             self._field(p, "capacity_factor", check_positive)
         self._field(p, "lr", check_positive)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         return p.lines
 
     @property

@@ -23,6 +23,7 @@ from ..core.errors import (
     check_int,
     check_non_negative,
     check_positive,
+    check_seed,
 )
 from ..core.i18n import _
 from .builders import MAX_MICROBATCHES, SCHEDULES, ScheduleName, make_schedule
@@ -31,6 +32,7 @@ from .schedule import Schedule
 
 # The model a few CPU ranks train in a lesson: hidden size h and rows per microbatch.
 MAX_HIDDEN, MAX_MICROBATCH_SIZE = 1024, 1024
+MAX_LAYERS = 512  # Linear+GeLU blocks of the whole model (a million ran past any timeout)
 
 
 def check_layers(layers: Any, num_stages: int) -> int:
@@ -39,7 +41,7 @@ def check_layers(layers: Any, num_stages: int) -> int:
 
 
 def _blocks(name: str, layers: Any, num_stages: int) -> int:
-    value = check_int(name, layers, 1)
+    value = check_int(name, layers, 1, MAX_LAYERS)
     if value < num_stages:
         valid = _(
             "an integer >= {n}: one Linear+GeLU block per stage at least ({n} stages = stages"
@@ -110,7 +112,7 @@ class PipelineConfig(Checked):
                 object.__setattr__(self, "layers", value)
         self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
         self._field(p, "microbatch_size", check_int, 1, MAX_MICROBATCH_SIZE)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         self._times(p, name)
         if not p:  # every field checked: the schedule's grid, built once
             plan = make_schedule(name, ranks, m, v)  # type: ignore[arg-type]

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.dims import ParallelDims
-from ..core.errors import check_choice, check_int
+from ..core.errors import bad_value, check_choice, check_int, spelling
+from ..core.i18n import _
 from ..core.inputs import Buffer
 from .layout import SEGMENT_BYTES
 from .naive import naive_allreduce_plan, naive_sent_bytes_formula
@@ -54,9 +55,12 @@ ALLREDUCE_FORMULA_TEXT = {
 def _ps_only(algo: str, servers: int | None) -> None:
     """``servers`` is for the parameter server only."""
     if servers is not None and algo not in PS_ALGOS:
-        raise ValueError(
-            f"servers={servers!r} is not valid: expected None unless algo is one of "
-            f"{', '.join(map(repr, PS_ALGOS))} (algo={algo!r})"
+        raise bad_value(
+            "servers",
+            servers,
+            _("no value unless {algo_name} is one of {algos} (it is {algo!r})").format(
+                algo_name=spelling("algo"), algos=", ".join(map(repr, PS_ALGOS)), algo=algo
+            ),
         )
 
 

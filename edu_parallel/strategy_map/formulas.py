@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from ..core.i18n import _
 from ..core.schema import GRAD_SYNC
 from ..expert_parallel.formulas import MAX_EXPERTS, MAX_TOKENS
@@ -83,7 +91,7 @@ class MapConfig(Checked):
             self._field(p, "microbatches", check_int, 1, batch)
         self._field(p, "schedule", check_choice, PP_SCHEDULES)
         self._field(p, "lr", check_positive)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         return p.lines
 
     @property

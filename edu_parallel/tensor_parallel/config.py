@@ -21,7 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_bool, check_choice, check_int
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_bool,
+    check_choice,
+    check_int,
+    check_seed,
+)
 from ..core.i18n import _
 from ..core.units import DTYPES
 
@@ -79,7 +87,7 @@ class TPConfig(Checked):
         if self.ffn is None and hidden is not None:
             object.__setattr__(self, "ffn", 4 * hidden)
         ffn = self._field(p, "ffn", check_int, 1, MAX_FFN) if self.ffn is not None else None
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         gather = self._field(p, "gather_output", check_bool)
         if rule == "syllabus" and mode is not None and mode not in ("column", "row"):
             valid = _(
@@ -149,7 +157,7 @@ class AttentionConfig(Checked):
         hidden = self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
         heads = self._field(p, "heads", check_int, 1, MAX_HIDDEN)
         self._field(p, "causal", check_bool)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         self._field(p, "dtype", check_choice, ITEMSIZE)
         if hidden is not None and heads is not None and hidden % heads:
             valid = _("a divisor of hidden={hidden} (head size h/a)").format(hidden=hidden)

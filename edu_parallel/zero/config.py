@@ -18,7 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ..core.errors import Checked, Problems, bad_value, check_choice, check_int, check_positive
+from ..core.errors import (
+    Checked,
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from ..core.i18n import _
 from ..memory.model_states import ZERO_STAGES
 from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, check_dims, num_params
@@ -68,7 +76,7 @@ class ZeroConfig(Checked):
         self._field(p, "stage", check_stage)
         self._field(p, "steps", check_int, 1, MAX_STEPS)
         self._field(p, "lr", check_positive)
-        self._field(p, "seed", check_int, 0)
+        self._field(p, "seed", check_seed)
         dims = self._field(p, "dims", check_layer_widths)
         self._field(p, "microbatch", check_int, 1, MAX_MICROBATCH)
         if n is not None and dims is not None and n > num_params(dims):
