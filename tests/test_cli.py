@@ -93,9 +93,9 @@ def test_run_prints_a_step_table_and_writes_traces(tmp_path):
     [
         (
             ["run", "ring", "--world-size", "0"],
-            "world_size=0 is not valid: expected an integer in [1, 16]",
+            "--world-size=0 is not valid: expected an integer in [1, 16]",
         ),
-        (["run", "ring", "--world-size", "99"], "world_size=99"),
+        (["run", "ring", "--world-size", "99"], "--world-size=99"),
         (["run", "ring", "--size", "0"], "size='0' is not valid"),
         (["run", "ring", "--size", "lots"], "size='lots' is not valid"),
         (
@@ -228,7 +228,7 @@ def test_run_compress_prints_a_readable_report():
         (["--method", "powersgd", "--rank", "64"], "rank=64 is not valid"),
         (["--method", "zip"], "method='zip' is not valid: expected one of 'none', 'fp16'"),
         (["--error-feedback"], "error-feedback=True is not valid: expected False with method="),
-        (["--world-size", "3"], "world_size=3 is not valid: expected a divisor of the classifier"),
+        (["--world-size", "3"], "--world-size=3 is not valid: expected a divisor of the"),
         (["--start-step", "-1"], "start-step=-1 is not valid"),
     ],
 )

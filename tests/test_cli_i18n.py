@@ -59,8 +59,8 @@ def test_run_ring_help_in_chinese_keeps_options_and_values():
     [
         (("run", "nosuch"), ("'nosuch'", "CONCEPT", "无效的选择")),  # argparse's choice error
         (("run", "ring", "--world-size", "x"), ("--world-size", "'x'", "int")),  # argparse's type
-        (("run", "ring", "--world-size", "0"), ("world_size=0", "[1, 16]")),  # the package's
-        (("plan", "ring", "--world-size", "300"), ("world_size=300", "`edu-parallel model`")),
+        (("run", "ring", "--world-size", "0"), ("--world-size=0", "[1, 16]")),  # the package's
+        (("plan", "ring", "--world-size", "300"), ("--world-size=300", "`edu-parallel model`")),
     ],
 )
 def test_errors_in_chinese_are_one_line(args, kept):

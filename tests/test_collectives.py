@@ -338,7 +338,7 @@ def test_cli_bad_size_is_one_line():
     out = cli("run", "alltoall", "--world-size", "4", "--size", "100")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert out.stderr.startswith(
-        "error: size='100' is not valid: expected a multiple of n*itemsize = 16 bytes"
+        "error: --size='100' is not valid: expected a multiple of n*itemsize = 16 bytes"
     )
 
 

@@ -130,18 +130,18 @@ def test_cli_model_json(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (
             ["--link", "nvlink9"],
-            "error: link='nvlink9' is not valid: expected one of nvlink4-h100, nvlink3-a100",
+            "error: --link='nvlink9' is not valid: expected one of nvlink4-h100, nvlink3-a100",
         ),
         (
             ["--world-size", "4", "--nodes", "8"],
             (
-                "error: nodes=8 is not valid: expected at most world_size=4: more pretend nodes"
+                "error: --nodes=8 is not valid: expected at most world_size=4: more pretend nodes"
                 " than ranks"
             ),
         ),
         (["--alpha=-1e-6"], "error: alpha_s=-1e-06 is not valid: expected a finite number >= 0"),
         (["--algo", "bogus"], "error: name='bogus' is not valid: expected one of ring"),
-        (["--size", "2GiB"], "error: size='2GiB' is not valid"),
+        (["--size", "2GiB"], "error: --size='2GiB' is not valid"),
     ],
 )
 def test_cli_model_errors_are_one_line(

@@ -219,6 +219,6 @@ def test_a_bad_option_of_a_comm_concept_is_named_before_torch_loads() -> None:
     run = fresh_python(code)  # and torch was never imported
     assert run.stdout.split() == ["2"], run.stderr
     assert run.stderr.strip().splitlines() == [
-        "error: size='1XB' is not valid: expected a byte count > 0 and <= 1GiB, such as 4096, "
+        "error: --size='1XB' is not valid: expected a byte count > 0 and <= 1GiB, such as 4096, "
         "64KiB, 1MiB"
     ]

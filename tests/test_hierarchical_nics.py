@@ -157,15 +157,15 @@ def test_cli_nics_option_and_its_errors(capsys: pytest.CaptureFixture[str]) -> N
     expected = predict("ring", 64, 1 << 30, Topology(8, 8, H100, NDR, 8))
     assert data["busbw_gbps"] == pytest.approx(expected.busbw_gbps, rel=1e-12)
     for extra, message in (
-        (["--nics", "3"], "error: nics=3 is not valid: expected a divisor of the 8 ranks per node"),
-        (["--nics", "0"], "error: nics=0 is not valid: expected an integer in [1, 8]"),
+        (["--nics", "3"], "error: --nics=3 is not valid: expected a divisor of the 8 ranks"),
+        (["--nics", "0"], "error: --nics=0 is not valid: expected an integer in [1, 8]"),
     ):
         assert main([*args, *extra]) == 2
         err = capsys.readouterr().err
         assert err.startswith(message) and err.count("\n") == 1
     assert main(["model", "allreduce", "--nics", "2"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: nics=2 is not valid: expected no value without --nodes")
+    assert err.startswith("error: --nics=2 is not valid: expected no value without --nodes")
 
 
 @pytest.mark.multiprocess

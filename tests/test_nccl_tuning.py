@@ -276,7 +276,7 @@ def test_cli_model_nccl(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.splitlines()[1].startswith("Ring/Simple:") and "LL128" not in out.split("\n\n")[1]
     assert main(["model", "nccl", "--system", "dgx"]) == 2
-    assert capsys.readouterr().err.startswith("error: system='dgx' is not valid")
+    assert capsys.readouterr().err.startswith("error: --system='dgx' is not valid")
     assert main(["model", "allreduce", "--world-size", "8", "--json"]) == 0  # --algo still ring
     assert json.loads(capsys.readouterr().out)["algo"] == "ring"
 

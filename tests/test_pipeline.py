@@ -273,16 +273,16 @@ def test_cli_zb_h1_defaults_to_the_papers_equal_passes(capsys):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--schedule", "zb"], "error: schedule='zb' is not valid"),
+        (["--schedule", "zb"], "error: --schedule='zb' is not valid"),
         (
             ["--stages", "4", "--world-size", "2"],
-            "error: stages=4 is not valid: expected an integer in [1, 2]",
+            "error: --stages=4 is not valid: expected an integer in [1, 2]",
         ),
         (
             ["--stages", "2", "--layers", "1"],
-            "error: layers=1 is not valid: expected an integer >= 2",
+            "error: --layers=1 is not valid: expected an integer >= 2",
         ),
-        (["--stages", "2", "--t-b", "0"], "error: t_b=0.0 is not valid"),
+        (["--stages", "2", "--t-b", "0"], "error: --t-b=0.0 is not valid"),
     ],
 )
 def test_cli_errors_are_one_line(capsys, args, message):

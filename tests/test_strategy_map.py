@@ -296,7 +296,7 @@ def test_cli_map_json():
     data = json.loads(done.stdout)
     assert data["matches_reference"] and set(data["runs"]) == {"dp", "tp-sp", "pp"}
     bad = cli("run", "map", "--world-size", "2", "--top-k", "9")
-    assert bad.returncode == 2 and "top_k=9" in bad.stderr
+    assert bad.returncode == 2 and "--top-k=9" in bad.stderr
 
 
 def test_formula_table_puts_trace_beside_formula(report2, cluster2):

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
-from ..core.errors import EngineError, bad_value, check_timeout
+from ..core.errors import EngineError, bad_value, check_timeout, spelled_as
 from ..core.i18n import LANGUAGES, N_, _, get_language, set_language
 from ..core.units import check_dtype
 from ..engine.executor import in_torchrun, partial_torchrun_vars
@@ -41,7 +41,7 @@ from .export.site import add_export_arguments
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
-from .paths import PICTURE_SUFFIXES, check_output_file
+from .paths import PICTURE_SUFFIXES, check_output_file, same_file, writing
 from .planner_command import add_planner_arguments, run_planner
 from .tour import run_tour, save_readme_figure
 
@@ -96,6 +96,10 @@ def _run(a: argparse.Namespace) -> int:
     for option, path in (("--trace", a.trace), ("--chrome-trace", a.chrome_trace)):
         if path is not None:  # before the run: a bad path must not cost the run
             check_output_file(path, option)
+    if a.trace and a.chrome_trace and same_file(a.trace, a.chrome_trace):
+        raise bad_value(
+            "--chrome-trace", a.chrome_trace, _("a file other than --trace's (both would write it)")
+        )
     torchrun = in_torchrun()  # then the launcher's WORLD_SIZE, else --world-size local ranks
     leftover = partial_torchrun_vars()
     if leftover:
@@ -116,16 +120,19 @@ def _run(a: argparse.Namespace) -> int:
         report = concept.run(executor, spec)
     if report is None:  # a non-zero rank under torchrun
         return 0
-    if a.trace:
-        report.trace.save(a.trace)
-    if a.chrome_trace:
-        report.trace.save_chrome_trace(a.chrome_trace)
-    if a.json:
+    if a.json:  # the result first: a file that fails to write below does not lose it
         data = report.to_json_dict()
         data["backend"] = executor.backend
-        print(json.dumps(data))
+        print(json.dumps(data), flush=True)
     else:
-        print(concept.render(report))
+        print(concept.render(report), flush=True)
+    if a.trace:
+        with writing("--trace", a.trace):
+            report.trace.save(a.trace)
+    if a.chrome_trace:
+        with writing("--chrome-trace", a.chrome_trace):
+            report.trace.save_chrome_trace(a.chrome_trace)
+    if not a.json:
         for label, path in (
             (_("trace"), a.trace),
             (_("chrome trace (open in ui.perfetto.dev)"), a.chrome_trace),
@@ -213,14 +220,26 @@ def _tour(a: argparse.Namespace) -> int:
 
 def _figure(a: argparse.Namespace) -> int:
     out = check_output_file(a.out, "--out", PICTURE_SUFFIXES)
-    print(save_readme_figure(out, world_size=a.world_size))
+    with writing("--out", out):
+        print(save_readme_figure(out, world_size=a.world_size))
     return 0
+
+
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml's), as pip reports it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("edu-parallel")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="edu-parallel", description=_("Distributed training and communication, run for real.")
     )
+    parser.add_argument("--version", action="version", version=f"edu-parallel {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser(
         "run", help=_("run a concept on a local cluster of worker processes (or under torchrun)")
@@ -347,12 +366,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def option_spellings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """``{dest: "--option"}`` for every option of the command ``args`` chose (its parser and the
+    subcommands on its path): an error about ``dir`` then names ``--dir``, as the user typed it."""
+    names: dict[str, str] = {}
+    found: argparse.ArgumentParser | None = parser
+    while found is not None:
+        current, found = found, None
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found = action.choices.get(getattr(args, action.dest, None) or "")
+            elif action.option_strings and action.dest != argparse.SUPPRESS:
+                names[action.dest] = max(action.option_strings, key=len)
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         get_language()  # a bad EDU_PARALLEL_LANG is named here, before any work
         with argparse_in_language():
-            args = build_parser().parse_args(argv)
-        return args.func(args)
+            parser = build_parser()
+            args = parser.parse_args(argv)
+        with spelled_as(option_spellings(parser, args)):
+            return args.func(args)
     except (ValueError, CLIError, EngineError) as exc:
         message = str(exc.args[0]) if exc.args else str(exc)
         print(_("error: {message}").format(message=" ".join(message.split())), file=sys.stderr)

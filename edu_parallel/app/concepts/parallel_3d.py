@@ -19,6 +19,7 @@ from dataclasses import fields
 
 from ... import parallel_3d
 from ...core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from ...core.errors import bad_value
 from ...core.i18n import N_, _
 from ...parallel_3d.config import Config3D, Run3D
 from .base import Concept
@@ -60,6 +61,10 @@ def _world_size(a: argparse.Namespace) -> int:
     of the degrees names it, not a world size it made up; dp = -1 takes the rest of tp * pp."""
     if a.world_size is not None:
         return a.world_size
+    for name in ("dp", "tp", "pp"):  # one degree past the limit is named, not the product
+        if getattr(a, name) > MAX_LOCAL_WORLD_SIZE:
+            valid = _("a degree whose product with the others is at most {limit}")
+            raise bad_value(name, getattr(a, name), valid.format(limit=MAX_LOCAL_WORLD_SIZE))
     return math.prod(d if d >= 1 else 1 for d in (a.dp, a.tp, a.pp))
 
 
