@@ -1,0 +1,304 @@
+"""Issue 37, the bad-input table: every case is one command line (or one API call) and what it
+must give. A bad input gets exactly one ``error: ...`` line on stderr that names the option as it
+was typed, exit status 2, no traceback, and no work started (no cluster, no file written); a
+learner's file that loops, exits or exhausts memory at import gets one line naming why.
+
+The command-line cases run in this process (``edu_parallel.app.cli.main``), with
+``engine.Cluster`` replaced by a tripwire, so a case that reaches a cluster before refusing fails;
+the cases that must see a real process (a hang, an exit, a child left behind) run in one.
+``benchmarks/bench_reliability.py`` prints the table's counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import child_pids, cli
+
+from edu_parallel import Cluster
+from edu_parallel.app import cli as cli_module
+from edu_parallel.core.errors import WorkerError
+from edu_parallel.core.i18n import language
+from edu_parallel.core.workspace import WORKSPACE_VAR
+from edu_parallel.engine import cluster as engine_cluster
+from edu_parallel.engine import demos
+from edu_parallel.pipeline_parallel.config import MAX_LAYERS
+
+HUGE = "1" + "0" * 400  # a 401-digit number
+NOT_NUMBERS = ["", "abc", "nan", "inf", "-inf", HUGE, "1e400", "\udcff"]  # the last: not UTF-8
+
+# options that take a count (an integer with a floor and a ceiling), per command
+COUNTS = {
+    ("run", "ring"): ["--world-size", "--seed", "--servers"],
+    ("run", "allgather"): ["--world-size", "--seed"],
+    ("run", "ddp"): ["--world-size", "--accumulate", "--steps", "--seed", "--rows"],
+    ("run", "zero"): ["--world-size", "--stage", "--steps", "--seed"],
+    ("run", "fsdp"): ["--world-size", "--steps", "--seed"],
+    ("run", "tp"): ["--world-size", "--batch", "--seq", "--hidden", "--ffn", "--seed"],
+    ("run", "moe"): ["--world-size", "--experts", "--top-k", "--tokens", "--hidden", "--seed"],
+    ("run", "pipeline"): [
+        "--world-size",
+        "--stages",
+        "--microbatches",
+        "--chunks",
+        "--hidden",
+        "--microbatch-size",
+        "--seed",
+        "--layers",
+    ],
+    ("run", "3d"): [
+        "--dp",
+        "--tp",
+        "--pp",
+        "--layers",
+        "--hidden",
+        "--heads",
+        "--batch",
+        "--seq",
+        "--microbatches",
+        "--seed",
+    ],
+    ("run", "compress"): ["--world-size", "--rank", "--steps", "--seed", "--start-step"],
+    ("run", "async"): ["--world-size", "--steps", "--local-steps", "--rows", "--seed"],
+    ("run", "map"): ["--world-size", "--layers", "--hidden", "--batch", "--seq", "--seed"],
+    ("plan", "ring"): ["--world-size"],
+    ("bench", "collectives"): ["--world-size"],
+    ("tour", "--no-input"): ["--world-size"],
+    ("figure", "--out", "x.png"): ["--world-size"],
+}
+# options that take a real number
+REALS = {
+    ("run", "ring"): ["--timeout"],
+    ("run", "ddp"): ["--lr", "--timeout"],
+    ("run", "zero"): ["--lr"],
+    ("run", "fsdp"): ["--lr"],
+    ("run", "moe"): ["--capacity-factor", "--skew"],
+    ("run", "pipeline"): ["--t-f", "--t-b", "--t-w", "--t-comm"],
+    ("run", "compress"): ["--ratio", "--lr"],
+    ("run", "async"): ["--delay-ms", "--lr", "--target"],
+    ("export", "--html", "site"): ["--timeout"],
+}
+# options that take one name of a list
+NAMES = {
+    ("run", "ring"): ["--algo", "--dtype", "--pattern", "--backend"],
+    ("run", "ddp"): ["--model", "--sync"],
+    ("run", "fsdp"): ["--granularity"],
+    ("run", "tp"): ["--mode", "--dtype", "--rule"],
+    ("run", "moe"): ["--dispatch"],
+    ("run", "pipeline"): ["--schedule"],
+    ("run", "compress"): ["--method"],
+    ("run", "async"): ["--mode", "--straggler", "--distribution"],
+    ("run", "map"): ["--strategies"],
+    ("bench", "collectives"): ["--collective", "--dtype"],
+}
+# options that take a byte size
+SIZES = {
+    ("run", "ring"): ["--size"],
+    ("run", "allgather"): ["--size"],
+    ("bench", "collectives"): ["--min-size", "--max-size"],
+}
+# values a count option may rightly take (a seed of 10^9 is a seed; dp = -1 takes the rest)
+ACCEPTED = {("--seed", "1000000000"), ("--dp", "-1"), ("--rows", "1000000000")}
+
+
+def _cases() -> list[tuple[list[str], str]]:
+    cases = []
+    for table, values in (
+        (COUNTS, [*NOT_NUMBERS, "-1", "0.5", "1000000000"]),
+        (REALS, [*NOT_NUMBERS, "-1"]),
+        (NAMES, ["", "nope", "RING!"]),
+        (SIZES, [*NOT_NUMBERS, "0", "-1", "1XB", "2GiB"]),
+    ):
+        for command, options in table.items():
+            for option in options:
+                cases += [
+                    ([*command, option, v], option) for v in values if (option, v) not in ACCEPTED
+                ]
+    return cases
+
+
+CASES = _cases()
+
+
+class Tripwire(Exception):
+    pass
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """A case that starts a cluster's processes before refusing is a failure (the Cluster's own
+    checks of its arguments run first, as they do for a learner)."""
+
+    def started(*_a, **_k):
+        raise Tripwire("a cluster was started before the input was refused")
+
+    monkeypatch.setattr(engine_cluster.Cluster, "_start", started)
+
+
+def _id(argv: list[str]) -> str:
+    return " ".join(argv).replace(HUGE, "1e400-digits").encode("ascii", "backslashreplace").decode()
+
+
+@pytest.mark.parametrize("argv, named", CASES, ids=[_id(a) for a, _ in CASES])
+def test_a_bad_value_gets_one_line_naming_the_option(argv, named, no_work, capsys, tmp_path):
+    os.chdir(tmp_path)  # nothing may be written; if it is, it is written here
+    code = cli_module.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert named in err, f"the error does not name {named} as typed: {err}"
+    assert "Traceback" not in err
+    assert not list(tmp_path.iterdir()), "a refused command wrote a file"
+
+
+# ----------------------------------------------------------------- output paths that refuse
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["run", "ring", "--trace", "/proc/x.json"], "--trace="),
+        (["run", "ring", "--trace", "/sys/x.json"], "--trace="),
+        (["run", "ring", "--chrome-trace", "/proc/x.json"], "--chrome-trace="),
+        (["figure", "--out", "/proc/x.png"], "--out="),
+        (["figure", "--out", "/proc/x.svg"], "--out="),
+        (["export", "--html", "/proc/x"], "--html="),
+        (["lab", "--dir", "/proc/nope", "--no-browser"], "--dir="),
+        (["lab", "--dir", "/sys/x", "--no-browser"], "--dir="),
+        (["run", "ring", "--trace", "t.json", "--chrome-trace", "./t.json"], "--chrome-trace="),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_a_path_the_system_refuses_is_named_before_any_work(argv, named, no_work, capsys):
+    assert cli_module.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and named in err, err
+
+
+def test_a_write_that_fails_after_the_run_keeps_the_result_and_names_the_option():
+    out = cli("run", "ring", "--world-size", "2", "--size", "1KiB", "--trace", "/dev/full")
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "busbw" in out.stdout  # the run's report came first
+    assert out.stderr.startswith("error: --trace='/dev/full'") and "No space left" in out.stderr
+
+
+# ---------------------------------------------------------- learner files that misbehave
+LEARNER_FILES = {
+    "loop.py": ("while True:\n    pass\n", "did not finish loading within 4 s: it loops at line 1"),
+    "exit7.py": ("import os\nos._exit(7)\n", "ended the process while loading (exit status 7)"),
+    "memory.py": ("x = bytearray(10**13)\n", "ran out of memory while loading"),
+    "syntax.py": ("def my_ring_allreduce(ctx, x)\n", "syntax.py line 1:"),
+    "missing.py": ("import no_such_module_here\n", "ModuleNotFoundError"),
+    "bom.py": ("\ufeffdef ring_allreduce(ctx, x):\n    return x\n", "defines no function"),
+    "latin1.py": (b"x = '\xe9'\n", "latin1.py line 1:"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNER_FILES))
+def test_a_learner_file_that_misbehaves_at_import_gets_one_verdict(name, tmp_path):
+    source, expected = LEARNER_FILES[name]
+    path = tmp_path / name
+    if isinstance(source, bytes):
+        path.write_bytes(source)
+    else:
+        path.write_text(source, encoding="utf-8")
+    before = set(child_pids())
+    t0 = time.perf_counter()
+    out = cli("exercise", "check", "03", str(path), timeout=60, env=_workspace(tmp_path))
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert out.stdout.startswith("FAIL ") and expected in out.stdout, out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+    assert time.perf_counter() - t0 < 45  # a hang guard: the trial load has a 4 s limit
+    assert set(child_pids()) <= before
+
+
+def _workspace(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, WORKSPACE_VAR: str(tmp_path / "workspace")}
+
+
+# ------------------------------------------------------------------ the API and the CLI
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        (dict(world_size=float("inf")), "world_size=inf is not valid"),
+        (dict(world_size=2, start_method="forkserver"), "expected one of 'auto', 'fork', 'spawn'"),
+        (dict(world_size=2, timeout=1e-6), "expected a number of seconds in [0.1, 86400]"),
+        (dict(world_size=2, timeout=float("nan")), "expected a number of seconds in [0.1,"),
+    ],
+)
+def test_a_cluster_refuses_bad_arguments_in_one_line(kwargs, expected):
+    with pytest.raises(ValueError) as err:
+        Cluster(**kwargs)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_argument_that_cannot_travel_is_named_and_a_nested_cluster_is_refused():
+    with Cluster(2, timeout=20) as c:
+        with pytest.raises(TypeError, match=r"argument 1 of the job \(lock\) cannot be sent"):
+            c.run(demos.hello, threading.Lock())
+        with pytest.raises(TypeError, match=r"argument lock= of the job \(lock\)"):
+            c.run(demos.hello, lock=threading.Lock())
+        with pytest.raises(WorkerError, match="a Cluster cannot start inside a job"):
+            c.run(start_a_cluster)
+        assert c.run(demos.hello).results[1]["rank"] == 1  # and the next job runs
+
+
+def start_a_cluster(ctx) -> None:
+    Cluster(2)
+
+
+def start_a_sleep(ctx) -> int:
+    return subprocess.Popen(["sleep", "300"]).pid
+
+
+def test_what_a_job_starts_ends_with_the_cluster():
+    with Cluster(2, timeout=20) as c:
+        pids = c.run(start_a_sleep).results
+    time.sleep(0.2)
+    alive = [p for p in pids if _running(p)]
+    assert not alive, f"the jobs' sleeps outlived the cluster: {alive}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie is dead: only its exit status is left
+
+
+def test_version_prints_the_installed_version():
+    out = cli("--version")
+    assert out.returncode == 0 and out.stdout.startswith("edu-parallel 0.")
+    assert cli_module.package_version() in out.stdout
+
+
+def test_the_largest_pipeline_is_refused_one_past_it_and_runs_at_it(no_work, capsys):
+    assert cli_module.main(["run", "pipeline", "--layers", str(MAX_LAYERS + 1)]) == 2
+    assert f"--layers={MAX_LAYERS + 1} is not valid" in capsys.readouterr().err
+    out = cli("run", "pipeline", "--stages", "2", "--layers", str(MAX_LAYERS), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["layers"] == MAX_LAYERS
+
+
+# ----------------------------------------------------------------- a sample in Chinese
+UNTRANSLATED = {"None", "float"}  # Python's own words (a type's name) that a message quotes
+ZH_SAMPLE = CASES[:: max(1, len(CASES) // 30)][:30]
+
+
+@pytest.mark.parametrize("argv, named", ZH_SAMPLE, ids=[_id(a) for a, _ in ZH_SAMPLE])
+def test_a_sample_of_the_table_reads_in_chinese(argv, named, no_work, capsys):
+    with language("zh"):
+        code = cli_module.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("错误") and named in err, err
+    # without the command as typed, values, options and numbers
+    prose = re.sub(r"edu-parallel[^:：]*[:：]|'[^']*'|--[a-z-]+|\d\S*", " ", err)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in prose), err
+    english = [w for w in re.findall(r"[A-Za-z]{4,}", prose) if w not in UNTRANSLATED]
+    assert not english, f"English left in the Chinese message: {english}: {err}"
