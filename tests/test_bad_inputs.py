@@ -147,8 +147,10 @@ def _id(argv: list[str]) -> str:
 
 
 @pytest.mark.parametrize("argv, named", CASES, ids=[_id(a) for a, _ in CASES])
-def test_a_bad_value_gets_one_line_naming_the_option(argv, named, no_work, capsys, tmp_path):
-    os.chdir(tmp_path)  # nothing may be written; if it is, it is written here
+def test_a_bad_value_gets_one_line_naming_the_option(
+    argv, named, no_work, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # nothing may be written; if it is, it is written here
     code = cli_module.main(argv)
     err = capsys.readouterr().err
     assert code == 2, err
@@ -208,12 +210,12 @@ def test_a_learner_file_that_misbehaves_at_import_gets_one_verdict(name, tmp_pat
     else:
         path.write_text(source, encoding="utf-8")
     before = set(child_pids())
-    t0 = time.perf_counter()
-    out = cli("exercise", "check", "03", str(path), timeout=60, env=_workspace(tmp_path))
+    out = cli(
+        "exercise", "check", "03", str(path), timeout=60, env=_workspace(tmp_path)
+    )  # hang guard
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert out.stdout.startswith("FAIL ") and expected in out.stdout, out.stdout
     assert "Traceback" not in out.stdout + out.stderr
-    assert time.perf_counter() - t0 < 45  # a hang guard: the trial load has a 4 s limit
     assert set(child_pids()) <= before
 
 
