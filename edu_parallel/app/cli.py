@@ -119,7 +119,7 @@ def _run(a: argparse.Namespace) -> int:
     with executor:
         report = concept.run(executor, spec)
     if report is None:  # a non-zero rank under torchrun
-        return 0
+        engine.leave(0)
     if a.json:  # the result first: a file that fails to write below does not lose it
         data = report.to_json_dict()
         data["backend"] = executor.backend
@@ -139,7 +139,10 @@ def _run(a: argparse.Namespace) -> int:
         ):
             if path:
                 print(f"{label}: {path}")
-    return 0 if getattr(report, "matches_builtin", True) else 1
+    code = 0 if getattr(report, "matches_builtin", True) else 1
+    if torchrun:
+        engine.leave(code)  # rank 0, its report and files written
+    return code
 
 
 def _bench(a: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ _LAZY = {
     "same_result": "execute",
     "CommStream": "stream",
     "TorchrunExecutor": "torchrun",
+    "leave": "torchrun",
     "in_torchrun": "executor",
     "torchrun_dims": "executor",
 }
