@@ -1,7 +1,5 @@
 """``python -m edu_parallel`` is the ``edu-parallel`` command."""
 
-import sys
+from .app.cli import entry
 
-from .app.cli import main
-
-sys.exit(main())
+entry()

@@ -177,7 +177,7 @@ def test_tour_runs_in_the_terminal_without_input():
 
 def test_console_script_is_installed():
     scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
-    assert scripts.get("edu-parallel") == "edu_parallel.app.cli:main"
+    assert scripts.get("edu-parallel") == "edu_parallel.app.cli:entry"
 
 
 # ------------------------------------------------------------------ lesson 11: run compress

@@ -119,7 +119,7 @@ def _run(a: argparse.Namespace) -> int:
     with executor:
         report = concept.run(executor, spec)
     if report is None:  # a non-zero rank under torchrun
-        engine.leave(0)
+        return 0
     if a.json:  # the result first: a file that fails to write below does not lose it
         data = report.to_json_dict()
         data["backend"] = executor.backend
@@ -139,10 +139,7 @@ def _run(a: argparse.Namespace) -> int:
         ):
             if path:
                 print(f"{label}: {path}")
-    code = 0 if getattr(report, "matches_builtin", True) else 1
-    if torchrun:
-        engine.leave(code)  # rank 0, its report and files written
-    return code
+    return 0 if getattr(report, "matches_builtin", True) else 1
 
 
 def _bench(a: argparse.Namespace) -> int:
@@ -382,6 +379,17 @@ def option_spellings(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             elif action.option_strings and action.dest != argparse.SUPPRESS:
                 names[action.dest] = max(action.option_strings, key=len)
     return names
+
+
+def entry() -> None:
+    """The ``edu-parallel`` program (console script and ``python -m edu_parallel``): :func:`main`,
+    then the process ends with its status; a torchrun rank ends through ``engine.leave``, without
+    Python's finalization. :func:`main` itself only returns, so it can be called in a process
+    that goes on (a test, a notebook)."""
+    code = main()
+    if in_torchrun():
+        engine.leave(code)
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
