@@ -264,3 +264,21 @@ def test_a_wrong_argument_is_one_line_before_any_process_starts(call, text):
         call()
     assert str(info.value).startswith(text) and "\n" not in str(info.value)
     assert child_pids() == before
+
+
+def test_a_line_caught_inside_a_loop_is_named_by_the_loop(tmp_path):
+    """A probe lands on whichever line of a loop was running; the verdict names the loop."""
+    from edu_parallel.exercises.diagnose import loop_line
+
+    code = tmp_path / "f.py"
+    code.write_text(
+        "def f(n):\n"  # 1
+        "    total = 0\n"  # 2
+        "    for i in range(n):\n"  # 3
+        "        while True:\n"  # 4
+        "            total += i\n"  # 5
+        "        total -= 1\n"  # 6
+        "    return total\n"  # 7
+    )
+    assert [loop_line(str(code), n) for n in range(1, 8)] == [1, 2, 3, 4, 4, 3, 7]
+    assert loop_line(str(tmp_path / "missing.py"), 5) == 5  # no source: the line itself

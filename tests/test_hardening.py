@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from helpers import cli, free_port  # the command run as a learner runs it, in a subprocess
@@ -78,6 +79,52 @@ def test_output_paths_are_checked(tmp_path):
         locked.mkdir(mode=0o500)
         with pytest.raises(ValueError, match="read-only"):
             check_output_file(locked / "x.json", "--trace")
+
+
+def test_a_file_another_rank_makes_or_removes_during_the_check_is_neither_refused_nor_removed(
+    tmp_path, monkeypatch
+):
+    """Under torchrun every rank checks --trace at once: one rank's probe file appears and
+    disappears under the others. Both orders are played here, deterministically: the sibling's
+    file appears after this check found none, then goes after this check found it."""
+    out = tmp_path / "run.json"
+    real_open = os.open
+    looks = []
+
+    def sibling(path, flags, *args):  # os.open of the target without O_CREAT: "is it there?"
+        if Path(path) == out and not flags & os.O_CREAT:
+            looks.append(flags)
+            if len(looks) == 1:  # missing when looked at, then made by the sibling
+                out.write_text("rank 1's probe")
+                raise FileNotFoundError(path)
+            if len(looks) == 2:  # the sibling removes its probe: missing again
+                out.unlink()
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", sibling)
+    assert check_output_file(out, "--trace") == out
+    assert len(looks) == 2 and not out.exists()  # looked again; created, then removed, its own
+    looks.clear()
+
+    def made_and_kept(path, flags, *args):
+        if Path(path) == out and not flags & os.O_CREAT and not looks:
+            looks.append(flags)
+            out.write_text("rank 1's trace")
+            raise FileNotFoundError(path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", made_and_kept)
+    assert check_output_file(out, "--trace") == out
+    assert out.read_text() == "rank 1's trace"  # not removed: it is not the checker's
+
+
+def test_an_existing_output_is_opened_for_writing_without_being_changed(tmp_path):
+    out = tmp_path / "run.json"
+    out.write_text("kept")
+    assert check_output_file(out, "--trace") == out and out.read_text() == "kept"
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # no reader: opening it for writing must not block the check
+    assert check_output_file(fifo, "--trace") == fifo
 
 
 # ------------------------------------------------------------------ the command line

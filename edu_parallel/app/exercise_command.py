@@ -31,7 +31,7 @@ from typing import Any
 from .. import exercises  # torch-backed names load on first use: `list --help` stays quick
 from ..core.errors import bad_value, check_int
 from ..core.i18n import _
-from ..exercises.diagnose import learner_line, source_line
+from ..exercises.diagnose import learner_line, loop_line, source_line
 from ..exercises.progress import record_try
 from ..exercises.spec import Exercise
 from .paths import check_output_file, writing
@@ -156,7 +156,7 @@ def trial_load(file: Path, limit_s: float) -> str:
         text = dump.read().decode(errors="replace")
     if text.startswith(FAULT_HEADER):
         lines = [int(m["line"]) for m in _DUMP_FRAME.finditer(text) if m["file"] == str(file)]
-        where = source_line(str(file), lines[0]) if lines else ""
+        where = source_line(str(file), loop_line(str(file), lines[0])) if lines else ""
         msg = (
             _("{file} did not finish loading within {limit:g} s: it loops at {line}")
             if where

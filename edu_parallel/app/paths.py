@@ -12,6 +12,7 @@ the same kind of line; the commands print their result before they write, so it 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,18 +49,16 @@ def check_output_file(
             text,
             _("a file in an existing folder ({folder} does not exist)").format(folder=folder),
         )
-    if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        raise bad_value(
-            option,
-            text,
-            _("a file this user may write ({folder} is read-only)").format(folder=folder),
-        )
-    if not out.exists():
-        try:  # create it and remove it: the system has the last word (/proc, /sys, a full disk)
-            out.open("xb").close()
-            out.unlink()
-        except OSError as err:
-            raise refused(option, text, err) from None
+    if not os.access(folder, os.W_OK):
+        raise read_only(option, text, folder)
+    try:
+        probe(out)
+    except PermissionError as err:  # an existing file: read-only; a new one: the system's word
+        raise (
+            read_only(option, text, folder) if out.exists() else refused(option, text, err)
+        ) from None
+    except OSError as err:
+        raise refused(option, text, err) from None
     return out
 
 
@@ -90,6 +89,36 @@ def check_output_folder(path: str | os.PathLike[str], option: str) -> Path:
             with contextlib.suppress(OSError):
                 made.rmdir()
     return folder
+
+
+def probe(out: Path, tries: int = 3) -> None:
+    """Raise the ``OSError`` the system gives for writing ``out``, without changing it: an
+    existing file is opened for writing (not truncated; a FIFO without a reader does not block);
+    a missing one is created and removed. A file made or removed meanwhile by another process (a
+    torchrun rank probing the same path) is looked at again, never refused nor removed."""
+    for _try in range(tries):
+        try:
+            os.close(os.open(out, os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            if err.errno != errno.ENXIO:  # ENXIO: a FIFO with no reader yet, which is writable
+                raise
+            return
+        try:  # the system has the last word on creating it (/proc, /sys, a full disk)
+            out.open("xb").close()
+        except FileExistsError:
+            continue
+        out.unlink(missing_ok=True)
+        return
+
+
+def read_only(option: str, text: str, folder: Path) -> ValueError:
+    """The one line for a file, or its folder, that this user may not write."""
+    return bad_value(
+        option, text, _("a file this user may write ({folder} is read-only)").format(folder=folder)
+    )
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

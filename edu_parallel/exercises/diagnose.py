@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import ast
 import linecache
 import re
+import textwrap
 
 from ..core.errors import JobTimeoutError, WorkerError
 from ..core.i18n import _
@@ -33,6 +35,25 @@ def source_line(code_file: str, line: int) -> str:
     if text:
         return _("line {line}: `{text}`").format(line=line, text=text)
     return _("line {line}").format(line=line)
+
+
+def loop_line(code_file: str, line: int) -> int:
+    """The line of the innermost ``while`` or ``for`` whose body holds ``line``, else ``line``.
+
+    A program stopped in a loop is caught on whichever line of it was running (``while True:``
+    or the ``pass`` under it); the loop's own line names it the same way every time."""
+    source = "".join(linecache.getlines(code_file))
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError):  # a fragment of a file this process cannot parse
+        return line
+    loops = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.While, ast.For, ast.AsyncFor))
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return max(loops, default=line)
 
 
 def learner_line(traceback_text: str, code_file: str) -> str:
@@ -220,4 +241,5 @@ def _probed(text: str, code_file: str) -> str:
     m = _PROBED.match(":" + rest)
     if not file or m is None:
         return text
-    return source_line(code_file if file == SHIPPED else file, int(m["line"]))
+    source = code_file if file == SHIPPED else file
+    return source_line(source, loop_line(source, int(m["line"])))
