@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = {  # test function -> what its cases are
     "test_a_bad_value_gets_one_line_naming_the_option": "bad values of every option",
+    "test_an_option_that_means_nothing_where_it_is_given_is_refused": "meaningless options",
     "test_a_path_the_system_refuses_is_named_before_any_work": "output paths the system refuses",
     "test_a_write_that_fails_after_the_run_keeps_the_result_and_names_the_option": "a full disk",
     "test_a_learner_file_that_misbehaves_at_import_gets_one_verdict": "learner files",

@@ -160,6 +160,27 @@ def test_a_bad_value_gets_one_line_naming_the_option(
     assert not list(tmp_path.iterdir()), "a refused command wrote a file"
 
 
+# ------------------------------------------------- options that mean nothing where they are given
+# (command line, the options it names): an option the run would silently ignore is refused, and
+# the line names it and the option that decides (core.errors.needs / conflicts)
+COMBINATIONS = [
+    (["run", "ddp", "--no-overlap", "--sync", "per-param"], ["--no-overlap", "--sync"]),
+]
+
+
+@pytest.mark.parametrize("argv, named", COMBINATIONS, ids=[_id(a) for a, _ in COMBINATIONS])
+def test_an_option_that_means_nothing_where_it_is_given_is_refused(
+    argv, named, no_work, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    code = cli_module.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert all(option in err for option in named), f"the error does not name {named}: {err}"
+    assert not list(tmp_path.iterdir()), "a refused command wrote a file"
+
+
 # ----------------------------------------------------------------- output paths that refuse
 @pytest.mark.parametrize(
     "argv, named",

@@ -167,6 +167,27 @@ def bad_value(name: str, value: Any, valid: str) -> ValueError:
     )
 
 
+def needs(name: str, value: Any, other: str, why: str) -> ValueError:
+    """The one-line error for an argument that means nothing unless ``other`` is given:
+    ``--flops=1e+15 is not valid: expected no value without --link: ...``. A value that would be
+    silently ignored is refused, so that no run seems to answer a question it did not ask."""
+    return bad_value(
+        name, value, _("no value without {other}: {why}").format(other=spelling(other), why=why)
+    )
+
+
+def conflicts(name: str, value: Any, other: str, other_value: Any, why: str) -> ValueError:
+    """The one-line error for an argument that means nothing with ``other=other_value``:
+    ``--ratio=0.1 is not valid: expected no value with --method='powersgd': ...``."""
+    return bad_value(
+        name,
+        value,
+        _("no value with {other}={other_value!r}: {why}").format(
+            other=spelling(other), other_value=other_value, why=why
+        ),
+    )
+
+
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int in ``[low, high]`` or raise a ValueError that says so.
 
