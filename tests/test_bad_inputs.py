@@ -165,6 +165,10 @@ def test_a_bad_value_gets_one_line_naming_the_option(
 # the line names it and the option that decides (core.errors.needs / conflicts)
 COMBINATIONS = [
     (["run", "ddp", "--no-overlap", "--sync", "per-param"], ["--no-overlap", "--sync"]),
+    (  # 2^16 - 1 passes float16's 65504: every algorithm would give inf
+        ["run", "ring", "--world-size", "16", "--dtype", "float16", "--pattern", "powers_of_two"],
+        ["--dtype='float16'", "65535", "--world-size <= 15", "--pattern"],
+    ),
 ]
 
 

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import cli, free_port  # the command run as a learner runs it, in a subprocess
 
 from edu_parallel import Cluster
@@ -192,3 +193,27 @@ def test_a_partial_torchrun_environment_runs_locally_and_says_so():
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith("note: WORLD_SIZE set without the other torchrun variables")
     assert "2 ranks" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "dtype, pattern, n, fits",
+    [("float16", "powers_of_two", 16, True), ("float16", "powers_of_two", 15, False)]
+    + [("bfloat16", "powers_of_two", 16, False), ("float16", "rank", 16, False)],
+)
+def test_a_pattern_whose_sum_overflows_its_dtype_is_refused_before_the_run(dtype, pattern, n, fits):
+    """The exact sum of a deterministic pattern is known up front (2^N - 1, N(N-1)/2): past the
+    dtype's largest value every algorithm gives inf, so the run is refused, not reported as a
+    mismatch with dist.all_reduce."""
+    from edu_parallel.core.inputs import LARGEST, Buffer
+    from edu_parallel.plans.algorithms import plan_allreduce
+
+    total = Buffer(64, dtype, pattern).total(n)
+    assert (total > LARGEST[dtype]) is fits
+    if fits:
+        with pytest.raises(ValueError, match=r"world_size <= 15"):
+            plan_allreduce(n, 64, dtype, pattern=pattern)
+    else:
+        assert plan_allreduce(n, 64, dtype, pattern=pattern).plan.world_size == n
+    assert LARGEST["float16"] == 65504 and LARGEST["bfloat16"] == float(
+        torch.finfo(torch.bfloat16).max
+    )

@@ -11,11 +11,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import bad_value, check_choice, check_seed
+from .errors import bad_value, check_choice, check_seed, spelling
+from .i18n import _
 from .units import DTYPES, INTEGER_DTYPES, check_dtype, parse_size
 
 PATTERNS = ("powers_of_two", "random", "rank")
 MAX_POWERS_RANKS = 24  # 2**23 is still exact in float32
+# the largest finite value of each dtype (numpy's finfo/iinfo; numpy has no bfloat16: its 8-bit
+# exponent is float32's, with 7 fraction bits, so (2 - 2^-7) * 2^127)
+LARGEST = {
+    "float16": float(np.finfo(np.float16).max),
+    "bfloat16": (2 - 2**-7) * 2.0**127,
+    "float32": float(np.finfo(np.float32).max),
+    "float64": float(np.finfo(np.float64).max),
+    "int32": int(np.iinfo(np.int32).max),
+    "int64": int(np.iinfo(np.int64).max),
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,39 @@ class Buffer:
             )
         check_choice("pattern", self.pattern, PATTERNS)
         object.__setattr__(self, "seed", check_seed("seed", self.seed))
+
+    def total(self, world_size: int) -> int | None:
+        """The exact all-reduced sum of every element on ``world_size`` ranks, for the patterns
+        that fix it (``2^N - 1`` for powers of two, ``N(N-1)/2`` for rank); None for random."""
+        n = world_size
+        return {"powers_of_two": 2**n - 1, "rank": n * (n - 1) // 2}.get(self.pattern)
+
+    def check_sum(self, world_size: int) -> None:
+        """Refuse a pattern whose sum on ``world_size`` ranks passes the dtype's largest value: the
+        all-reduce would give inf (or wrap around), and no algorithm could match another."""
+        total = self.total(world_size)
+        if total is None or total <= LARGEST[self.dtype]:
+            return
+        fits = max(n for n in range(1, world_size) if (self.total(n) or 0) <= LARGEST[self.dtype])
+        valid = _(
+            "a dtype that holds the sum {total} of pattern {pattern!r} on {n} ranks ({dtype}'s "
+            "largest value is {largest:g}): a wider dtype, {world_size} <= {fits}, or "
+            "{pattern_option} 'random'"
+        )
+        raise bad_value(
+            "dtype",
+            self.dtype,
+            valid.format(
+                total=total,
+                pattern=self.pattern,
+                n=world_size,
+                dtype=self.dtype,
+                largest=LARGEST[self.dtype],
+                fits=fits,
+                world_size=spelling("world_size"),
+                pattern_option=spelling("pattern"),
+            ),
+        )
 
     @property
     def numel(self) -> int:

@@ -138,4 +138,5 @@ def plan_allreduce(
     buffer = Buffer(size, dtype, pattern, seed)
     segment_bytes = check_int("segment_bytes", segment_bytes, 1)
     plan = build_plan(algo, world_size, servers)  # rabenseifner: 2^k ranks; servers <= n
+    buffer.check_sum(plan.world_size)  # float16 holds 2^16 - 1 of powers of two on 16 ranks? no
     return AllReduceRun(algo, plan, buffer, segment_bytes, servers)
