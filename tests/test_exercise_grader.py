@@ -282,3 +282,49 @@ def test_a_line_caught_inside_a_loop_is_named_by_the_loop(tmp_path):
     )
     assert [loop_line(str(code), n) for n in range(1, 8)] == [1, 2, 3, 4, 4, 3, 7]
     assert loop_line(str(tmp_path / "missing.py"), 5) == 5  # no source: the line itself
+
+
+def calls_dist_all_reduce(ctx, tensor):
+    import torch.distributed as dist
+
+    dist.all_reduce(tensor)  # the right sum, without a byte in the trace
+    return tensor
+
+
+def calls_a_traced_collective(ctx, tensor):
+    ctx.collective("all_reduce", tensor)  # counted, but not the ring the exercise asks for
+    return tensor
+
+
+@pytest.mark.parametrize(
+    "fn, said",
+    [
+        (calls_dist_all_reduce, "torch.distributed.all_reduce goes around the trace"),
+        (calls_a_traced_collective, "ctx.collective('all_reduce') does the exercise's work"),
+    ],
+)
+def test_a_builtin_collective_does_not_pass_the_ring_exercise(cluster2, fn, said):
+    f = only_failure(grade(EXERCISE, fn, cluster2, cases=ONE))
+    line = line_of(fn, "tensor)  #")
+    assert f.check == "error" and said in f.message and f"line {line}:" in f.message, f.message
+    assert grade(EXERCISE, ring_allreduce, cluster2, cases=ONE).passed  # restored after the call
+    out = cluster2.run(calls_dist_all_reduce, torch.ones(2))  # outside an exercise: allowed
+    assert torch.equal(out.results[0], torch.full((2,), 2.0))
+
+
+def test_a_direct_torch_collective_is_refused_where_ctx_collective_is_the_answer(cluster2):
+    """Exercise 07 asks for ctx.collective('all_reduce'); torch.distributed's own is not
+    counted, so it is refused there too, naming what to use."""
+    from edu_parallel.exercises.problems.row_parallel import EXERCISE as ROW
+
+    def dist_row_parallel(ctx, x_shard, w_shard):
+        import torch.distributed as dist
+
+        partial = x_shard @ w_shard.t()
+        dist.all_reduce(partial)
+        return partial
+
+    g = grade(ROW, dist_row_parallel, cluster2, cases=ROW.cases[:1])
+    f = next(f for f in g.findings if f.failed)
+    assert "torch.distributed.all_reduce goes around the trace" in f.message
+    assert "ctx.collective" in f.message

@@ -26,6 +26,7 @@ _WAIT = re.compile(
 )
 _COLLECTIVE = re.compile(r"^(?P<name>\w+) \((?P<phase>[^,]*), step (?P<step>-?\d+|None)\)$")
 _PROBED = re.compile(r":(?P<line>\d+) in ")
+UNTRACED = "UntracedCall: "  # how the traceback's last line names untraced.UntracedCall
 SHIPPED = "<dynamic-code>"  # cloudpickle's file name for code it sent by value
 
 
@@ -69,6 +70,10 @@ def error_finding(err: WorkerError, code_file: str, case: Case) -> Finding:
     last = tb.strip().splitlines()[-1] if tb.strip() else ""
     where = learner_line(tb, code_file)
     r = err.rank
+    if UNTRACED in last:  # the learner's own call that the grader cannot count (untraced.py)
+        said = last.split(UNTRACED, 1)[1]
+        msg = _("rank {r}, {line}: {said}") if where else _("rank {r}: {said}")
+        return Finding("error", False, msg.format(r=r, line=where, said=said), case, rank=r)
     if tb and last.startswith("SystemExit"):
         msg = (
             _("rank {r} called exit() at {line}: an exercise function must return its result")

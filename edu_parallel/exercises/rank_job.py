@@ -21,6 +21,7 @@ import cloudpickle
 
 from ..engine.context import RankContext, to_cpu
 from .spec import RETURNED, Case, Exercise, RankOutcome
+from .untraced import refused
 
 PRINT_LIMIT = 4000  # characters of the learner's output kept per rank
 
@@ -106,7 +107,7 @@ def run_exercise(ctx: RankContext, exercise: Exercise, payload: bytes | None, ca
         ctx.watch(watch)
     out = BoundedWriter(PRINT_LIMIT, fn.__code__.co_filename)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        with memory_cap(exercise.memory_limit):
+        with memory_cap(exercise.memory_limit), refused(ctx, exercise.point_to_point):
             ctx.tracer.where(f"running {exercise.function}")
             result = fn(ctx, *args) if exercise.params[:1] == ("ctx",) else fn(*args)
             facts = None if exercise.drive is None else exercise.drive(ctx, case, args, result)

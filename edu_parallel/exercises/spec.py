@@ -144,6 +144,7 @@ class Exercise:
     memory_limit: int = 1 << 30  # bytes a rank may allocate on top of what it holds
     picture: Callable[..., list[Any]] | None = None  # figures from a Grade; None: grid + bytes
     powers_of_two: bool = False  # inputs are 2^rank: a chunk's value names its ranks
+    point_to_point: bool = False  # built from ctx.send/recv: ctx.collective is refused (untraced)
 
     def shown_title(self) -> str:
         """The title in the learner's language (``title`` is the English, marked ``N_``)."""

@@ -138,4 +138,5 @@ EXERCISE = Exercise(
     ),
     chunks=ring_chunks,
     powers_of_two=True,
+    point_to_point=True,
 )

@@ -167,4 +167,5 @@ EXERCISE = Exercise(
     ),
     chunks=one_chunk,
     powers_of_two=True,
+    point_to_point=True,
 )
