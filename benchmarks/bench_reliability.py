@@ -34,6 +34,7 @@ GROUPS = {  # test function -> what its cases are
     "test_a_cluster_refuses_bad_arguments_in_one_line": "Cluster arguments",
     "test_an_argument_that_cannot_travel_is_named_and_a_nested_cluster_is_refused": "API misuse",
     "test_what_a_job_starts_ends_with_the_cluster": "a job's own processes",
+    "test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts": "stale stores",
     "test_version_prints_the_installed_version": "--version",
     "test_the_largest_pipeline_is_refused_one_past_it_and_runs_at_it": "largest accepted values",
     "test_a_sample_of_the_table_reads_in_chinese": "the table in Chinese (a sample)",

@@ -291,6 +291,43 @@ def test_what_a_job_starts_ends_with_the_cluster():
     assert not alive, f"the jobs' sleeps outlived the cluster: {alive}"
 
 
+def test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts(tmp_path):
+    """A parent killed by SIGKILL cannot remove its FileStore folder; the next start does (its
+    owner is dead), and leaves a living owner's folder alone."""
+    import sys
+
+    from edu_parallel.engine.store import make_store_dir
+
+    code = (
+        "from edu_parallel import Cluster\n"
+        "c = Cluster(2, timeout=20)\n"
+        "print(c._store_dir, flush=True)\n"
+        "import time; time.sleep(300)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    store = Path(parent.stdout.readline().strip())
+    assert store.is_dir() and store.parent == tmp_path
+    parent.kill()
+    parent.wait(10)
+    assert store.is_dir()  # left behind: nobody could remove it
+    live = Path(make_store_dir(str(tmp_path)))  # this process's own: its owner runs
+    old = tmp_path / "edu-parallel-store-x"  # a name without an owner: not ours to judge
+    old.mkdir()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TMPDIR", str(tmp_path))
+            mp.setattr("tempfile.tempdir", None)  # tempfile reads TMPDIR again
+            with Cluster(2, timeout=20) as c:
+                assert c.run(demos.empty).results == [None, None]
+        assert not store.exists() and old.is_dir() and live.is_dir()
+        assert not [p for p in tmp_path.iterdir() if p not in (live, old)]  # c's own is gone
+    finally:
+        live.rmdir()
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split()[2]

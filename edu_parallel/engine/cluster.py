@@ -24,7 +24,6 @@ import os
 import pickle
 import shutil
 import signal
-import tempfile
 import time
 import weakref
 from collections.abc import Iterator
@@ -45,6 +44,7 @@ from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method, warm_parent
+from .store import make_store_dir, sweep_stale
 from .worker import PROBE_SIGNAL, STATUS_BYTES, read_status, worker_main, write_status
 
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
@@ -131,8 +131,8 @@ class Cluster:
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
         self._lines = ctx.RawArray("c", STATUS_BYTES * self.world_size)  # answers to a probe
-        # A fresh store per start: a FileStore file must not outlive its group
-        self._store_dir = tempfile.mkdtemp(prefix="edu-parallel-store-")  # mode 0700
+        sweep_stale()  # the stores of clusters whose parent was killed before it could close
+        self._store_dir = make_store_dir()  # per start: a FileStore must not outlive its group
         init = pickle.dumps(Init(os.path.join(self._store_dir, "store"), self.timeout + 30.0))
         for rank in range(self.world_size):
             parent_end, child_end = ctx.Pipe(duplex=True)
