@@ -150,3 +150,30 @@ def test_the_check_by_blocks_is_the_check_on_the_whole():
         matches, err = compare(floats, near, 4, exact=False)
         assert matches == same_result(floats, near, 4, exact=False) == (shift < 1e-5)
         assert err == float((floats.double() - near.double()).abs().max())
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_every_collective_stays_within_its_bound_and_the_bound_refuses_what_cannot_fit(
+    cluster4, dtype
+):
+    """Each collective of ``run allgather`` ... ``run scatter`` measured on 4 ranks at 32 MiB: no
+    rank passes bytes_per_rank (3x the payload, a chunk, the staged chunks), which is what the
+    command line refuses up front; the largest, 1 GiB on 16 ranks, is refused."""
+    from edu_parallel.comm.collective import collective_peak_job
+    from edu_parallel.plans.collectives import CLI_NAMES, plan_collective
+
+    for name in CLI_NAMES.values():
+        cluster4.run(collective_peak_job, plan_collective(4, name, "1MiB", dtype))
+        run = plan_collective(4, name, "32MiB", dtype)
+        results = cluster4.run(collective_peak_job, run).results
+        assert all(r["matches_builtin"] for r in results), name
+        d = run.buffer.real_bytes
+        peaks = [r["peak_bytes"] for r in results]
+        for peak, bound in zip(peaks, bytes_per_rank(run), strict=True):
+            assert peak is not None and peak <= bound + ALLOWANCE, f"{name}: {peak / d:.2f}x"
+        largest = plan_collective(16, name, "1GiB", dtype)
+        with pytest.raises(ValueError, match=r"size='1GiB' needs about [\d.]+ GiB on 16 ranks"):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(memory, "free_memory_bytes", lambda: 24 * GIB)  # this CI's machine
+                check_fits(largest, 16, "1GiB")

@@ -108,8 +108,13 @@ def _collective_concept(concept: str, collective: str) -> Concept:
             )
 
     def check(a: argparse.Namespace, dims: ParallelDims) -> CollectiveRun:
+        """Every option checked and the plan built; a ``--size`` whose ranks would not fit in
+        this machine's free memory refused, as for the all-reduce."""
         root = getattr(a, "root", 0)
-        return plan_collective(dims, collective, a.size, a.dtype, a.pattern, a.seed, root)
+        run = plan_collective(dims, collective, a.size, a.dtype, a.pattern, a.seed, root)
+        if not in_torchrun():
+            check_fits(run, dims.world_size, a.size)
+        return run
 
     def run(executor: Executor, spec: CollectiveRun) -> Any:
         return comm.execute_collective(executor, spec)
