@@ -152,6 +152,22 @@ def test_cli_model_errors_are_one_line(
     assert err.startswith(message) and err.count("\n") == 1
 
 
+def test_algo_applies_to_allreduce_and_nccl_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "all_to_all", "--algo", "tree"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --algo='tree' is not valid: expected no value with COLLECTIVE='all_to_all':"
+        " all_to_all is modelled by its one algorithm; --algo picks the all-reduce algorithm of"
+        f" allreduce ({', '.join(ALLREDUCE_ALGOS)}) or NCCL_ALGO of nccl (Tree, Ring,"
+        " CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)\n"
+    )
+    assert main(["model", "all_to_all", "--world-size", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["algo"] is None
+    assert main(["model", "allreduce", "--algo", "tree", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["algo"] == "tree"
+    assert main(["model", "allgather_x"]) == 2  # the positional is named as it is typed
+    assert capsys.readouterr().err.startswith("error: COLLECTIVE='allgather_x' is not valid")
+
+
 def test_every_name_is_documented_in_one_table() -> None:
     assert set(ALLREDUCE_ALGOS) | set(OTHER_COLLECTIVES) == set(NAMES) and len(NAMES) == 14
     assert all(

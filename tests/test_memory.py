@@ -7,7 +7,13 @@ import json
 import pytest
 from helpers import cli
 
-from edu_parallel.memory.activations import activation_bytes, activation_estimate
+from edu_parallel.app.cli import main as cli_main
+from edu_parallel.app.memory_command import DEFAULT_MICRO_BATCH, DEFAULT_RECOMPUTE
+from edu_parallel.memory.activations import (
+    activation_bytes,
+    activation_estimate,
+    shape_activation_estimate,
+)
 from edu_parallel.memory.communication import comm_bytes_per_step, comm_estimate
 from edu_parallel.memory.model_states import largest_model_that_fits, model_state_bytes
 from edu_parallel.memory.presets import PRESETS, count_params, get_preset
@@ -313,6 +319,43 @@ def test_cli_one_line_errors(args, words):
     assert len(lines) == 1 and lines[0].startswith("error: ")
     for word in words:
         assert word in lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--params", "7e9", "--gpus", "8", "--zero", "3", "--convention", "deepspeed",
+         "--largest-layer-params", "1e8", "--no-zero-init", "--gpus-per-node", "4"],
+        ["--params", "7e9", "--gpus", "8", "--zero", "2", "--convention", "deepspeed",
+         "--gpus-per-node", "4"],
+        ["--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--sequence-parallel", "--seq",
+         "1024", "--micro-batch", "2", "--recompute", "selective"],
+    ],
+)  # fmt: skip
+def test_each_option_is_accepted_where_it_means_something(args, capsys):
+    assert cli_main(["memory", *args, "--json"]) == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    assert data["bytes_per_gpu"] > 0
+    if "--no-zero-init" in args:
+        assert (
+            "zero_init=False, L=100000000" in data["formula"]
+            and "gpus_per_node=4" in data["formula"]
+        )
+    if "--sequence-parallel" in args:
+        shape = get_preset("llama3-8b")
+        expected = shape_activation_estimate(
+            shape, 1024, 2, shape.layers, 2, True, "selective"
+        ).bytes
+        assert data["activations"]["bytes"] == pytest.approx(expected)
+
+
+def test_the_activation_options_default_to_one_sequence_and_no_recomputation(capsys):
+    assert cli_main(["memory", "--model", "llama3-8b", "--json"]) == 0
+    shape = get_preset("llama3-8b")
+    expected = shape_activation_estimate(
+        shape, shape.seq, DEFAULT_MICRO_BATCH, shape.layers, 1, False, DEFAULT_RECOMPUTE
+    )
+    assert json.loads(capsys.readouterr().out)["activations"]["bytes"] == expected.bytes
 
 
 def test_estimates_table_reads_each_estimate() -> None:

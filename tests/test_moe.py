@@ -25,6 +25,7 @@ from edu_parallel.expert_parallel.formulas import (
     balanced_dispatch_bytes,
     expert_capacity,
     padded_dispatch_bytes,
+    smallest_capacity_factor,
 )
 from edu_parallel.expert_parallel.layer import moe_job, moe_reference
 from edu_parallel.expert_parallel.report import run_moe, run_moe_config
@@ -107,6 +108,33 @@ def test_dense_reference_equals_a_token_loop() -> None:
 
 
 # ----------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "tokens, experts, top_k", [(16, 8, 2), (1, 64, 1), (1024, 1, 1), (7, 3, 1), (16, 8, 3)]
+)
+def test_a_factor_whose_capacity_rounds_to_0_is_refused_naming_the_smallest_that_keeps_one(
+    tokens: int, experts: int, top_k: int
+) -> None:
+    smallest = smallest_capacity_factor(tokens, experts, top_k)
+    below = float(f"{smallest - 10 ** (math.floor(math.log10(smallest)) - 2):.3g}")
+    assert expert_capacity(tokens, experts, top_k, smallest) == 1  # one token kept
+    assert expert_capacity(tokens, experts, top_k, below) == 0  # the next 3-digit factor down
+    assert MoEConfig(1, experts, top_k, smallest, tokens=tokens).capacity == 1
+    for factor in (below, 1e-300, 5e-324):
+        with pytest.raises(ValueError) as err:
+            MoEConfig(1, experts, top_k, factor, tokens=tokens)
+        assert str(err.value) == (
+            f"capacity_factor={factor!r} is not valid: expected a factor >= {smallest:g}:"
+            f" capacity = ceil(C*T*k/E) rounds to 0 with T={tokens}, k={top_k}, E={experts},"
+            " and every token would be dropped"
+        )
+
+
+def test_a_tiny_factor_and_a_bad_top_k_name_only_the_top_k() -> None:
+    with pytest.raises(ValueError) as err:
+        MoEConfig(4, experts=8, top_k=9, capacity_factor=1e-300)
+    assert str(err.value).startswith("top_k=9 is not valid") and "capacity" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [

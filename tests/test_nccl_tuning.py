@@ -281,6 +281,32 @@ def test_cli_model_nccl(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["algo"] == "ring"
 
 
+def test_options_that_say_what_the_system_preset_says_are_accepted(capsys) -> None:
+    base = ["model", "nccl", "--system", "2x8-a100-hdr", "--size", "1MiB", "--json"]
+    assert main(base) == 0
+    alone = json.loads(capsys.readouterr().out)
+    same = ["--world-size", "16", "--nodes", "2", "--link", "nvlink3", "--inter-link", "ib-hdr-200"]
+    assert main([*base, *same, "--arch", "ampere"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out) == alone
+    assert main([*base, "--world-size", "8", "--arch", "hopper"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(
+            "error: --world-size=8 is not valid: expected no value or 16:"
+            " --system='2x8-a100-hdr' sets it (2 nodes x 8 ranks"
+        )
+        and "; --arch='hopper' is not valid: expected no value or 'ampere'" in err
+    ), err
+
+
+def test_without_a_system_the_defaults_are_one_node_of_8_h100(capsys) -> None:
+    assert main(["model", "nccl", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    topo = Topology(1, 8, LINKS["nvlink4-h100"], LINKS["ib-ndr-400"], nics_per_node=8)
+    free = nccl_choose("all_reduce", 1 << 20, NcclSystem(topo, "hopper"))
+    assert (data["collective"], data["time_us"]) == ("all_reduce", free.time_us)
+
+
 def test_a_system_is_a_preset_name_or_an_ncclsystem_and_anything_else_is_named():
     by_name = nccl_choose("all_reduce", 1 << 20, "dgx-h100")
     assert by_name == nccl_choose("all_reduce", 1 << 20, NCCL_SYSTEMS["dgx-h100"])

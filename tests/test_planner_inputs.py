@@ -105,6 +105,26 @@ def test_cli_names_a_bad_custom_shape_and_a_bad_cluster_together(capsys):
     assert "--global-batch=0" in err  # checked with a stand-in model and cluster
 
 
+@pytest.mark.parametrize(
+    "kv_heads, arch, words",
+    [
+        ("3", "llama", ["--kv-heads=3 is not valid: expected a divisor of --heads=32",
+                        "(1, 2, 4, 8, 16, 32)"]),
+        ("64", "bare", ["--kv-heads=64 is not valid: expected a divisor of --heads=32"]),
+        ("8", "gpt2", ["--kv-heads=8 is not valid: expected no value with --arch='gpt2'"]),
+        ("8", "llama", []),
+        ("32", "bare", []),
+    ],
+)  # fmt: skip
+def test_kv_heads_divide_heads_and_mean_nothing_for_gpt2(capsys, kv_heads, arch, words):
+    shape = ("--layers", "2", "--hidden", "256", "--heads", "32", "--kv-heads", kv_heads)
+    rc, out, err = _cli(capsys, *shape, "--arch", arch, "--nodes", "1", "--global-batch", "8")
+    assert rc == (2 if words else 0), err
+    assert all(word in err for word in words) and err.count("\n") == (1 if words else 0), err
+    if not words:
+        assert out.startswith("custom (")
+
+
 def test_a_budget_no_configuration_fits_names_the_smallest():
     smallest = min(
         c.memory_bytes_per_gpu

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from ..core.errors import bad_value
+from ..core.errors import Problems, bad_value, conflicts, needs
 from ..core.i18n import N_, _
 from ..memory.activations import shape_activation_estimate
 from ..memory.communication import comm_estimate
@@ -36,6 +36,10 @@ from ..memory.presets import PRESETS, get_preset
 
 _COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 PARAMS_RANGE = N_("a parameter count > 0, such as 7.5e9, 7.5B, 350M or 1T")
+# what --micro-batch and --recompute mean when not given (None: not given; only --model's
+# activations read them, see check_combinations)
+DEFAULT_MICRO_BATCH, DEFAULT_RECOMPUTE = 1, "none"
+ACTIVATION_OPTIONS = ("micro_batch", "seq", "recompute", "sequence_parallel")
 
 
 def parse_count(text: str, name: str = "params") -> float:
@@ -104,8 +108,10 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--micro-batch",
         type=int,
-        default=1,
-        help=_("activations (--model): sequences per micro-batch (default 1)"),
+        default=None,
+        help=_("activations (--model): sequences per micro-batch (default {n})").format(
+            n=DEFAULT_MICRO_BATCH
+        ),
     )
     p.add_argument(
         "--seq",
@@ -115,21 +121,51 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--recompute",
-        default="none",
-        help=_("activations (--model): {recompute} (default none)").format(
-            recompute=", ".join(RECOMPUTE)
+        default=None,
+        help=_("activations (--model): {recompute} (default {default})").format(
+            recompute=", ".join(RECOMPUTE), default=DEFAULT_RECOMPUTE
         ),
     )
     p.add_argument(
         "--sequence-parallel",
         action="store_true",
-        help=_("activations (--model): Megatron sequence parallelism"),
+        help=_("activations (--model, --tp > 1): Megatron sequence parallelism"),
     )
     p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
+def check_combinations(a: argparse.Namespace) -> None:
+    """Refuse, before any work, each option that means nothing with the others: the activation
+    options without --model, --sequence-parallel with --tp 1, DeepSpeed's own options under
+    another convention or stage. One line names the option and the option that decides."""
+    p = Problems()
+    if a.model is None:
+        why = _("only a --model preset's activations read it (--params counts model states)")
+        for name in ACTIVATION_OPTIONS:
+            value = getattr(a, name)
+            if value is not None and value is not False:
+                p.add(needs(name, value, "model", why))
+    elif a.sequence_parallel and a.tp == 1:
+        why = _("sequence parallelism splits activations across the tensor-parallel ranks")
+        p.add(conflicts("sequence_parallel", True, "tp", a.tp, why))
+    deepspeed_only = [("gpus_per_node", a.gpus_per_node, (2, 3))]
+    deepspeed_only += [("largest_layer_params", a.largest_layer_params, (3,))]
+    deepspeed_only += [("no_zero_init", True if a.no_zero_init else None, (3,))]
+    for name, value, stages in deepspeed_only:
+        if value is None or a.convention not in CONVENTIONS:  # a bad convention: named below
+            continue
+        if a.convention != "deepspeed":
+            why = _("only the DeepSpeed estimators read it")
+            p.add(conflicts(name, value, "convention", a.convention, why))
+        elif a.zero == 2 and 2 not in stages:  # (DeepSpeed's estimators: ZeRO 2 and 3 only)
+            why = _("only DeepSpeed's ZeRO-3 estimator reads it")
+            p.add(conflicts(name, value, "zero", a.zero, why))
+    p.raise_any()
+
+
 def memory_report(a: argparse.Namespace) -> dict[str, Any]:
     """Validate the arguments and compute; every bad one raises a one-line ValueError."""
+    check_combinations(a)
     shape = None
     if a.model is not None:
         shape = get_preset(a.model)
@@ -173,8 +209,10 @@ def memory_report(a: argparse.Namespace) -> dict[str, Any]:
     data["activations"] = None
     if shape is not None:
         seq = shape.seq if a.seq is None else a.seq
+        micro_batch = DEFAULT_MICRO_BATCH if a.micro_batch is None else a.micro_batch
+        recompute = DEFAULT_RECOMPUTE if a.recompute is None else a.recompute
         activations = shape_activation_estimate(
-            shape, seq, a.micro_batch, shape.layers, a.tp, a.sequence_parallel, a.recompute
+            shape, seq, micro_batch, shape.layers, a.tp, a.sequence_parallel, recompute
         )
         data["activations"] = activations.to_json_dict()
     data["gpu_bytes"] = None

@@ -17,14 +17,28 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import Problems, bad_value, check_int, conflicts, needs, spelling
 from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
 from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
+from ..models.nccl.constants import ALGOS as NCCL_ALGOS
+from ..models.nccl.systems import nccl_system
+from ..models.nccl.tuning import NcclSystem
 from ..models.topology import LINKS, Link, Topology
-from .nccl_command import add_nccl_arguments, run_nccl
+from .nccl_command import (
+    DEFAULT_ARCH,
+    DEFAULT_COLLECTIVE,
+    NCCL_ONLY,
+    add_nccl_arguments,
+    run_nccl,
+)
 
-WHAT = ("allreduce", "all_reduce", *OTHER_COLLECTIVES, "nccl")  # nccl: NCCL's own tuner
+ALLREDUCE = ("allreduce", "all_reduce")
+WHAT = (*ALLREDUCE, *OTHER_COLLECTIVES, "nccl")  # nccl: NCCL's own tuner
+# what --world-size, --link and --inter-link mean when not given (None: not given, see
+# checked_options: --system sets them, and one node has no link between nodes)
+DEFAULT_WORLD_SIZE, DEFAULT_LINK, DEFAULT_INTER_LINK = 8, "nvlink4-h100", "ib-ndr-400"
+ALPHA_BETA_ONLY = ("servers", "alpha", "bandwidth", "reduce_gbps", "nics")  # NCCL's tuner: none
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,15 +52,20 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
             allreduce_algos=", ".join(ALLREDUCE_ALGOS)
         ),
     )
-    p.add_argument("--world-size", type=int, default=8, help=_("ranks (default 8)"))
+    p.add_argument(
+        "--world-size",
+        type=int,
+        default=None,
+        help=_("ranks (default {n}; nccl: --system sets it)").format(n=DEFAULT_WORLD_SIZE),
+    )
     p.add_argument(
         "--size", default="1MiB", help=_("bytes per rank: 4096, 64KiB, 1GiB (default 1MiB)")
     )
     p.add_argument(
         "--link",
-        default="nvlink4-h100",
-        help=_("preset: {links}, or an alias such as nvlink4 (default nvlink4-h100)").format(
-            links=", ".join(LINKS)
+        default=None,
+        help=_("preset: {links}, or an alias such as nvlink4 (default {default})").format(
+            links=", ".join(LINKS), default=DEFAULT_LINK
         ),
     )
     p.add_argument(
@@ -57,8 +76,10 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--inter-link",
-        default="ib-ndr-400",
-        help=_("link between nodes with --nodes (default ib-ndr-400)"),
+        default=None,
+        help=_("link between nodes with --nodes (default {default})").format(
+            default=DEFAULT_INTER_LINK
+        ),
     )
     p.add_argument(
         "--nics",
@@ -85,11 +106,92 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help=_("print one JSON object"))
 
 
-def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology]:
-    """Validate the arguments and predict; every bad one raises a one-line ValueError."""
+def checked_options(a: argparse.Namespace) -> argparse.Namespace:
+    """The options checked once, before any prediction: every one that means nothing for this
+    COLLECTIVE (``--algo`` of all_to_all, ``--system`` of allreduce, ``--alpha`` of nccl), or
+    that ``--system`` contradicts, is refused in one line naming both; the options come back
+    with their defaults resolved."""
     if a.what not in WHAT:
-        raise bad_value("collective", a.what, _("one of {options}").format(options=", ".join(WHAT)))
-    name = (a.algo or "ring") if a.what in ("allreduce", "all_reduce") else a.what
+        raise bad_value("COLLECTIVE", a.what, _("one of {options}").format(options=", ".join(WHAT)))
+    p = Problems()
+    nccl = a.what == "nccl"
+    if a.algo is not None and not nccl and a.what not in ALLREDUCE:
+        why = _(
+            "{what} is modelled by its one algorithm; --algo picks the all-reduce algorithm of"
+            " allreduce ({allreduce_algos}) or NCCL_ALGO of nccl ({nccl_algos})"
+        ).format(
+            what=a.what,
+            allreduce_algos=", ".join(ALLREDUCE_ALGOS),
+            nccl_algos=", ".join(NCCL_ALGOS),
+        )
+        p.add(conflicts("algo", a.algo, "COLLECTIVE", a.what, why))
+    others = (
+        _(
+            "NCCL's tuner has its own latencies and bandwidths; only the alpha-beta models"
+            " (allreduce, all_gather, ...) read it"
+        )
+        if nccl
+        else _("only model nccl reads it (NCCL's tuner)")
+    )
+    for name in ALPHA_BETA_ONLY if nccl else NCCL_ONLY:
+        if getattr(a, name) is not None:
+            p.add(conflicts(name, getattr(a, name), "COLLECTIVE", a.what, others))
+    if nccl and a.system is not None:
+        try:
+            _check_preset(a, nccl_system(a.system), p)
+        except ValueError as exc:  # no such preset
+            p.add(exc)
+    else:
+        if a.inter_link is not None and a.nodes is None:
+            why = _("ranks in one node cross no link between nodes")
+            p.add(needs("inter_link", a.inter_link, "nodes", why))
+        if a.nics is not None and a.nodes is None and not nccl:
+            p.add(needs("nics", a.nics, "nodes", _("NICs join nodes")))
+    p.raise_any()
+    defaults = {
+        "world_size": DEFAULT_WORLD_SIZE,
+        "link": DEFAULT_LINK,
+        "inter_link": DEFAULT_INTER_LINK,
+        "collective": DEFAULT_COLLECTIVE,
+        "arch": DEFAULT_ARCH,
+    }
+    given = {name: value for name, value in vars(a).items() if value is not None}
+    return argparse.Namespace(**{**vars(a), **defaults, **given})
+
+
+def _check_preset(a: argparse.Namespace, system: NcclSystem, p: Problems) -> None:
+    """Record each option that contradicts what the ``--system`` preset sets (its ranks, nodes,
+    links and GPUs); one that says the same is accepted."""
+    topo = system.topology
+    describe = system.describe().removeprefix(f"{system.name}: ")
+    preset = {
+        "world_size": topo.world_size,
+        "nodes": topo.nodes,
+        "link": topo.intra.name,
+        "inter_link": topo.inter.name,
+        "arch": system.arch,
+    }
+    for name, value in preset.items():
+        given = getattr(a, name)
+        if given is None:
+            continue
+        same = given
+        if name in ("link", "inter_link"):
+            try:
+                same = link_preset(given, name).name
+            except ValueError:
+                same = None
+        if same != value:
+            valid = _("no value or {value!r}: {system}={name!r} sets it ({describe})").format(
+                value=value, system=spelling("system"), name=a.system, describe=describe
+            )
+            p.add(bad_value(name, given, valid))
+
+
+def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology]:
+    """Predict from the options :func:`checked_options` returned; a bad value (a size, a world
+    size) raises a one-line ValueError."""
+    name = (a.algo or "ring") if a.what in ALLREDUCE else a.what
     nbytes = parse_size(a.size)
     link = link_preset(a.link, "link")
     if a.alpha is not None or a.bandwidth is not None:
@@ -97,9 +199,7 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
         bw = link.bandwidth_Bps if a.bandwidth is None else a.bandwidth * 1e9
         link = Link(f"{link.name} (custom)", alpha, bw, f"{link.name} with --alpha/--bandwidth")
     where: Link | Topology = link
-    nics = getattr(a, "nics", None)
-    if nics is not None and a.nodes is None:
-        raise bad_value("nics", nics, _("no value without --nodes (NICs join nodes)"))
+    nics = a.nics
     if a.nodes is not None:
         where = Topology.split(a.world_size, a.nodes, link, link_preset(a.inter_link, "inter_link"))
         if nics is not None:
@@ -163,6 +263,7 @@ def format_prediction(p: Prediction, where: Link | Topology) -> str:
 
 
 def run_model(a: argparse.Namespace) -> int:
+    a = checked_options(a)
     if a.what == "nccl":
         return run_nccl(a)
     p, where = model_prediction(a)

@@ -27,9 +27,13 @@ from ..models.nccl.systems import NCCL_SYSTEMS, nccl_system
 from ..models.nccl.tuning import NcclSystem
 from ..models.topology import Topology
 
+DEFAULT_COLLECTIVE, DEFAULT_ARCH = "all_reduce", "hopper"  # what --collective, --arch mean unsaid
+NCCL_ONLY = ("system", "proto", "collective", "arch")  # the options no other collective reads
+
 
 def add_nccl_arguments(p: argparse.ArgumentParser) -> None:
-    """The options only ``model nccl`` reads (it shares --size, --algo, --world-size, ...)."""
+    """The options only ``model nccl`` reads (it shares --size, --algo, --world-size, ...); None
+    means not given (``model_command.checked_options`` refuses them elsewhere, then resolves)."""
     p.add_argument(
         "--system",
         default=None,
@@ -40,16 +44,23 @@ def add_nccl_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--proto", default=None, help=_("nccl: NCCL_PROTO, e.g. Simple or ^LL128"))
     p.add_argument(
         "--collective",
-        default="all_reduce",
-        help=_("nccl: {options}").format(options=", ".join(COLLECTIVES)),
+        default=None,
+        help=_("nccl: {options} (default {default})").format(
+            options=", ".join(COLLECTIVES), default=DEFAULT_COLLECTIVE
+        ),
     )
     p.add_argument(
-        "--arch", default="hopper", help=_("nccl: {options}").format(options=", ".join(ARCHS))
+        "--arch",
+        default=None,
+        help=_("nccl: {options} (default {default})").format(
+            options=", ".join(ARCHS), default=DEFAULT_ARCH
+        ),
     )
 
 
 def nccl_cli_system(a: argparse.Namespace) -> NcclSystem:
-    """The preset named by --system, or one built from --world-size/--nodes/--link/--inter-link."""
+    """The preset named by --system, or one built from --world-size/--nodes/--link/--inter-link
+    (the options as ``model_command.checked_options`` resolved them)."""
     if a.system is not None:
         return nccl_system(a.system)
     intra, inter = link_preset(a.link, "link"), link_preset(a.inter_link, "inter_link")

@@ -23,7 +23,15 @@ import argparse
 import json
 from typing import Any
 
-from ..core.errors import Problems, bad_value, check_choice, check_int, spelled_as
+from ..core.errors import (
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    conflicts,
+    spelled_as,
+    spelling,
+)
 from ..core.i18n import _
 from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
 from ..models.topology import LINKS
@@ -127,6 +135,8 @@ def _model(a: argparse.Namespace, p: Problems) -> tuple[Any, int | None]:
         p.add(bad_value("top_k", a.top_k, valid))
     elif not experts and a.top_k is not None:
         p.add(bad_value("top_k", a.top_k, _("omitted without --experts (dense)")))
+    if a.kv_heads is not None:
+        _check_kv_heads(a, p)
     if len(p) > before:
         return None, None
     seq = a.seq if a.seq is not None else 2048
@@ -144,6 +154,24 @@ def _model(a: argparse.Namespace, p: Problems) -> tuple[Any, int | None]:
         top_k=a.top_k or 0,
     )
     return shape, seq
+
+
+def _check_kv_heads(a: argparse.Namespace, p: Problems) -> None:
+    """--kv-heads: grouped-query attention shares each key/value head among heads/kv query
+    heads, so it divides --heads; GPT-2's attention has none to share."""
+    if a.arch == "gpt2":
+        why = _(
+            "GPT-2 attention has a key/value head per query head; --arch llama or bare for"
+            " grouped-query attention"
+        )
+        p.add(conflicts("kv_heads", a.kv_heads, "arch", a.arch, why))
+    elif a.heads % a.kv_heads:  # also kv_heads > heads
+        shown = [d for d in range(1, min(a.heads, 4096) + 1) if a.heads % d == 0]
+        valid = _(
+            "a divisor of {option}={heads} ({divisors}): each key/value head serves whole query"
+            " heads"
+        ).format(option=spelling("heads"), heads=a.heads, divisors=", ".join(map(str, shown)))
+        p.add(bad_value("kv_heads", a.kv_heads, valid))
 
 
 def inputs_from_options(a: argparse.Namespace) -> PlannerInputs:

@@ -38,6 +38,7 @@ from .formulas import (
     MAX_SKEW,
     MAX_TOKENS,
     expert_capacity,
+    smallest_capacity_factor,
 )
 
 # how tokens travel: the kept rows with variable splits (after an exchange of the counts), or
@@ -94,9 +95,25 @@ class MoEConfig(Checked):
         if experts is not None and top_k is not None and top_k > experts:
             valid = _("an integer in [1, experts={experts}] (k distinct experts per token)")
             p.add(bad_value("top_k", top_k, valid.format(experts=experts)))
-        self._field(p, "capacity_factor", check_positive)
+        factor = self._field(p, "capacity_factor", check_positive)
         self._field(p, "skew", check_skew)
-        self._field(p, "tokens", check_int, 1, MAX_TOKENS)
+        tokens = self._field(p, "tokens", check_int, 1, MAX_TOKENS)
+        known = (factor, tokens, experts, top_k)
+        if None not in known and not 1 <= top_k <= experts:
+            known = (None,)  # top_k was named above
+        if None not in known and expert_capacity(tokens, experts, top_k, factor) < 1:
+            smallest = smallest_capacity_factor(tokens, experts, top_k)
+            valid = _(
+                "a factor >= {smallest:g}: capacity = ceil(C*T*k/E) rounds to 0 with T={tokens},"
+                " k={top_k}, E={experts}, and every token would be dropped"
+            )
+            p.add(
+                bad_value(
+                    "capacity_factor",
+                    factor,
+                    valid.format(smallest=smallest, tokens=tokens, top_k=top_k, experts=experts),
+                )
+            )
         self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
         self._field(p, "seed", check_seed)
         self._field(p, "dispatch", check_choice, DISPATCHES)

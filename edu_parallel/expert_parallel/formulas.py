@@ -28,9 +28,22 @@ ITEMSIZE = 4  # float32 token rows
 ATOL, RTOL = 1e-5, 1e-4  # float32: the dense reference sums in another order
 
 
+CAPACITY_SLACK = 1e-9  # C*T*k/E within this of an integer is that integer (float rounding)
+
+
 def expert_capacity(tokens: int, experts: int, top_k: int, capacity_factor: float) -> int:
     """Assignments one expert accepts from one source rank: ``ceil(C * T * k / E)``."""
-    return math.ceil(capacity_factor * tokens * top_k / experts - 1e-9)
+    return math.ceil(capacity_factor * tokens * top_k / experts - CAPACITY_SLACK)
+
+
+def smallest_capacity_factor(tokens: int, experts: int, top_k: int) -> float:
+    """The smallest capacity factor, to three significant digits, whose capacity keeps one
+    assignment per expert per source rank: below it ``C*T*k/E`` is within the rounding slack of
+    0 and :func:`expert_capacity` is 0 (every token dropped)."""
+    c = float(f"{CAPACITY_SLACK * experts / (tokens * top_k):.3g}")
+    while expert_capacity(tokens, experts, top_k, c) < 1:  # rounded down: one digit up
+        c = float(f"{c + 10 ** (math.floor(math.log10(c)) - 2):.3g}")
+    return c
 
 
 def balanced_dispatch_bytes(
