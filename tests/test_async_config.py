@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import re
 import statistics
 
@@ -15,6 +16,7 @@ from helpers import Recorder, fresh_python
 from edu_parallel.app.concepts.async_training import ASYNC
 from edu_parallel.async_training import tables
 from edu_parallel.async_training.config import (
+    DEFAULT_BACKUP,
     LESSON_LR,
     PARETO_CAP,
     PSI,
@@ -42,7 +44,7 @@ from edu_parallel.task import classifier as task
             "straggler_rank=4 is not valid: expected an integer in [0, 3]",
         ),
         (
-            dict(world_size=4, mode="async-ps", straggler_rank=0),
+            dict(world_size=4, mode="async-ps", straggler="rank", straggler_rank=0),
             "straggler_rank=0 is not valid: expected an integer in [1, 3]",
         ),
         (
@@ -59,6 +61,19 @@ from edu_parallel.task import classifier as task
             "backup=3 is not valid: expected an integer in [1, 2]",
         ),
         (dict(world_size=4, mode="backup", backup=4), "backup=4 is not valid"),
+        (
+            dict(world_size=4, mode="sync", backup=1),
+            "backup=1 is not valid: expected no value with mode='sync': only mode='backup' has",
+        ),
+        (dict(world_size=4, mode="local-sgd", backup=2), "backup=2 is not valid: expected no"),
+        (
+            dict(world_size=4, straggler_rank=2),
+            "straggler_rank=2 is not valid: expected no value with straggler='none'",
+        ),
+        (
+            dict(world_size=4, straggler="random", straggler_rank=2),
+            "straggler_rank=2 is not valid: expected no value with straggler='random'",
+        ),
         (dict(world_size=3, mode="backup", backup=0), "backup=0 is not valid"),
         (
             dict(world_size=4, mode="hogwild"),
@@ -104,8 +119,24 @@ def test_the_config_is_torch_free_and_copies_the_task_constants():
 def test_worker_convention():
     assert [workers_of(m, 4) for m in ("sync", "local-sgd", "async-ps", "backup")] == [4, 4, 3, 3]
     assert [world_size_for(m, 3) for m in ("sync", "async-ps")] == [3, 4]
-    c = AsyncConfig(4, "backup", backup=1)
+    c = AsyncConfig(4, "backup", backup=1, straggler="rank")
     assert (c.workers, c.first_worker, c.kept_per_step, c.straggler_rank) == (3, 1, 2, 3)
+
+
+def test_options_of_one_mode_or_straggler_take_their_default_there_only():
+    """backup means something in mode backup only, straggler_rank with straggler="rank" only:
+    elsewhere they stay None (and giving them is refused); a copy of a checked config checks."""
+    assert AsyncConfig(4, "backup").backup == DEFAULT_BACKUP
+    plain = AsyncConfig(4, "sync")
+    assert plain.backup is None and plain.straggler_rank is None
+    assert plain.kept_per_step == 4 and plain.straggler_label() == "none"
+    slow = AsyncConfig(4, "async-ps", straggler="rank")
+    assert slow.straggler_rank == 3 and slow.straggler_label() == "worker 2, fixed 10 ms"
+    assert dataclasses.replace(slow, steps=5).straggler_rank == 3
+    assert AsyncConfig(4, straggler="random").straggler_label() == "random worker, fixed 10 ms"
+    assert dataclasses.replace(AsyncConfig(4, "backup"), steps=5).backup == DEFAULT_BACKUP
+    with pytest.raises(ValueError, match="straggler_rank=3 is not valid: expected no value"):
+        dataclasses.replace(slow, straggler="none")
     assert AsyncConfig(3, "local-sgd", steps=10, local_steps=4).averages == 3  # 4, 8, 10
 
 
@@ -171,6 +202,13 @@ def test_a_comparison_builds_each_config_once_and_runs_that_object(checks):
     }
 
 
+def test_a_comparison_gives_backup_workers_to_the_backup_mode_only():
+    executor = Recorder(4)
+    compare_regimes(executor, workers=3, steps=5, backup=2)
+    backups = {(args[0].mode, args[0].backup) for _, args in executor.calls}
+    assert backups == {("sync", None), ("local-sgd", None), ("async-ps", None), ("backup", 2)}
+
+
 def test_a_comparison_moves_its_progress_bar_before_each_run(monkeypatch):
     """The lesson's comparison takes seconds: a bar (one tick per run) says where it is."""
     executor, ticks = Recorder(4), []
@@ -201,7 +239,10 @@ def test_a_comparison_moves_its_progress_bar_before_each_run(monkeypatch):
 
 def test_bad_cli_options_are_one_line_naming_each_as_spelled():
     with pytest.raises(ValueError) as err:
-        cli_config("--straggler-rank", "7", "--delay-ms", "-5", "--local-steps", "0", "--rows", "0")
+        cli_config(
+            *("--straggler", "rank", "--straggler-rank", "7", "--delay-ms", "-5"),
+            *("--local-steps", "0", "--rows", "0"),
+        )
     text = str(err.value)
     assert "\n" not in text
     for named in ("straggler-rank=7", "delay-ms=-5.0", "local-steps=0", "rows=0"):

@@ -165,6 +165,30 @@ def test_a_bad_value_gets_one_line_naming_the_option(
 # the line names it and the option that decides (core.errors.needs / conflicts)
 COMBINATIONS = [
     (["run", "ddp", "--no-overlap", "--sync", "per-param"], ["--no-overlap", "--sync"]),
+    (["run", "ddp", "--no-overlap", "--sync", "overlap"], ["--no-overlap", "--sync"]),
+    (["run", "ddp", "--flops", "1e15"], ["--flops", "--link"]),
+    (["run", "ddp", "--rows", "4096"], ["--rows", "--link"]),
+    (["run", "ddp", "--flops", "1e15", "--rows", "64"], ["--flops", "--rows", "--link"]),
+    (["run", "compress", "--ratio", "0.1"], ["--ratio", "--method"]),
+    (["run", "compress", "--method", "powersgd", "--ratio", "0.1"], ["--ratio", "--method"]),
+    (["run", "compress", "--method", "fp16", "--rank", "2"], ["--rank", "--method"]),
+    (["run", "compress", "--method", "topk", "--rank", "2"], ["--rank", "--method"]),
+    (["run", "compress", "--method", "randk", "--start-step", "3"], ["--start-step", "--method"]),
+    (
+        ["run", "compress", "--method", "powersgd", "--steps", "5", "--start-step", "10"],
+        ["--start-step", "--steps", "never compress"],
+    ),
+    (
+        ["run", "compress", "--method", "powersgd", "--steps", "5", "--start-step", "5"],
+        ["--start-step", "--steps", "never compress"],
+    ),
+    (["run", "async", "--straggler-rank", "1"], ["--straggler-rank", "--straggler"]),
+    (
+        ["run", "async", "--straggler", "random", "--straggler-rank", "1"],
+        ["--straggler-rank", "--straggler"],
+    ),
+    (["run", "async", "--mode", "sync", "--backup", "1"], ["--backup", "--mode"]),
+    (["run", "async", "--mode", "local-sgd", "--backup", "2"], ["--backup", "--mode"]),
     (  # 2^16 - 1 passes float16's 65504: every algorithm would give inf
         ["run", "ring", "--world-size", "16", "--dtype", "float16", "--pattern", "powers_of_two"],
         ["--dtype='float16'", "65535", "--world-size <= 15", "--pattern"],

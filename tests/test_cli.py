@@ -222,14 +222,15 @@ def test_run_compress_prints_a_readable_report():
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["--ratio", "0"], "ratio=0.0 is not valid: expected a number in (0, 1]"),
-        (["--ratio", "1.5"], "ratio=1.5 is not valid"),
+        (["--method", "topk", "--ratio", "0"], "ratio=0.0 is not valid: expected a number in"),
+        (["--method", "randk", "--ratio", "1.5"], "ratio=1.5 is not valid"),
+        (["--ratio", "0.1"], "ratio=0.1 is not valid: expected no value with --method='none'"),
         (["--method", "powersgd", "--rank", "0"], "rank=0 is not valid: expected an integer"),
         (["--method", "powersgd", "--rank", "64"], "rank=64 is not valid"),
         (["--method", "zip"], "method='zip' is not valid: expected one of 'none', 'fp16'"),
         (["--error-feedback"], "error-feedback=True is not valid: expected False with method="),
         (["--world-size", "3"], "--world-size=3 is not valid: expected a divisor of the"),
-        (["--start-step", "-1"], "start-step=-1 is not valid"),
+        (["--method", "powersgd", "--start-step", "-1"], "start-step=-1 is not valid"),
     ],
 )
 def test_run_compress_errors_are_one_line_before_any_process(args, expected):
@@ -274,7 +275,10 @@ def test_run_async_json_has_the_issue_keys():
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["--straggler-rank", "4"], "straggler-rank=4 is not valid: expected an integer in [0, 3]"),
+        (
+            ["--straggler", "rank", "--straggler-rank", "4"],
+            "straggler-rank=4 is not valid: expected an integer in [0, 3]",
+        ),
         (["--delay-ms", "-5"], "delay-ms=-5.0 is not valid: expected a number of milliseconds"),
         (["--mode", "local-sgd", "--local-steps", "0"], "local-steps=0 is not valid"),
         (["--mode", "backup", "--backup", "4"], "backup=4 is not valid: expected an integer in"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 
@@ -26,9 +27,13 @@ from edu_parallel.compression import (
 )
 from edu_parallel.compression.compressors import pack_bits, unpack_bits
 from edu_parallel.compression.config import (
+    DEFAULT_POWERSGD_RANK,
+    DEFAULT_RATIO,
+    DEFAULT_START_STEP,
     LESSON_LR,
     LESSON_STEPS,
     MIN_COMPRESSION_RATE,
+    SPARSE,
     kept,
     max_powersgd_rank,
     messages_per_step,
@@ -146,24 +151,68 @@ def test_powersgd_compresses_what_torch_would():
     "kwargs, expected",
     [
         ({"method": "gzip"}, "method='gzip' is not valid: expected one of 'none', 'fp16'"),
-        ({"ratio": 0}, "ratio=0 is not valid: expected a number in (0, 1]"),
-        ({"ratio": 1.5}, "ratio=1.5 is not valid"),
-        ({"ratio": float("nan")}, "ratio=nan is not valid"),
-        ({"rank": 0}, "rank=0 is not valid: expected an integer in [1, 31]"),
-        ({"rank": 32}, "rank=32 is not valid: expected an integer in [1, 31]"),
+        ({"method": "topk", "ratio": 0}, "ratio=0 is not valid: expected a number in (0, 1]"),
+        ({"method": "randk", "ratio": 1.5}, "ratio=1.5 is not valid"),
+        ({"method": "topk", "ratio": float("nan")}, "ratio=nan is not valid"),
+        ({"method": "powersgd", "rank": 0}, "rank=0 is not valid: expected an integer in [1, 31]"),
+        ({"method": "powersgd", "rank": 32}, "rank=32 is not valid: expected an integer in"),
         (
             {"error_feedback": True},
             "error_feedback=True is not valid: expected False with method='none'",
         ),
         ({"steps": 0}, "steps=0 is not valid"),
         ({"lr": -1}, "lr=-1"),
-        ({"start_step": -1}, "start_step=-1 is not valid"),
+        ({"method": "powersgd", "start_step": -1}, "start_step=-1 is not valid"),
+        # an option of other methods means nothing here: refused, not silently ignored
+        (
+            {"ratio": 0.1},
+            "ratio=0.1 is not valid: expected no value with method='none': only topk and randk",
+        ),
+        ({"method": "powersgd", "ratio": 0.1}, "ratio=0.1 is not valid: expected no value with"),
+        ({"method": "fp16", "rank": 2}, "rank=2 is not valid: expected no value with method="),
+        ({"method": "topk", "rank": 2}, "rank=2 is not valid: expected no value with method="),
+        ({"method": "sign", "start_step": 3}, "start_step=3 is not valid: expected no value"),
+        # PowerSGD that would compress no step
+        (
+            {"method": "powersgd", "steps": 5, "start_step": 10},
+            "start_step=10 is not valid: expected an integer in [0, 4]: the first 10 steps are"
+            " plain all-reduces, so a run of steps=5 would never compress",
+        ),
+        ({"method": "powersgd", "steps": 5, "start_step": 5}, "start_step=5 is not valid"),
+        ({"method": "powersgd", "steps": 2}, "start_step=2 is not valid"),  # the default, 2
     ],
 )
 def test_bad_options_get_one_line_naming_them(kwargs, expected):
     with pytest.raises(ValueError) as err:
         CompressConfig(2, **kwargs)
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_options_of_some_methods_take_their_default_there_only():
+    """ratio belongs to topk and randk, rank and start_step to powersgd: there a None gets the
+    default, elsewhere it stays None; a copy of a checked config (dataclasses.replace) checks."""
+    plain = CompressConfig(2, "fp16")
+    assert (plain.ratio, plain.rank, plain.start_step) == (None, None, None)
+    assert plain.label == "fp16" and dataclasses.replace(plain, steps=3).steps == 3
+    top = CompressConfig(2, "randk")
+    assert (top.ratio, top.rank, top.start_step) == (DEFAULT_RATIO, None, None)
+    assert dataclasses.replace(top, steps=3).ratio == DEFAULT_RATIO
+    power = CompressConfig(2, "powersgd", steps=3)
+    assert (power.ratio, power.rank, power.start_step) == (None, 1, DEFAULT_START_STEP)
+    assert power.rank == DEFAULT_POWERSGD_RANK and power.label == "powersgd r=1"
+    assert wire_bytes_per_step(plain) < wire_bytes_per_step(CompressConfig(2))
+    with pytest.raises(ValueError, match="start_step=2 is not valid: expected an integer in"):
+        dataclasses.replace(power, steps=2)
+
+
+def test_a_torch_comparison_of_powersgd_covers_a_compressed_step():
+    """The short run beside torch's hook compresses at least one step: past COMPARE_STEPS when
+    PowerSGD starts later (a short run of start_step steps would be refused)."""
+    config = CompressConfig(2, "powersgd", steps=20, start_step=COMPARE_STEPS + 3)
+    executor = Recorder(2)
+    run_compress_config(executor, config)
+    ((_, (_, short)),) = executor.calls
+    assert short.steps == COMPARE_STEPS + 4 and short.start_step == config.start_step
 
 
 def test_every_bad_option_is_named_at_once():
@@ -289,7 +338,7 @@ def probe(ctx, config, d):
 def test_one_exchange_equals_the_mean_of_what_each_rank_compressed(cluster2, method):
     """Decompression by hand, in one process, from every rank's input."""
     d, n = 1000, 2
-    config = CompressConfig(n, method, ratio=0.05)
+    config = CompressConfig(n, method, ratio=0.05 if method in SPARSE else None)
     out = cluster2.run(probe, config, d, trace=False)
     xs = [res["x"] for res in out.results]
     assert torch.equal(out.results[0]["out"], out.results[1]["out"])

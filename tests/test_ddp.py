@@ -1,6 +1,8 @@
 """Data-parallel training on real ranks: buckets, overlap, accumulation, against torch's DDP."""
 
+import dataclasses
 import json
+import math
 
 import pytest
 import torch
@@ -19,7 +21,7 @@ from edu_parallel.data_parallel import (
     run_ddp,
     sweep_buckets,
 )
-from edu_parallel.data_parallel.config import DdpConfig
+from edu_parallel.data_parallel.config import DEFAULT_FLOPS_PER_S, DdpConfig, DdpRun
 from edu_parallel.models.retiming import cost_model, ring_allreduce_time
 
 pytestmark = pytest.mark.multiprocess
@@ -233,10 +235,15 @@ class NothingMayRun:
 @pytest.mark.parametrize(
     "kwargs, expected",
     [
-        ({"flops_per_s": -1}, "flops_per_s=-1 is not valid"),
-        ({"rows": 0}, "rows=0 is not valid: expected an integer in [1, 1073741824] (leave it out"),
-        ({"rows": float("inf")}, "rows=inf is not valid"),
-        ({"rows": 2.5}, "rows=2.5 is not valid"),
+        ({"flops_per_s": -1, "link": "ib-ndr-400"}, "flops_per_s=-1 is not valid"),
+        ({"flops_per_s": 1e16}, "flops_per_s=1e+16 is not valid: expected no value without link"),
+        ({"rows": 4096}, "rows=4096 is not valid: expected no value without link"),
+        (
+            {"rows": 0, "link": "ib-ndr-400"},
+            "rows=0 is not valid: expected an integer in [1, 1073741824] (leave it out",
+        ),
+        ({"rows": float("inf"), "link": "ib-ndr-400"}, "rows=inf is not valid"),
+        ({"rows": 2.5, "link": "ib-ndr-400"}, "rows=2.5 is not valid"),
         ({"link": "wifi"}, "link='wifi' is not valid"),
         ({"hook": 3}, "hook=3 is not valid"),
         ({"compare_torch": "yes"}, "compare_torch='yes' is not valid"),
@@ -247,6 +254,29 @@ def test_run_ddp_checks_every_argument_before_any_job(kwargs, expected):
     with pytest.raises(ValueError) as err:
         run_ddp(NothingMayRun(), **kwargs)
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_gpu_models_options_take_their_default_with_a_link_only():
+    """flops_per_s and rows mean something to the GPU model only: without a link they stay None
+    (and giving them is refused, above); with one, flops_per_s gets its default."""
+    assert (DdpRun.of(2).flops_per_s, DdpRun.of(2).rows) == (None, None)
+    run = DdpRun.of(2, link="ib-ndr-400")
+    assert run.flops_per_s == DEFAULT_FLOPS_PER_S and run.rows is None
+    assert dataclasses.replace(run, rows=64).flops_per_s == DEFAULT_FLOPS_PER_S
+    with pytest.raises(ValueError, match="rows=64 is not valid: expected no value without link"):
+        dataclasses.replace(run, link=None, flops_per_s=None, rows=64)
+
+
+def test_a_run_whose_loss_becomes_nan_says_so(cluster2):
+    """lr=1e30: the first step is finite, the second one's loss is not; the report says at which
+    step and why, instead of a bare mismatch."""
+    r = run_ddp(cluster2, "mlp", steps=3, lr=1e30, compare_torch=False)
+    assert math.isfinite(r.losses[0]) and r.diverged_at_step == 2 and not r.finite_weights
+    assert not r.matches_builtin and r.to_json_dict()["diverged_at_step"] == 2
+    text = format_ddp(r)
+    assert "the loss became nan at step 2" in text and "lr=1e+30 is too large" in text
+    ok = run_ddp(cluster2, "mlp", steps=1, compare_torch=False)
+    assert ok.diverged_at_step is None and ok.finite_weights and "diverged" not in format_ddp(ok)
 
 
 def test_a_sweep_checks_every_size_before_the_first_runs():

@@ -52,6 +52,8 @@ from ..core.errors import (
     check_non_negative,
     check_positive,
     check_seed,
+    conflicts,
+    spelling,
 )
 from ..core.i18n import _
 from ..data_parallel.config import DDP_MODELS, DdpConfig
@@ -75,6 +77,7 @@ MODEL = "classifier"
 # Goyal et al. 2017, would allow 3x). task/targets.py holds the task's constants torch-free.
 LESSON_LR = 2 * TASK_LR
 PSI = DdpConfig(1, model=MODEL).psi  # the classifier's 22,026 parameters
+DEFAULT_BACKUP = 1  # backup workers b of mode "backup" (the option means nothing elsewhere)
 BATCH_SEED_BASE = 2_000_003  # above the held-out set's seed: a training batch is never held out
 
 
@@ -114,15 +117,18 @@ class AsyncConfig(Checked):
     straggler: Straggler = "none"
     """Who is slow: nobody, the rank ``straggler_rank``, or a random worker per gradient."""
     straggler_rank: int | None = None
-    """The slow rank of ``straggler="rank"``, a worker's rank; None: the last rank."""
+    """The slow rank of ``straggler="rank"``, a worker's rank; None there: the last rank (set by
+    the check). With another straggler it stays None (giving it is refused)."""
     distribution: Distribution = "fixed"
     """How a slow gradient's delay is drawn: one of :data:`DISTRIBUTIONS`."""
     delay_ms: float = 10.0
     """The mean delay of a slow gradient, in [0, :data:`MAX_DELAY_MS`] milliseconds."""
     local_steps: int = 4
     """``H`` of local SGD: local steps between two parameter averages."""
-    backup: int = 1
-    """``b`` of backup workers: a step keeps the first ``W - b`` gradients (1 <= b < W)."""
+    backup: int | None = None
+    """``b`` of backup workers: a step keeps the first ``W - b`` gradients (1 <= b < W); only in
+    mode ``backup`` (None there: :data:`DEFAULT_BACKUP`, set by the check; in the other modes
+    it stays None, and giving it is refused)."""
     rows: int = DDP_MODELS[MODEL].batch
     """Samples per gradient, at most :data:`MAX_ROWS`: by default the task's global batch."""
     lr: float = LESSON_LR
@@ -144,7 +150,12 @@ class AsyncConfig(Checked):
                 _(" (mode {mode!r}: rank 0 serves, so at least one worker more)").format(mode=mode)
             )
         self._field(p, "steps", check_int, 1, MAX_STEPS)
-        self._field(p, "straggler", check_choice, STRAGGLERS)
+        straggler = self._field(p, "straggler", check_choice, STRAGGLERS)
+        if straggler not in (None, "rank") and self.straggler_rank is not None:
+            why = _("only {straggler}='rank' has a slow rank").format(
+                straggler=spelling("straggler")
+            )
+            p.add(conflicts("straggler_rank", self.straggler_rank, "straggler", straggler, why))
         self._field(p, "distribution", check_choice, DISTRIBUTIONS)
         self._field(p, "delay_ms", check_delay_ms)
         self._field(p, "local_steps", check_int, 1, MAX_STEPS)
@@ -161,14 +172,20 @@ class AsyncConfig(Checked):
 
     def _check_ranks(self, p: Problems, mode: Mode, n: int) -> None:
         """The straggler's rank and the backup workers, against the ranks of ``mode``."""
-        if self.straggler_rank is None:
-            object.__setattr__(self, "straggler_rank", n - 1)
-        elif self._field(p, "straggler_rank", check_int, self.first_worker, n - 1) is None:
-            p.amend(_(" (the worker ranks of {mode!r} on {n} ranks)").format(mode=mode, n=n))
+        if self.straggler == "rank":  # with another straggler, a slow rank is refused above
+            if self.straggler_rank is None:
+                object.__setattr__(self, "straggler_rank", n - 1)
+            elif self._field(p, "straggler_rank", check_int, self.first_worker, n - 1) is None:
+                p.amend(_(" (the worker ranks of {mode!r} on {n} ranks)").format(mode=mode, n=n))
         workers = workers_of(mode, n)
         if mode != "backup":
-            self._field(p, "backup", check_int, 0, MAX_LOCAL_WORLD_SIZE)
-        elif self._field(p, "backup", check_int, 1, workers - 1) is None:
+            if self.backup is not None:
+                why = _("only {mode}='backup' has backup workers").format(mode=spelling("mode"))
+                p.add(conflicts("backup", self.backup, "mode", mode, why))
+            return
+        if self.backup is None:
+            object.__setattr__(self, "backup", DEFAULT_BACKUP)
+        if self._field(p, "backup", check_int, 1, workers - 1) is None:
             p.amend(
                 _(
                     " (backup workers b < W = {workers} workers: the server steps with the first"
@@ -207,8 +224,10 @@ class AsyncConfig(Checked):
         by its worker index (``worker 2, pareto 10 ms``: rank 2 of sync, rank 3 of async-ps)."""
         if self.straggler == "none" or self.delay_ms == 0:
             return "none"
-        slow = self.straggler_rank - self.first_worker
-        who = f"worker {slow}" if self.straggler == "rank" else "random worker"
+        if self.straggler == "rank":
+            who = f"worker {self.straggler_rank - self.first_worker}"
+        else:
+            who = "random worker"
         return f"{who}, {self.distribution} {self.delay_ms:g} ms"
 
 

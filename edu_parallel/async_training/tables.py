@@ -81,12 +81,16 @@ def compare_regimes(
 ) -> Comparison:
     """Run each of ``modes`` under each of ``settings`` (AsyncConfig fields) with ``workers``
     workers: the server regimes on ``workers + 1`` ranks (``cluster.sized``), the others on
-    ``workers``. Every configuration is checked before the first run starts. ``progress``: a
-    progress bar over the runs (``tqdm.auto``: a widget in Jupyter)."""
+    ``workers``. ``backup`` (in ``options`` or a setting) is given to mode ``backup`` only, the
+    one whose backup workers it counts. Every configuration is checked before the first run
+    starts. ``progress``: a progress bar over the runs (``tqdm.auto``: a widget in Jupyter)."""
     configs = {}
     for mode in modes:
         for s in settings:
-            c = AsyncConfig(world_size_for(mode, workers), mode, **{**options, **s})
+            given = {**options, **s}
+            if mode != "backup":
+                given.pop("backup", None)
+            c = AsyncConfig(world_size_for(mode, workers), mode, **given)
             configs[(mode, c.straggler_label())] = c
     bar = ProgressBar(_("training each regime")) if check_bool("progress", progress) else None
     reports: dict[tuple[str, str], AsyncReport] = {}

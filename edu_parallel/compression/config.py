@@ -40,6 +40,8 @@ from ..core.errors import (
     check_int,
     check_positive,
     check_seed,
+    conflicts,
+    spelling,
 )
 from ..core.i18n import _
 from ..data_parallel.config import DDP_MODELS, MAX_STEPS, DdpConfig
@@ -58,6 +60,11 @@ BATCH = DDP_MODELS[MODEL].batch  # rows of one step, split over the ranks
 # Every step costs the same messages, so 60 steps fewer make every run 30% shorter.
 LESSON_LR = 0.3
 LESSON_STEPS = 140
+# the defaults of the options that belong to some methods only (a field left None gets its
+# method's default, and stays None under the other methods, where giving it is refused)
+DEFAULT_RATIO = 0.01  # top-k and random-k keep 1% of the entries
+DEFAULT_POWERSGD_RANK = 1
+DEFAULT_START_STEP = 2  # torch's start_powerSGD_iter must be at least 2 (torch_hooks.py)
 
 
 def max_powersgd_rank(dims: tuple[int, ...], rate: int = MIN_COMPRESSION_RATE) -> int:
@@ -92,10 +99,12 @@ class CompressConfig(Checked):
     """Ranks: a divisor of the classifier's batch of :data:`BATCH` rows (each gets batch / N)."""
     method: Method = "none"
     """How each bucket travels: one of :data:`METHODS` (the module doc)."""
-    ratio: float = 0.01
-    """The fraction of entries top-k and random-k keep, in (0, 1]."""
-    rank: int = 1
-    """PowerSGD's rank ``r``: at most the largest at which some weight is still compressed."""
+    ratio: float | None = None
+    """The fraction of entries top-k and random-k keep, in (0, 1]; only with those methods
+    (None there: :data:`DEFAULT_RATIO`, set by the check; under the others it stays None)."""
+    rank: int | None = None
+    """PowerSGD's rank ``r``: at most the largest at which some weight is still compressed; only
+    with ``powersgd`` (None there: :data:`DEFAULT_POWERSGD_RANK`; else it stays None)."""
     error_feedback: bool = False
     """Keep what compression dropped and add it to the next step's gradient."""
     steps: int = LESSON_STEPS
@@ -104,9 +113,10 @@ class CompressConfig(Checked):
     """Plain SGD's learning rate."""
     seed: int = 0
     """Seed of the weights, the data and random-k's indices."""
-    start_step: int = 2
+    start_step: int | None = None
     """PowerSGD runs plain all-reduce for the first ``start_step`` steps, like torch's
-    ``start_powerSGD_iter`` (which must be at least 2)."""
+    ``start_powerSGD_iter`` (which must be at least 2), fewer than ``steps``; only with
+    ``powersgd`` (None there: :data:`DEFAULT_START_STEP`; else it stays None)."""
     compare_torch: bool = True
     """Also train a few steps with torch's own hook, where torch has one, and compare."""
     ddp_config: DdpConfig = field(init=False, repr=False, compare=False)
@@ -120,14 +130,8 @@ class CompressConfig(Checked):
             valid = _("a divisor of the {model}'s batch of {rows} rows ({sizes})")
             p.add(bad_value("world_size", n, valid.format(model=MODEL, rows=BATCH, sizes=sizes)))
         method = self._field(p, "method", check_choice, METHODS)
-        self._field(p, "ratio", check_ratio)
-        if self._field(p, "rank", check_int, 1, MAX_POWERSGD_RANK) is None:
-            p.amend(
-                _(
-                    ": above it no weight of the {model} is worth compressing ((n + m) r x {rate}"
-                    " >= n m, torch's min_compression_rate)"
-                ).format(model=MODEL, rate=MIN_COMPRESSION_RATE)
-            )
+        if method is not None:
+            self._check_method_options(p, method)
         feedback = self._field(p, "error_feedback", check_bool)
         if feedback is True and method == "none":
             others = ", ".join(m for m in METHODS if m != "none")
@@ -136,10 +140,11 @@ class CompressConfig(Checked):
                 " (use it with {others})"
             )
             p.add(bad_value("error_feedback", True, valid.format(others=others)))
-        self._field(p, "steps", check_int, 1, MAX_STEPS)
+        steps = self._field(p, "steps", check_int, 1, MAX_STEPS)
         self._field(p, "lr", check_positive)
         self._field(p, "seed", check_seed)
-        self._field(p, "start_step", check_int, 0, MAX_STEPS)
+        if method == "powersgd":
+            self._check_start_step(p, steps)
         self._field(p, "compare_torch", check_bool)
         if not p:
             # Its ranks are not lined up before each step: the all-reduce synchronises them
@@ -154,6 +159,50 @@ class CompressConfig(Checked):
             )
             object.__setattr__(self, "ddp_config", ddp)
         return p.lines
+
+    def _check_method_options(self, p: Problems, method: Method) -> None:
+        """``ratio``, ``rank`` and ``start_step``: checked (their default set where None) under
+        the methods they belong to, refused under the others, where they would mean nothing."""
+        own = {"ratio": method in SPARSE, "rank": method == "powersgd"}
+        own["start_step"] = own["rank"]
+        why = {
+            "ratio": _("only topk and randk keep a fraction of the entries"),
+            "rank": _("only powersgd has a rank"),
+            "start_step": _("only powersgd starts compressing after some steps"),
+        }
+        for name, belongs in own.items():
+            if not belongs and getattr(self, name) is not None:
+                p.add(conflicts(name, getattr(self, name), "method", method, why[name]))
+        if own["ratio"]:
+            if self.ratio is None:
+                object.__setattr__(self, "ratio", DEFAULT_RATIO)
+            self._field(p, "ratio", check_ratio)
+        if own["rank"]:
+            if self.rank is None:
+                object.__setattr__(self, "rank", DEFAULT_POWERSGD_RANK)
+            if self._field(p, "rank", check_int, 1, MAX_POWERSGD_RANK) is None:
+                p.amend(
+                    _(
+                        ": above it no weight of the {model} is worth compressing ((n + m) r x"
+                        " {rate} >= n m, torch's min_compression_rate)"
+                    ).format(model=MODEL, rate=MIN_COMPRESSION_RATE)
+                )
+
+    def _check_start_step(self, p: Problems, steps: int | None) -> None:
+        """PowerSGD's ``start_step``, below ``steps``: from ``start_step = steps`` on, every step
+        is a plain all-reduce and the run, labelled powersgd, would compress nothing."""
+        if self.start_step is None:
+            object.__setattr__(self, "start_step", DEFAULT_START_STEP)
+        start = self._field(p, "start_step", check_int, 0, MAX_STEPS)
+        if start is not None and steps is not None and start >= steps:
+            valid = _(
+                "an integer in [0, {top}]: the first {start} steps are plain all-reduces, so a run"
+                " of {steps_name}={steps} would never compress"
+            )
+            valid = valid.format(
+                top=steps - 1, start=start, steps_name=spelling("steps"), steps=steps
+            )
+            p.add(bad_value("start_step", start, valid))
 
     @property
     def dims(self) -> tuple[int, ...]:
@@ -213,7 +262,8 @@ def wire_bytes_per_step(config: CompressConfig) -> float:
     for bucket in config.ddp().buckets():
         d = sum(math.prod(shapes[name]) for name in bucket.params)
         dense += ar * 4 * d
-        m, k = config.method, kept(d, config.ratio)
+        m = config.method
+        k = kept(d, config.ratio) if m in SPARSE else 0
         if m in CASTS:
             compressed += ar * 2 * max(d, n)
         elif m == "topk":

@@ -205,7 +205,9 @@ def run_compress_config(cluster: Executor, config: CompressConfig) -> CompressRe
         raise bad_value("config.world_size", config.world_size, valid)
     short = None
     if config.compare_torch and has_torch_reference(config, cluster.backend):
-        short = dataclasses.replace(config, steps=min(COMPARE_STEPS, config.steps))
+        # at least one compressed step: PowerSGD's first start_step steps are plain all-reduces
+        steps = max(COMPARE_STEPS, (config.start_step or 0) + 1)
+        short = dataclasses.replace(config, steps=min(steps, config.steps))
     out = cluster.run(compress_job, config, short)
     if out is None:  # a non-zero rank under torchrun
         return None

@@ -142,7 +142,9 @@ META: dict[str, MetaKey] = {
     "workers": MetaKey(_INT, "run_async", "ranks that compute gradients W"),
     "straggler": MetaKey(_STR, "run_async", "the straggler setting, e.g. 'rank 3, fixed 4 ms'"),
     "local_steps": MetaKey(_INT, "run_async", "local SGD's H: steps between averages"),
-    "backup_workers": MetaKey(_INT, "run_async", "backup workers b"),
+    "backup_workers": MetaKey(
+        (int, type(None)), "run_async", "backup workers b (None: not mode backup)"
+    ),
     "rows": MetaKey(_INT, "run_async", "samples per gradient"),
 }
 

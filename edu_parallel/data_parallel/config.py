@@ -43,6 +43,7 @@ from ..core.errors import (
     check_int,
     check_positive,
     check_seed,
+    needs,
 )
 from ..core.i18n import _
 from ..models.topology import LINKS
@@ -63,6 +64,7 @@ MODELS: tuple[ModelName, ...] = get_args(ModelName)
 # time after backward, or one bucket at a time during backward as soon as it is full (DDP)
 Sync = Literal["per-param", "bucketed", "overlap"]
 SYNCS: tuple[Sync, ...] = get_args(Sync)
+DEFAULT_SYNC: Sync = "overlap"  # DDP's own: each bucket all-reduced during backward
 # the loss: MSE on random targets, or cross-entropy on the teacher's labels
 Task = Literal["regress", "classify"]
 
@@ -123,7 +125,7 @@ class DdpConfig(Checked):
     """One of :data:`MODELS` (their shapes in :data:`DDP_MODELS`)."""
     bucket_cap_mb: float | None = None
     """DDP's ``bucket_cap_mb``: a size in MiB; None is DDP's default (25 MiB, 1 MiB first)."""
-    sync: Sync = "overlap"
+    sync: Sync = DEFAULT_SYNC
     """When the gradients are all-reduced: one of :data:`SYNCS` (see ``ddp.py``)."""
     accumulate: int = 1
     """Micro-batches K per optimizer step; the first K-1 run under ``no_sync``."""
@@ -245,10 +247,12 @@ class DdpRun(Checked):
     """What every rank runs (checked by its own constructor)."""
     link: str | None = None
     """Retime the trace for a GPU over this preset of ``LINKS``; None: no GPU model."""
-    flops_per_s: float = DEFAULT_FLOPS_PER_S
-    """The modelled GPU's compute rate, > 0."""
+    flops_per_s: float | None = None
+    """The modelled GPU's compute rate, > 0; only with ``link`` (None there:
+    :data:`DEFAULT_FLOPS_PER_S`, set by the check; without ``link`` it stays None)."""
     rows: int | None = None
-    """Rows per rank the modelled layers compute, 1 to :data:`MAX_ROWS`; None: the run's own."""
+    """Rows per rank the modelled layers compute, 1 to :data:`MAX_ROWS`; only with ``link``
+    (None: the run's own)."""
     compare_torch: bool = True
     """Also train with torch's ``DistributedDataParallel`` on the same ranks and compare."""
     hook: Callable[..., None] | None = None
@@ -257,11 +261,19 @@ class DdpRun(Checked):
 
     def _check(self) -> list[str]:
         p = Problems()
-        if self.link is not None and self._field(p, "link", check_choice, LINKS) is None:
-            p.amend(_(" (leave it out for no GPU model)"))
-        self._field(p, "flops_per_s", check_positive)
-        if self.rows is not None and self._field(p, "rows", check_rows) is None:
-            p.amend(_(" (leave it out for the run's own rows)"))
+        if self.link is None:  # no GPU model: its compute rate and rows would mean nothing
+            why = _("only the GPU model of a run retimed over a link reads it")
+            for name in ("flops_per_s", "rows"):
+                if getattr(self, name) is not None:
+                    p.add(needs(name, getattr(self, name), "link", why))
+        else:
+            if self._field(p, "link", check_choice, LINKS) is None:
+                p.amend(_(" (leave it out for no GPU model)"))
+            if self.flops_per_s is None:
+                object.__setattr__(self, "flops_per_s", DEFAULT_FLOPS_PER_S)
+            self._field(p, "flops_per_s", check_positive)
+            if self.rows is not None and self._field(p, "rows", check_rows) is None:
+                p.amend(_(" (leave it out for the run's own rows)"))
         self._field(p, "compare_torch", check_bool)
         if self.hook is not None and not callable(self.hook):
             valid = _("None or a function hook(ctx, flat, step, bucket) of a module")
@@ -274,7 +286,7 @@ class DdpRun(Checked):
         world_size: int,
         *,
         link: str | None = None,
-        flops_per_s: float = DEFAULT_FLOPS_PER_S,
+        flops_per_s: float | None = None,
         rows: int | None = None,
         compare_torch: bool = True,
         hook: Callable[..., None] | None = None,

@@ -33,7 +33,7 @@ from ..core.trace import Trace
 from ..core.units import MIB
 from ..engine.executor import Executor
 from .buckets import BucketPlan
-from .config import DEFAULT_FLOPS_PER_S, DdpConfig, DdpRun, ModelName, Sync, try_build
+from .config import DEFAULT_SYNC, DdpConfig, DdpRun, ModelName, Sync, try_build
 from .ddp import CommHook, ddp_job
 from .model import big_batch_grads, build_model, reference_training, trained_params
 from .overlap import Measured, Modelled, gpu_retime, measure
@@ -75,6 +75,8 @@ class DdpReport:
     exposed_s: float
     overlap_fraction_measured: float
     losses: list[float]
+    diverged_at_step: int | None = None  # the first step whose loss was inf or NaN
+    finite_weights: bool = True  # rank 0's weights after the last step are all finite
     modelled: Modelled | None = field(default=None, repr=False)
     trace: Trace = field(default_factory=Trace, repr=False)
 
@@ -138,21 +140,22 @@ def run_ddp(
     cluster: Executor,
     model: ModelName = "mlp",
     bucket_cap_mb: float | None = None,
-    sync: Sync = "overlap",
+    sync: Sync = DEFAULT_SYNC,
     accumulate: int = 1,
     steps: int = 3,
     lr: float = 0.01,
     seed: int = 0,
     freeze: int = 0,
     link: str | None = None,
-    flops_per_s: float = DEFAULT_FLOPS_PER_S,
+    flops_per_s: float | None = None,
     rows: int | None = None,
     compare_torch: bool = True,
     hook: CommHook | None = None,
 ) -> DdpReport | None:
     """Train data-parallel on ``cluster`` and check it (see the module doc). The options are
     checked here, once, into a :class:`~edu_parallel.data_parallel.config.DdpRun`, before any
-    process starts; :func:`run_ddp_config` runs it."""
+    process starts; :func:`run_ddp_config` runs it. ``flops_per_s`` and ``rows`` belong to the
+    GPU model and are refused without ``link`` (None: the default rate, the run's own rows)."""
     options = dict(model=model, bucket_cap_mb=bucket_cap_mb, sync=sync, accumulate=accumulate)
     options.update(steps=steps, lr=lr, seed=seed, freeze=freeze)
     gpu = dict(link=link, flops_per_s=flops_per_s, rows=rows)
@@ -217,6 +220,10 @@ def run_ddp_config(cluster: Executor, run: DdpRun) -> DdpReport | None:
         exposed_s=m.exposed_s,
         overlap_fraction_measured=m.overlap_fraction,
         losses=list(r0["losses"]),
+        diverged_at_step=next(
+            (s for s, loss in enumerate(r0["losses"], 1) if not math.isfinite(loss)), None
+        ),
+        finite_weights=bool(torch.isfinite(r0["params"]).all()),
         modelled=modelled,
         trace=out.trace,
     )

@@ -35,6 +35,29 @@ def ddp_sync_table(runs: Mapping[str, DdpReport]) -> pd.DataFrame:
     return shown(pd.DataFrame(rows).set_index("sync"), messages={"buckets": N_("buckets (count)")})
 
 
+def diverged_lines(report: DdpReport) -> list[str]:
+    """What the run measured when SGD diverged: the step whose loss became inf or NaN, or the
+    weights after the last step; nothing when every loss and weight is finite. The checks
+    compare by differences: inf - inf is NaN, and NaN equals nothing, not even itself."""
+    r, lr = report, f"{report.config.lr:g}"
+    step = r.diverged_at_step
+    if step is not None:
+        text = _("the loss became {value} at step {step}").format(
+            value=r.losses[step - 1], step=step
+        )
+        if step > 1:
+            text += _(" (it was {loss} at step 1)").format(loss=f"{r.losses[0]:.4g}")
+    elif not r.finite_weights:
+        text = _("the weights became inf or NaN in the last step")
+    else:
+        return []
+    why = _(
+        ": SGD diverged, lr={lr} is too large for this model; inf - inf is NaN and NaN equals"
+        " nothing, so no check that compares these values can match"
+    )
+    return [text + why.format(lr=lr)]
+
+
 def format_ddp(report: DdpReport) -> str:
     """Readable output: the checks, the buckets, bytes and messages, time and overlap."""
     r, c = report, report.config
@@ -70,6 +93,7 @@ def format_ddp(report: DdpReport) -> str:
         ),
         one + "; " + big,
         torch_line,
+        *diverged_lines(r),
         "",
     ]
     lines += ["  " + bucket_line(b["bucket"], b["params"], b["bytes"]) for b in r.buckets]

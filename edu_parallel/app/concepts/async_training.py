@@ -17,6 +17,7 @@ from dataclasses import fields
 
 from ... import async_training
 from ...async_training.config import (
+    DEFAULT_BACKUP,
     DISTRIBUTIONS,
     MAX_ROWS,
     MAX_STEPS,
@@ -68,7 +69,7 @@ def _async_args(p: argparse.ArgumentParser) -> None:
         "--straggler-rank",
         type=int,
         default=d["straggler_rank"],
-        help=_("the slow rank (default: the last rank)"),
+        help=_("the slow rank of --straggler rank (default: the last rank)"),
     )
     p.add_argument(
         "--distribution",
@@ -92,8 +93,10 @@ def _async_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backup",
         type=int,
-        default=d["backup"],
-        help=_("backup workers b, 1..W-1 (default {default})").format(default=d["backup"]),
+        default=None,  # None: DEFAULT_BACKUP in mode backup; refused in the other modes
+        help=_("backup workers b of --mode backup, 1..W-1 (default {default})").format(
+            default=DEFAULT_BACKUP
+        ),
     )
     p.add_argument(
         "--rows",

@@ -13,14 +13,22 @@ import argparse
 from dataclasses import fields
 
 from ... import compression
-from ...compression.config import MAX_POWERSGD_RANK, METHODS, CompressConfig
+from ...compression.config import (
+    DEFAULT_POWERSGD_RANK,
+    DEFAULT_RATIO,
+    DEFAULT_START_STEP,
+    MAX_POWERSGD_RANK,
+    METHODS,
+    CompressConfig,
+)
 from ...core.dims import ParallelDims
 from ...core.errors import spelled_as
 from ...core.i18n import N_, _
 from ...task.targets import TARGET_ACCURACY
 from .base import Concept
 
-# the run's defaults have one home: the config's fields
+# the run's defaults have one home: the config's fields, and for the options of some methods
+# only (None there: the method's default) the config module's constants
 DEFAULTS = {f.name: f.default for f in fields(CompressConfig) if f.init}
 
 
@@ -35,17 +43,17 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ratio",
         type=float,
-        default=DEFAULTS["ratio"],
+        default=None,  # None: DEFAULT_RATIO with topk and randk; refused with the others
         help=_("fraction of entries topk and randk keep, in (0, 1] (default {default})").format(
-            default=DEFAULTS["ratio"]
+            default=DEFAULT_RATIO
         ),
     )
     p.add_argument(
         "--rank",
         type=int,
-        default=DEFAULTS["rank"],
+        default=None,  # None: DEFAULT_POWERSGD_RANK with powersgd; refused with the others
         help=_("PowerSGD's rank r, 1..{top} (default {default})").format(
-            top=MAX_POWERSGD_RANK, default=DEFAULTS["rank"]
+            top=MAX_POWERSGD_RANK, default=DEFAULT_POWERSGD_RANK
         ),
     )
     p.add_argument(
@@ -79,8 +87,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--start-step",
         type=int,
-        default=DEFAULTS["start_step"],
-        help=_("PowerSGD: plain all-reduce for the first steps, like torch's start_powerSGD_iter"),
+        default=None,  # None: DEFAULT_START_STEP with powersgd; refused with the others
+        help=_(
+            "PowerSGD: plain all-reduce for the first steps, like torch's start_powerSGD_iter"
+            " (default {default}; fewer than --steps)"
+        ).format(default=DEFAULT_START_STEP),
     )
     p.add_argument("--no-torch", action="store_true", help=_("skip the run of torch's hook"))
 

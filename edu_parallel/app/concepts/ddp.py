@@ -14,9 +14,16 @@ import argparse
 
 from ... import data_parallel
 from ...core.dims import ParallelDims
-from ...core.errors import Problems, spelled_as
+from ...core.errors import Problems, conflicts, spelled_as
 from ...core.i18n import N_, _
-from ...data_parallel.config import DDP_MODELS, DEFAULT_FLOPS_PER_S, SYNCS, DdpRun, try_build
+from ...data_parallel.config import (
+    DDP_MODELS,
+    DEFAULT_FLOPS_PER_S,
+    DEFAULT_SYNC,
+    SYNCS,
+    DdpRun,
+    try_build,
+)
 from ...models.topology import LINKS
 from .base import Concept
 
@@ -34,8 +41,10 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--sync",
-        default="overlap",
-        help=_("one of {syncs} (default overlap)").format(syncs=", ".join(SYNCS)),
+        default=None,  # None: DEFAULT_SYNC, or bucketed with --no-overlap
+        help=_("one of {syncs} (default {default})").format(
+            syncs=", ".join(SYNCS), default=DEFAULT_SYNC
+        ),
     )
     p.add_argument(
         "--no-overlap",
@@ -57,11 +66,16 @@ def _ddp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--flops",
         type=float,
-        default=DEFAULT_FLOPS_PER_S,
-        help=_("GPU FLOP/s of the model with --link (default 4e14)"),
+        default=None,  # None: DEFAULT_FLOPS_PER_S with --link; without it, refused if given
+        help=_("GPU FLOP/s of the model, with --link (default {default})").format(
+            default=f"{DEFAULT_FLOPS_PER_S:g}"
+        ),
     )
     p.add_argument(
-        "--rows", type=int, default=None, help=_("rows per rank of the model (default: the run's)")
+        "--rows",
+        type=int,
+        default=None,
+        help=_("rows per rank of the model, with --link (default: the run's)"),
     )
     p.add_argument(
         "--no-torch", action="store_true", help=_("skip torch DDP's run beside ours (faster)")
@@ -76,12 +90,12 @@ def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> DdpRun:
     """The run, checked once by its configs before any process starts, every error naming the
     option as the command line spells it (``--bucket-mb=0.0``)."""
     problems = Problems()
-    if a.no_overlap and a.sync not in ("overlap", "bucketed"):
-        problems.add(
-            _(
-                "--no-overlap means --sync bucketed: it cannot be combined with --sync {sync}"
-            ).format(sync=a.sync)
-        )
+    sync = a.sync
+    if a.no_overlap:
+        if sync not in (None, "bucketed"):  # --no-overlap --sync overlap says two things
+            why = _("--no-overlap is --sync bucketed; give one of them")
+            problems.add(conflicts("no_overlap", True, "sync", sync, why))
+        sync = "bucketed"
     with spelled_as(SPELLING):
         run = try_build(
             problems,
@@ -89,7 +103,7 @@ def _ddp_check(a: argparse.Namespace, dims: ParallelDims) -> DdpRun:
             dims.world_size,
             model=a.model,
             bucket_cap_mb=a.bucket_mb,
-            sync="bucketed" if a.no_overlap else a.sync,
+            sync=DEFAULT_SYNC if sync is None else sync,
             accumulate=a.accumulate,
             steps=a.steps,
             lr=a.lr,
