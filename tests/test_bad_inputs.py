@@ -165,6 +165,10 @@ def test_a_bad_value_gets_one_line_naming_the_option(
 # the line names it and the option that decides (core.errors.needs / conflicts)
 COMBINATIONS = [
     (["run", "ddp", "--no-overlap", "--sync", "per-param"], ["--no-overlap", "--sync"]),
+    (  # the default --start-step (2) is not the user's: the line names --steps
+        ["run", "compress", "--method", "powersgd", "--steps", "2"],
+        ["--steps=2", "at least 3", "--start-step, default 2"],
+    ),
     (["run", "ddp", "--no-overlap", "--sync", "overlap"], ["--no-overlap", "--sync"]),
     (["run", "ddp", "--flops", "1e15"], ["--flops", "--link"]),
     (["run", "ddp", "--rows", "4096"], ["--rows", "--link"]),

@@ -191,10 +191,23 @@ class CompressConfig(Checked):
     def _check_start_step(self, p: Problems, steps: int | None) -> None:
         """PowerSGD's ``start_step``, below ``steps``: from ``start_step = steps`` on, every step
         is a plain all-reduce and the run, labelled powersgd, would compress nothing."""
-        if self.start_step is None:
+        given = self.start_step is not None
+        if not given:
             object.__setattr__(self, "start_step", DEFAULT_START_STEP)
         start = self._field(p, "start_step", check_int, 0, MAX_STEPS)
-        if start is not None and steps is not None and start >= steps:
+        if start is not None and steps is not None and start >= steps and not given:
+            valid = _(
+                "at least {least} with {method_name}='powersgd': its first {start} steps "
+                "({start_name}, default {start}) are plain all-reduces; give more steps or a "
+                "smaller {start_name}"
+            ).format(
+                least=start + 1,
+                method_name=spelling("method"),
+                start=start,
+                start_name=spelling("start_step"),
+            )
+            p.add(bad_value("steps", steps, valid))
+        elif start is not None and steps is not None and start >= steps:
             valid = _(
                 "an integer in [0, {top}]: the first {start} steps are plain all-reduces, so a run"
                 " of {steps_name}={steps} would never compress"
