@@ -480,6 +480,32 @@ def test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts(tm
         live.rmdir()
 
 
+def test_what_a_job_starts_ends_when_its_parent_is_killed(tmp_path):
+    """The parent killed with SIGKILL cannot close its cluster: each rank then ends its own
+    process group, the rank and the job's ``sleep``, within a second or so."""
+    import sys
+
+    code = (
+        "from edu_parallel import Cluster\n"
+        "from test_bad_inputs import start_a_sleep\n"
+        "c = Cluster(2, timeout=20)\n"
+        "print(*c.pids, *c.run(start_a_sleep).results, flush=True)\n"
+        "import time; time.sleep(300)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(pids) == 4 and all(_running(p) for p in pids)
+    parent.kill()
+    parent.wait(10)
+    deadline = time.monotonic() + 10  # a hang guard: they go within about 0.2 s
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if _running(p)], "ranks or their jobs' sleeps outlived the parent"
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split()[2]

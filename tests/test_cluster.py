@@ -3,6 +3,7 @@
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,35 @@ def test_a_hang_times_out_naming_the_ranks_that_did_not_finish():
         assert "all_reduce" in info.value.where[0] and "ranks [3] finished" in str(info.value)
         assert info.value.lines == {}  # blocked inside the collective: no Python line to give
         assert c.run(demos.hello, timeout=5).results[3]["rank"] == 3
+
+
+def steps_slowly(ctx, steps: int, seconds: float) -> int:
+    """``steps`` steps of ``seconds`` each, with a message between ranks in each: progress."""
+    import torch
+
+    for s in range(steps):
+        with ctx.step(s):
+            time.sleep(seconds)
+            ctx.collective("all_reduce", torch.ones(1))
+    return steps
+
+
+def test_the_watchdog_lets_a_run_that_progresses_go_on_and_stops_one_that_stalls():
+    """Without the watchdog a job must end within ``timeout``; with it (the command line's
+    runs), a job that keeps stepping runs past it and one that stops stepping is stopped
+    ``timeout`` seconds after its last step, named as a stall."""
+    with Cluster(2, timeout=1) as c:
+        with pytest.raises(JobTimeoutError, match="timed out after 1 s"):
+            c.run(steps_slowly, 6, 0.3)
+    with Cluster(2, timeout=1, watchdog=True) as c:
+        t0 = time.monotonic()
+        assert c.run(steps_slowly, 6, 0.3).results == [6, 6]  # 1.8 s, past the timeout
+        assert time.monotonic() - t0 > 1.5
+        with pytest.raises(JobTimeoutError, match="made no progress for 1 s") as info:
+            c.run(demos.sleep, 30)
+        assert info.value.ranks == [0, 1] and "sleeping 30" in info.value.where[0]
+    with pytest.raises(ValueError, match="watchdog='yes' is not valid"):
+        Cluster(2, watchdog="yes")
 
 
 def spin_on(ctx, rank: int) -> None:

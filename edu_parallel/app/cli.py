@@ -115,7 +115,7 @@ def _run(a: argparse.Namespace) -> int:
     if torchrun:
         executor = engine.TorchrunExecutor(a.backend, a.timeout, dims)
     else:
-        executor = engine.Cluster(dims, a.backend, timeout=a.timeout)
+        executor = engine.Cluster(dims, a.backend, timeout=a.timeout, watchdog=True)
     with executor:
         report = concept.run(executor, spec)
     if report is None:  # a non-zero rank under torchrun
@@ -148,7 +148,8 @@ def _bench(a: argparse.Namespace) -> int:
     )
     sizes = comm.size_sweep(a.min_size, a.max_size, a.factor)
     check_dtype(a.dtype)
-    with engine.Cluster(ParallelDims.local(a.world_size), a.backend, timeout=a.timeout) as cluster:
+    dims = ParallelDims.local(a.world_size)
+    with engine.Cluster(dims, a.backend, timeout=a.timeout, watchdog=True) as cluster:
         progress = None if a.json else comm.progress_bar
         rows = comm.bench_collectives(cluster, names, sizes, a.dtype, progress)
     print(json.dumps(rows) if a.json else comm.format_bench(rows))
@@ -262,7 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--timeout",
             type=float,
             default=30.0,
-            help=_("seconds before a hung job is stopped (default 30)"),
+            help=_(
+                "seconds a job may go without progress (no rank takes a step, sends or receives)"
+                " before it is stopped as hung (default 30)"
+            ),
         )
         p.add_argument("--json", action="store_true", help=_("print one JSON object"))
         p.add_argument("--trace", metavar="FILE", help=_("write the trace as JSON"))
@@ -296,7 +300,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--dtype", default="float32")
     bench.add_argument("--backend", default="auto")
-    bench.add_argument("--timeout", type=float, default=60.0)
+    bench.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help=_(
+            "seconds a job may go without progress (no rank takes a step, sends or receives)"
+            " before it is stopped as hung (default 60)"
+        ),
+    )
     bench.add_argument("--json", action="store_true", help=_("print the rows as JSON"))
     bench.set_defaults(func=_bench)
 

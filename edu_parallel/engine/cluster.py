@@ -36,6 +36,7 @@ from ..core.errors import (
     EngineError,
     JobTimeoutError,
     WorkerError,
+    check_bool,
     check_int,
     check_timeout,
 )
@@ -45,8 +46,16 @@ from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method, warm_parent
 from .store import make_store_dir, sweep_stale
-from .worker import PROBE_SIGNAL, STATUS_BYTES, read_status, worker_main, write_status
+from .worker import (
+    PROBE_SIGNAL,
+    STATUS_BYTES,
+    read_beats,
+    read_status,
+    worker_main,
+    write_status,
+)
 
+PULSE_S = 0.25  # how often the watchdog reads the ranks' pulses while it waits
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 
@@ -58,10 +67,16 @@ class Cluster:
         world_size: ranks, 1..MAX_LOCAL_WORLD_SIZE (gloo) or 1..number of GPUs (nccl), or the
             run's :class:`~edu_parallel.core.dims.ParallelDims` (validated already: trusted).
         backend: "auto", "gloo" or "nccl".
-        timeout: seconds a job may take before :class:`JobTimeoutError` (default 30).
+        timeout: seconds a job may take before :class:`JobTimeoutError` (default 30); with
+            ``watchdog``, seconds a job may go without any rank making progress.
         start_method: "auto" (fork on Linux CPU, spawn for CUDA/macOS), "fork" or "spawn".
         snapshot_limit: buffers up to this many bytes per rank are copied into traces
             (default :data:`~edu_parallel.core.trace.SNAPSHOT_LIMIT`).
+        watchdog: the timeout counts from the last progress of any rank (a published step, a
+            send, a receive, a collective), as NCCL's watchdog counts per operation, not from
+            the job's start: a long run that keeps stepping finishes, and a stalled one is
+            stopped ``timeout`` seconds after its last step. The command line's runs use it; a
+            job that must end in a bounded time (an exercise's case) does not.
     """
 
     def __init__(
@@ -72,6 +87,7 @@ class Cluster:
         timeout: float = 30.0,
         start_method: str = "auto",
         snapshot_limit: int = SNAPSHOT_LIMIT,
+        watchdog: bool = False,
     ):
         if mp.current_process().daemon:  # a rank: multiprocessing refuses it children
             raise EngineError(
@@ -87,6 +103,7 @@ class Cluster:
         self.start_method = resolve_start_method(start_method, self.backend)
         self.timeout = check_timeout("timeout", timeout)
         self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
+        self.watchdog = check_bool("watchdog", watchdog)
         self.restarts = 0
         self.startup_s = 0.0
         self._procs: list[Any] = []
@@ -237,7 +254,9 @@ class Cluster:
         if world_size == self.world_size:
             yield self
             return
-        with Cluster(world_size, self.backend, timeout=self.timeout) as other:
+        with Cluster(
+            world_size, self.backend, timeout=self.timeout, watchdog=self.watchdog
+        ) as other:
             yield other
 
     def run(
@@ -269,6 +288,10 @@ class Cluster:
         replies: list[Any] = [None] * n
         pending = set(range(n))
         deadline = time.monotonic() + limit
+        # the watchdog: every pulse of a pending rank (a step, a message, a collective) moves
+        # the deadline; a job stops only after `limit` seconds in which no rank moved
+        watch = self.watchdog and job_id >= 0
+        beats = [read_beats(self._status, r) for r in range(n)] if watch else []
         by_obj = {c: r for r, c in enumerate(self._conns)} | {
             p.sentinel: r for r, p in enumerate(self._procs)
         }
@@ -277,8 +300,14 @@ class Cluster:
                 left = deadline - time.monotonic()
                 ready = wait(
                     [self._conns[r] for r in pending] + [self._procs[r].sentinel for r in pending],
-                    timeout=max(left, 0),
+                    timeout=min(max(left, 0), PULSE_S) if watch else max(left, 0),
                 )
+                if watch and not ready:
+                    now = [read_beats(self._status, r) for r in range(n)]
+                    if now != beats:
+                        beats, deadline = now, time.monotonic() + limit
+                    if time.monotonic() < deadline:
+                        continue
                 if not ready:
                     stuck = sorted(pending)
                     where = {r: self.where(r) for r in stuck}
@@ -289,8 +318,14 @@ class Cluster:
                         for r, w in where.items()
                     )
                     self._fail("timeout")
+                    timed_out = (
+                        f"{what} made no progress for {limit:g} s (no rank took a step, sent or"
+                        " received)"
+                        if watch
+                        else f"{what} timed out after {limit:g} s"
+                    )
                     raise JobTimeoutError(
-                        f"{what} timed out after {limit:g} s: ranks {stuck} did not finish "
+                        f"{timed_out}: ranks {stuck} did not finish "
                         f"({detail}); ranks {done} finished. A rank that skips a collective "
                         "leaves the others waiting. The workers were stopped; the next run "
                         "starts fresh ones.",

@@ -4,7 +4,9 @@ A worker joins the ``torch.distributed`` group once, then loops: receive a job (
 function and its arguments), run it with a :class:`~edu_parallel.engine.context.RankContext`, send
 back the result and the recorded events. It publishes its current step in shared memory so the
 parent can say where a hung or dead rank was. It ignores SIGINT (the parent handles Ctrl-C) and dies
-with its parent (PR_SET_PDEATHSIG on Linux; end-of-file on its pipe everywhere).
+with its parent, and so does what its jobs started (its own process group: PR_SET_PDEATHSIG and a
+watching thread, :func:`~edu_parallel.engine.lifetime.end_group_with_parent`; end-of-file on its
+pipe everywhere).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import torch
 import torch.distributed as dist
 
 from .context import RankContext, Tracer, rank_output
-from .lifetime import die_with_parent
+from .lifetime import end_group_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
 
-STATUS_BYTES = 160  # per rank, in the shared status buffer
+STATUS_BYTES = 160  # per rank, in the shared status buffer: the text, then a counter
+STATUS_TEXT = STATUS_BYTES - 8  # the text's bytes (NUL-terminated); the last 8 count the writes
 PROBE_SIGNAL = signal.SIGUSR1  # "which line are you running?", sent to a rank that hangs
 _LIBRARY = (  # where a probed frame is not the caller's own code
     os.path.dirname(os.path.dirname(__file__)) + os.sep,  # edu_parallel/
@@ -44,13 +47,27 @@ def loopback_interface() -> str:
 
 
 def write_status(buf: Any, rank: int, text: str) -> None:
-    data = text.encode("utf-8", "replace")[: STATUS_BYTES - 1]
-    buf[rank * STATUS_BYTES : rank * STATUS_BYTES + len(data) + 1] = data + b"\0"
+    """Publish ``text`` as rank ``rank``'s status and count one beat (:func:`read_beats`): each
+    slot is the text, NUL-terminated, then an 8-byte counter of the writes, the rank's pulse."""
+    data = text.encode("utf-8", "replace")[: STATUS_TEXT - 1]
+    start = rank * STATUS_BYTES
+    buf[start : start + len(data) + 1] = data + b"\0"
+    beats = int.from_bytes(bytes(buf[start + STATUS_TEXT : start + STATUS_BYTES]), "little")
+    buf[start + STATUS_TEXT : start + STATUS_BYTES] = ((beats + 1) % (1 << 63)).to_bytes(
+        8, "little"
+    )
 
 
 def read_status(buf: Any, rank: int) -> str:
-    raw = bytes(buf[rank * STATUS_BYTES : (rank + 1) * STATUS_BYTES])
+    raw = bytes(buf[rank * STATUS_BYTES : rank * STATUS_BYTES + STATUS_TEXT])
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def read_beats(buf: Any, rank: int) -> int:
+    """How many times rank ``rank`` has published a status (a step, a message, a collective): a
+    value that changes is a rank making progress (the cluster's watchdog reads it)."""
+    start = rank * STATUS_BYTES + STATUS_TEXT
+    return int.from_bytes(bytes(buf[start : start + 8]), "little")
 
 
 def user_frame(frame: FrameType | None) -> str:
@@ -100,7 +117,7 @@ def worker_main(
         os.setpgid(0, 0)
     if lines is not None:
         _answer_probe(rank, lines)
-    die_with_parent(signal.SIGKILL)
+    end_group_with_parent(parent_pid)  # the rank and what its jobs started end with the parent
     if os.getppid() != parent_pid:  # the parent died before we set the death signal
         os._exit(1)
     os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
