@@ -514,6 +514,24 @@ def _running(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie is dead: only its exit status is left
 
 
+@pytest.mark.parametrize(
+    "argv", [["memory", "--params", "7e9"], ["plan", "ring"], ["model", "allreduce"]]
+)
+def test_a_reader_that_leaves_the_pipe_gets_no_traceback(argv):
+    """``edu-parallel memory | head -1``: the reader closes the pipe before the program writes;
+    the program ends with 141 (128 + SIGPIPE, as a shell says) and says nothing more."""
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "edu_parallel", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    child.stdout.close()  # the reader is gone before the first line
+    err = child.stderr.read().decode()
+    assert child.wait(60) == 141 and err == "", err
+
+
 def test_version_prints_the_installed_version():
     out = cli("--version")
     assert out.returncode == 0 and out.stdout.startswith("edu-parallel 0.")

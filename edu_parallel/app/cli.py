@@ -398,7 +398,12 @@ def entry() -> None:
     then the process ends with its status; a torchrun rank ends through ``engine.leave``, without
     Python's finalization. :func:`main` itself only returns, so it can be called in a process
     that goes on (a test, a notebook)."""
-    code = main()
+    try:
+        code = main()
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+    except BrokenPipeError:  # `edu-parallel memory | head -1`: the reader left; so do we
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        code = 141  # 128 + SIGPIPE, as a shell reports a writer the pipe stopped
     if in_torchrun():
         engine.leave(code)
     sys.exit(code)
