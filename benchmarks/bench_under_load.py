@@ -1,5 +1,5 @@
-"""Lessons on a busy machine: lessons 05 and 08, and the export of lesson 08, each run with CPU-bound
-processes beside them (issue 37), printed as a table of passes and seconds.
+"""Lessons on a busy machine: lessons 05 and 08, and the export of lesson 08, each run with
+CPU-bound processes beside them (issue 37), printed as a table of passes and seconds.
 
     python benchmarks/bench_under_load.py                 # 2 hogs, 3 runs of each
     python benchmarks/bench_under_load.py --hogs 4 --runs 1
