@@ -107,6 +107,30 @@ def check_fits(
     )
 
 
+def check_need(per_rank: int, ranks: int, here: int, options: str) -> None:
+    """Raise a one-line ValueError when ``ranks`` ranks of ``per_rank`` bytes each, and ``here``
+    bytes in this process (a reference computed beside the ranks), need more memory than this
+    machine has free; ``options`` names what decides it (``--hidden=8192, --ffn=32768``).
+    Nothing is checked when the free memory cannot be read."""
+    free = free_memory_bytes()
+    need = ranks * per_rank + here
+    if free is None or need <= free:
+        return
+    raise ValueError(
+        _(
+            "{options} need about {need} ({ranks} ranks x {per_rank}, and {here} in this "
+            "process for the reference); this machine has {free} free"
+        ).format(
+            options=options,
+            need=format_bytes(need),
+            ranks=ranks,
+            per_rank=format_bytes(per_rank),
+            here=format_bytes(here),
+            free=format_bytes(free),
+        )
+    )
+
+
 def _status_bytes(field: str) -> int:
     for line in _STATUS.read_text().splitlines():
         if line.startswith(field + ":"):

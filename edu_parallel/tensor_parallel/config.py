@@ -44,6 +44,7 @@ Dtype = Literal["float64", "float32"]
 ITEMSIZE: dict[str, int] = {dtype: DTYPES[dtype] for dtype in get_args(Dtype)}  # bytes / element
 TOLERANCES = {"float64": (1e-10, 1e-12), "float32": (1e-4, 1e-5)}  # (rtol, atol) of allclose
 MAX_BATCH, MAX_SEQ, MAX_HIDDEN, MAX_FFN = 1024, 4096, 8192, 32768
+DRAW_COPIES = 2  # a weight drawn in float64 and scaled: two float64 copies of it at once
 MAX_ELEMENTS = 2**22  # b * s * max(h, ffn) (attention: max(h, s * heads)): a teaching run on CPU
 
 
@@ -125,6 +126,38 @@ class TPConfig(Checked):
     def tolerances(self) -> tuple[float, float]:
         """``(rtol, atol)`` of the check against the dense layer."""
         return TOLERANCES[self.dtype]
+
+    # ---------------------------------------------------------------- memory (a bound)
+    def _weight_bytes(self) -> tuple[int, int]:
+        """(every weight's bytes ``W``, one weight's ``h ffn`` elements)."""
+        layers = 1 if self.mode in ("column", "row") else 2
+        return layers * self.hidden * self.ffn * self.itemsize, self.hidden * self.ffn
+
+    def _drawing_bytes(self) -> int:
+        """While the last weight is drawn (``job.make_problem``): the weights before it, and two
+        float64 copies of it at once (``randn``, then scaled)."""
+        weights, one = self._weight_bytes()
+        return weights - one * self.itemsize + DRAW_COPIES * one * ITEMSIZE["float64"]
+
+    def _activation_bytes(self) -> int:
+        """X, dY, the layer's output and their gradients: within 4 ``b s max(h, ffn)``."""
+        return 4 * self.batch * self.seq * max(self.hidden, self.ffn) * self.itemsize
+
+    def bytes_per_rank(self) -> int:
+        """A bound on one rank's peak (measured in ``tests/test_tp_memory.py``): the whole
+        problem it draws, its shards (a row shard is a copy), their gradients and the copies it
+        returns, ``W (1 + 4/t)``,
+        or, while it draws, :meth:`_drawing_bytes`; and the activations."""
+        weights, _one = self._weight_bytes()
+        held = weights * (1 + 4 / self.world_size)
+        return int(max(held, self._drawing_bytes()) + self._activation_bytes())
+
+    def reference_bytes(self) -> int:
+        """A bound on the dense reference the calling process computes (``report.run_tp_config``):
+        the problem, ``nn.Linear``'s own weights (made and initialised before the copy) and their
+        gradients, within ``4 W``, or while it draws; and the activations."""
+        weights, _one = self._weight_bytes()
+        return int(max(4 * weights, self._drawing_bytes()) + self._activation_bytes())
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 
 from ... import tensor_parallel
+from ...comm.memory import check_need
 from ...core.dims import ParallelDims
 from ...core.errors import spelled_as
 from ...core.i18n import N_, _
+from ...engine.executor import in_torchrun
 from ...tensor_parallel.config import ITEMSIZE, MODES, RULES, TPConfig
 from .base import Concept, int_option
 
@@ -53,7 +55,7 @@ def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> TPConfig:
     """Mode, and h, ffn and s divisible by the TP degree: the run's config, every bad option
     named as the command line spells it."""
     with spelled_as(TP_OPTIONS):
-        return TPConfig(
+        config = TPConfig(
             dims.world_size,
             a.mode,
             a.batch,
@@ -65,6 +67,10 @@ def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> TPConfig:
             a.rule,
             a.gather_output,
         )
+    if not in_torchrun():  # under torchrun the launcher placed the ranks already
+        options = f"--hidden={config.hidden}, --ffn={config.ffn}"
+        check_need(config.bytes_per_rank(), dims.world_size, config.reference_bytes(), options)
+    return config
 
 
 TP = Concept(
