@@ -37,6 +37,7 @@ GROUPS = {  # test function -> what its cases are
     "test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts": "stale stores",
     "test_version_prints_the_installed_version": "--version",
     "test_the_largest_pipeline_is_refused_one_past_it_and_runs_at_it": "largest accepted values",
+    "test_a_largest_run_that_cannot_fit_is_refused_with_what_it_needs": "runs that cannot fit",
     "test_a_sample_of_the_table_reads_in_chinese": "the table in Chinese (a sample)",
 }
 

@@ -538,6 +538,50 @@ def test_version_prints_the_installed_version():
     assert cli_module.package_version() in out.stdout
 
 
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (
+            ["run", "ring", "--world-size", "16", "--size", "1GiB"],
+            "--size='1GiB' needs about 48 GiB",
+        ),
+        (["run", "allgather", "--world-size", "16", "--size", "1GiB"], "--size='1GiB' needs"),
+        (["run", "alltoall", "--world-size", "16", "--size", "1GiB"], "--size='1GiB' needs"),
+        (
+            ["bench", "collectives", "--world-size", "16", "--min-size", "1", "--max-size", "1GiB"],
+            "--max-size='1GiB' needs about 48 GiB on 16 ranks",
+        ),
+        (
+            [
+                "run",
+                "tp",
+                "--world-size",
+                "16",
+                "--hidden",
+                "8192",
+                "--ffn",
+                "32768",
+                "--seq",
+                "16",
+            ],
+            "--hidden=8192, --ffn=32768 need about",
+        ),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_a_largest_run_that_cannot_fit_is_refused_with_what_it_needs(
+    argv, named, no_work, capsys, monkeypatch
+):
+    """On this CI's machine (24 GiB), before any process starts: the figure it would need."""
+    from edu_parallel.comm import memory
+
+    monkeypatch.setattr(memory, "free_memory_bytes", lambda: 24 << 30)
+    assert cli_module.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and named in err, err
+    assert "this machine has 24 GiB free" in err
+
+
 def test_the_largest_pipeline_is_refused_one_past_it_and_runs_at_it(no_work, capsys):
     assert cli_module.main(["run", "pipeline", "--layers", str(MAX_LAYERS + 1)]) == 2
     assert f"--layers={MAX_LAYERS + 1} is not valid" in capsys.readouterr().err

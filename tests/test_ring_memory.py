@@ -87,7 +87,7 @@ def test_a_size_that_cannot_fit_is_refused_before_any_process_starts(monkeypatch
     assert main(["run", "ring", "--size", "256MiB", "--world-size", "2"]) == 2
     err = capsys.readouterr().err
     assert err == (
-        "error: size='256MiB' needs about 1.5 GiB on 2 ranks (3x 256 MiB per rank);"
+        "error: --size='256MiB' needs about 1.5 GiB on 2 ranks (3x 256 MiB per rank);"
         " this machine has 1 GiB free\n"
     )
     assert built == [] and child_pids() == before

@@ -149,6 +149,7 @@ def _bench(a: argparse.Namespace) -> int:
     sizes = comm.size_sweep(a.min_size, a.max_size, a.factor)
     check_dtype(a.dtype)
     dims = ParallelDims.local(a.world_size)
+    comm.check_sweep_fits(names, sizes, a.dtype, dims.world_size, a.max_size)
     with engine.Cluster(dims, a.backend, timeout=a.timeout, watchdog=True) as cluster:
         progress = None if a.json else comm.progress_bar
         rows = comm.bench_collectives(cluster, names, sizes, a.dtype, progress)

@@ -41,6 +41,7 @@ _LAZY = {
     "sent_by_link_class": "hierarchical",
     "cluster_traffic_runner": "compare",
     "bench_collectives": "bench",
+    "check_sweep_fits": "bench",
     "check_collectives": "bench",
     "format_bench": "bench",
     "progress_bar": "bench",

@@ -17,8 +17,11 @@ from ..core.errors import bad_value, check_choice, check_int
 from ..core.i18n import _
 from ..core.units import DTYPES, check_dtype, parse_size
 from ..engine.executor import Executor
+from ..plans.algorithms import plan_allreduce
+from ..plans.collectives import plan_collective
 from .allreduce import run_allreduce
 from .collective import run_collective
+from .memory import check_fits
 
 COLLECTIVE_ORDER = (
     "all_reduce",
@@ -81,6 +84,28 @@ class ProgressBar:
 progress_bar = ProgressBar("bench")
 
 
+def run_bytes(size: int, world_size: int, dtype: str) -> int:
+    """The bytes a sweep's ``size`` runs with: rounded down to a multiple of ``world_size *
+    itemsize`` (nccl-tests rounds the count the same way), at least one of it."""
+    unit = world_size * DTYPES[dtype]
+    return max(unit, size // unit * unit)
+
+
+def check_sweep_fits(
+    names: list[str], sizes: list[int], dtype: str, world_size: int, given: Any
+) -> None:
+    """Refuse, before any process starts, a sweep whose largest run would not fit this machine's
+    free memory (:func:`~edu_parallel.comm.memory.check_fits`), named as ``--max-size``."""
+    nbytes = run_bytes(max(sizes), world_size, dtype)
+    for name in names:
+        run = (
+            plan_allreduce(world_size, nbytes, dtype)
+            if name == "all_reduce"
+            else plan_collective(world_size, name, nbytes, dtype)
+        )
+        check_fits(run, world_size, given, "--max-size")
+
+
 def bench_collectives(
     cluster: Executor,
     collectives: list[str] | None = None,
@@ -102,7 +127,7 @@ def bench_collectives(
     rows, total = [], len(names) * len(sizes)
     for name in names:
         for size in sizes:
-            nbytes = max(n * item, size // (n * item) * (n * item))
+            nbytes = run_bytes(size, n, dtype)
             if progress:
                 progress(len(rows), total, f"{name} {nbytes} B")
             reps = [

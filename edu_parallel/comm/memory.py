@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import spelling
 from ..core.i18n import _
 from ..core.inputs import chunk_bounds
 from ..core.units import DTYPES, format_bytes
@@ -96,7 +97,7 @@ def check_fits(
             "{name}={value!r} needs about {need} on {ranks} ranks ({factor:.3g}x {size} per rank);"
             " this machine has {free} free"
         ).format(
-            name=name,
+            name=spelling(name),
             value=size,
             need=format_bytes(need),
             ranks=ranks,
