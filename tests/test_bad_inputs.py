@@ -197,6 +197,24 @@ COMBINATIONS = [
         ["run", "ring", "--world-size", "16", "--dtype", "float16", "--pattern", "powers_of_two"],
         ["--dtype='float16'", "65535", "--world-size <= 15", "--pattern"],
     ),
+    (  # every rank draws the whole batch: 4 GiB per rank at the three largest values
+        [
+            "run",
+            "pipeline",
+            "--hidden",
+            "1024",
+            "--microbatch-size",
+            "1024",
+            "--microbatches",
+            "512",
+        ],
+        ["--microbatches x --microbatch-size x --hidden=536870912", "4 GiB"],
+    ),
+    (  # the reference keeps every block's activations: 32 blocks on 16 stages
+        ["run", "pipeline", "--world-size", "16", "--hidden", "1024", "--microbatch-size", "1024"]
+        + ["--microbatches", "16"],
+        ["--microbatches x --microbatch-size x --hidden x --layers=536870912", "4 GiB"],
+    ),
     # model, nccl, memory, planner, moe
     (["model", "all_to_all", "--algo", "tree"], ["--algo", "all_to_all", "allreduce (ring"]),
     (["model", "all_gather", "--algo", "Ring"], ["--algo", "all_gather", "nccl (Tree"]),

@@ -24,14 +24,22 @@ from ..core.errors import (
     check_non_negative,
     check_positive,
     check_seed,
+    spelling,
 )
 from ..core.i18n import _
+from ..core.units import format_bytes
 from .builders import MAX_MICROBATCHES, SCHEDULES, ScheduleName, make_schedule
 from .formulas import default_times
 from .schedule import Schedule
 
 # The model a few CPU ranks train in a lesson: hidden size h and rows per microbatch.
 MAX_HIDDEN, MAX_MICROBATCH_SIZE = 1024, 1024
+# M * mb * h: the batch every rank draws twice (inputs, targets), 128 MiB in float32 at the limit,
+# a teaching run on CPU (the largest M, mb and h together would be 4 GiB per rank and per copy)
+MAX_BATCH_ELEMENTS = 1 << 24
+# M * mb * h * layers: the activations the one-process reference saves for its backward (a block's
+# input and its Linear's output per microbatch), 1 GiB in float32 at the limit
+MAX_SAVED_ELEMENTS = 1 << 27
 MAX_LAYERS = 512  # Linear+GeLU blocks of the whole model (a million ran past any timeout)
 
 
@@ -110,8 +118,25 @@ class PipelineConfig(Checked):
             value = p.check(_blocks, "layers", layers, ranks * v)
             if value is not None:
                 object.__setattr__(self, "layers", value)
-        self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
-        self._field(p, "microbatch_size", check_int, 1, MAX_MICROBATCH_SIZE)
+        h = self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
+        mb = self._field(p, "microbatch_size", check_int, 1, MAX_MICROBATCH_SIZE)
+        if None not in (m, mb, h) and m * mb * h > MAX_BATCH_ELEMENTS:  # type: ignore[operator]
+            named = " x ".join(spelling(n) for n in ("microbatches", "microbatch_size", "hidden"))
+            valid = _(
+                "at most {limit:,}: every rank and the one-process reference draw the whole batch,"
+                " inputs and targets of (M, mb, h) each, {need} in float32"
+            ).format(limit=MAX_BATCH_ELEMENTS, need=format_bytes(2 * m * mb * h * 4))  # type: ignore[operator]
+            p.add(bad_value(named, m * mb * h, valid))  # type: ignore[operator]
+        elif None not in (m, mb, h) and self.layers is not None and not p:
+            saved = m * mb * h * self.layers  # type: ignore[operator]
+            if saved > MAX_SAVED_ELEMENTS:
+                names = ("microbatches", "microbatch_size", "hidden", "layers")
+                named = " x ".join(spelling(n) for n in names)
+                valid = _(
+                    "at most {limit:,}: the one-process reference keeps every block's activations"
+                    " of every microbatch for its backward, {need} in float32"
+                ).format(limit=MAX_SAVED_ELEMENTS, need=format_bytes(2 * saved * 4))
+                p.add(bad_value(named, saved, valid))
         self._field(p, "seed", check_seed)
         self._times(p, name)
         if not p:  # every field checked: the schedule's grid, built once
