@@ -215,6 +215,11 @@ COMBINATIONS = [
         + ["--microbatches", "16"],
         ["--microbatches x --microbatch-size x --hidden x --layers=536870912", "4 GiB"],
     ),
+    (  # the reference keeps every layer's activations: OOM-killed at 23 GiB before the bound
+        ["run", "3d", "--pp", "4", "--layers", "32", "--hidden", "128", "--batch", "256"]
+        + ["--seq", "256", "--microbatches", "4"],
+        ["--batch x --seq x --layers x (4 hidden + heads seq)=3221225472", "12 GiB"],
+    ),
     # model, nccl, memory, planner, moe
     (["model", "all_to_all", "--algo", "tree"], ["--algo", "all_to_all", "allreduce (ring"]),
     (["model", "all_gather", "--algo", "Ring"], ["--algo", "all_gather", "nccl (Tree"]),

@@ -39,8 +39,10 @@ from ..core.errors import (
     check_int,
     check_positive,
     check_seed,
+    spelling,
 )
 from ..core.i18n import _
+from ..core.units import format_bytes
 from ..expert_parallel.formulas import MAX_EXPERTS
 from ..memory.presets import ModelShape
 
@@ -51,6 +53,10 @@ ZERO_STAGES_RUN: tuple[int, ...] = get_args(ZeroStage)
 # What a step on a few CPU ranks runs in seconds: layers, hidden size (and heads), sequences
 # per batch, tokens per sequence.
 MAX_LAYERS, MAX_HIDDEN, MAX_BATCH, MAX_SEQ = 32, 128, 256, 256
+# b s L (4h + a s): what the one-process reference saves for its backward (every layer's MLP
+# activations and attention scores), 512 MiB in float32 at the limit; the largest of each option
+# together were 3.2e9 (13 GiB) and a run of them was OOM-killed at 23 GiB on a 24 GiB machine
+MAX_SAVED_ELEMENTS = 1 << 27
 STEP = 0
 # The layouts the issue asks for, as (dp, tp, pp, ep) on 8 ranks.
 # The MoE layout (4, 2, 1, 2) is the issue's DP2 x EP2 x TP2: attention is data parallel over 4
@@ -112,8 +118,20 @@ class Config3D(Checked):
             p.add(
                 bad_value("heads", heads, _("a divisor of hidden={hidden}").format(hidden=hidden))
             )
-        self._field(p, "batch", check_int, 1, MAX_BATCH)
-        self._field(p, "seq", check_int, 1, MAX_SEQ)
+        batch = self._field(p, "batch", check_int, 1, MAX_BATCH)
+        seq = self._field(p, "seq", check_int, 1, MAX_SEQ)
+        layers = self.layers if isinstance(self.layers, int) else None
+        if None not in (batch, seq, hidden, heads, layers) and not p:
+            saved = batch * seq * layers * (4 * hidden + heads * seq)  # type: ignore[operator]
+            if saved > MAX_SAVED_ELEMENTS:
+                names = ("batch", "seq", "layers")
+                named = " x ".join(spelling(n) for n in names) + " x (4 hidden + heads seq)"
+                valid = _(
+                    "at most {limit:,}: the one-process reference keeps every layer's MLP"
+                    " activations (4h per token) and attention scores (a s per token) of the"
+                    " whole batch for its backward, {need} in float32"
+                ).format(limit=MAX_SAVED_ELEMENTS, need=format_bytes(saved * ITEMSIZE))
+                p.add(bad_value(named, saved, valid))
         if self.microbatches is not None:
             self._field(p, "microbatches", check_int, 1, MAX_BATCH)
         self._field(p, "zero", check_choice, ZERO_STAGES_RUN)
