@@ -179,7 +179,10 @@ def test_powersgd_compresses_what_torch_would():
             " plain all-reduces, so a run of steps=5 would never compress",
         ),
         ({"method": "powersgd", "steps": 5, "start_step": 5}, "start_step=5 is not valid"),
-        ({"method": "powersgd", "steps": 2}, "start_step=2 is not valid"),  # the default, 2
+        (  # the default start step, 2, is not the caller's: the line names steps
+            {"method": "powersgd", "steps": 2},
+            "steps=2 is not valid: expected at least 3 with method='powersgd'",
+        ),
     ],
 )
 def test_bad_options_get_one_line_naming_them(kwargs, expected):
