@@ -220,6 +220,16 @@ COMBINATIONS = [
         + ["--seq", "256", "--microbatches", "4"],
         ["--batch x --seq x --layers x (4 hidden + heads seq)=3221225472", "12 GiB"],
     ),
+    (  # the reference runs every expert on every token: 8.4 GiB before the bound, even k = 1
+        ["run", "moe", "--world-size", "16", "--experts", "64", "--tokens", "1024"]
+        + ["--hidden", "256", "--top-k", "1"],
+        ["--world-size x --tokens x --experts x --hidden=268435456", "1 GiB"],
+    ),
+    (  # a padded buffer sized by a capacity factor of 100: 18 GiB before the bound
+        ["run", "moe", "--world-size", "16", "--experts", "64", "--tokens", "64", "--hidden"]
+        + ["256", "--dispatch", "padded", "--capacity-factor", "100"],
+        ["--world-size x --experts x --capacity-factor x --hidden=", "capacity C = 200"],
+    ),
     # model, nccl, memory, planner, moe
     (["model", "all_to_all", "--algo", "tree"], ["--algo", "all_to_all", "allreduce (ring"]),
     (["model", "all_gather", "--algo", "Ring"], ["--algo", "all_gather", "nccl (Tree"]),

@@ -29,8 +29,10 @@ from ..core.errors import (
     check_int,
     check_positive,
     check_seed,
+    spelling,
 )
 from ..core.i18n import _
+from ..core.units import format_bytes
 from .formulas import (
     DEFAULTS,
     MAX_EXPERTS,
@@ -45,6 +47,14 @@ from .formulas import (
 # GShard's fixed (E, C, h) buffer with equal splits
 Dispatch = Literal["variable", "padded"]
 DISPATCHES: tuple[Dispatch, ...] = get_args(Dispatch)
+# N E C h: the padded (E, C, h) buffers of a whole job (every rank holds its own, the one-process
+# reference all), 128 MiB per copy in float32 at the limit; a capacity factor of 100 peaked at
+# 18 GiB on 16 ranks
+MAX_DISPATCHED = 1 << 25
+# N T E h: the one-process reference runs every expert on every token (the naive dense way) and
+# keeps each expert's 2h-wide activations for the backward, about 6x this in float32 at the limit
+# (400 MiB); the largest of each option together (2^28) peaked at 8.4 GiB even with k = 1
+MAX_DENSE = 1 << 24
 
 
 def check_skew(name: str, value: Any) -> float:
@@ -114,11 +124,39 @@ class MoEConfig(Checked):
                     valid.format(smallest=smallest, tokens=tokens, top_k=top_k, experts=experts),
                 )
             )
-        self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
+        hidden = self._field(p, "hidden", check_int, 1, MAX_HIDDEN)
         self._field(p, "seed", check_seed)
-        self._field(p, "dispatch", check_choice, DISPATCHES)
+        dispatch = self._field(p, "dispatch", check_choice, DISPATCHES)
         self._field(p, "backward", check_bool)
+        if not p:
+            self._check_dispatched(p, dispatch, hidden)  # type: ignore[arg-type]
         return p.lines
+
+    def _check_dispatched(self, p: Problems, dispatch: str, hidden: int) -> None:
+        """What the one-process reference computes, N T E h within :data:`MAX_DENSE`, and, for
+        the padded dispatch, the (E, C, h) buffers of every rank, N E C h within
+        :data:`MAX_DISPATCHED`."""
+        dense = self.world_size * self.tokens * self.experts * hidden
+        if dense > MAX_DENSE:
+            names = ("world_size", "tokens", "experts", "hidden")
+            valid = _(
+                "at most {limit:,}: the one-process reference runs every expert on every token"
+                " (N T E h outputs, and twice as wide inside each expert, kept for the"
+                " backward), {need} of outputs alone in float32"
+            ).format(limit=MAX_DENSE, need=format_bytes(dense * 4))
+            p.add(bad_value(" x ".join(spelling(n) for n in names), dense, valid))
+            return
+        if dispatch != "padded":  # the kept rows, N T k h, are within N T E h above
+            return
+        moved = self.world_size * self.experts * self.capacity * hidden
+        if moved > MAX_DISPATCHED:
+            names = ("world_size", "experts", "capacity_factor", "hidden")
+            valid = _(
+                "at most {limit:,}: the padded buffers of the whole job, N E C h with capacity"
+                " C = {capacity} (every rank holds its own, the one-process reference all), {need}"
+                " per copy in float32"
+            ).format(limit=MAX_DISPATCHED, capacity=self.capacity, need=format_bytes(moved * 4))
+            p.add(bad_value(" x ".join(spelling(n) for n in names), moved, valid))
 
     @property
     def experts_per_rank(self) -> int:
