@@ -33,6 +33,7 @@ GROUPS = {  # test function -> what its cases are
     "test_a_learner_file_that_misbehaves_at_import_gets_one_verdict": "learner files",
     "test_a_cluster_refuses_bad_arguments_in_one_line": "Cluster arguments",
     "test_an_argument_that_cannot_travel_is_named_and_a_nested_cluster_is_refused": "API misuse",
+    "test_a_message_received_into_a_buffer_of_another_size_is_named": "API misuse",
     "test_what_a_job_starts_ends_with_the_cluster": "a job's own processes",
     "test_what_a_job_starts_ends_when_its_parent_is_killed": "a job's own processes",
     "test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts": "stale stores",

@@ -47,6 +47,7 @@ _LAZY = {
     "JobTimeoutError": "core.errors",
     "ClusterClosedError": "core.errors",
     "EngineError": "core.errors",
+    "MessageSizeError": "engine.matching",
     "Plan": "plans.plan",
     "Step": "plans.plan",
     "Transfer": "plans.plan",

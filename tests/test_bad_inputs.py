@@ -460,6 +460,31 @@ def test_an_argument_that_cannot_travel_is_named_and_a_nested_cluster_is_refused
         assert c.run(demos.hello).results[1]["rank"] == 1  # and the next job runs
 
 
+def receives_into_a_larger_buffer(ctx) -> float:
+    """Rank 0 sends 16 floats at step 3; rank 1 receives into 32: gloo completes it silently."""
+    import torch
+
+    if ctx.rank == 0:
+        ctx.send(torch.ones(16), 1, step=3)
+        return 0.0
+    buf = torch.zeros(32)
+    ctx.recv(buf, 0, step=3)
+    return float(buf.sum())
+
+
+def test_a_message_received_into_a_buffer_of_another_size_is_named():
+    from edu_parallel.engine.matching import MessageSizeError
+
+    with Cluster(2, timeout=20) as c:
+        with pytest.raises(MessageSizeError) as info:
+            c.run(receives_into_a_larger_buffer)
+        assert (info.value.rank, info.value.step) == (1, 3)
+        assert str(info.value).startswith(
+            "rank 1 received a message of 64 B from rank 0 at step 3 into a buffer of 128 B"
+        )
+        assert c.run(demos.empty).results == [None, None]  # the cluster goes on
+
+
 def start_a_cluster(ctx) -> None:
     Cluster(2)
 

@@ -328,3 +328,19 @@ def test_a_direct_torch_collective_is_refused_where_ctx_collective_is_the_answer
     f = next(f for f in g.findings if f.failed)
     assert "torch.distributed.all_reduce goes around the trace" in f.message
     assert "ctx.collective" in f.message
+
+
+def receives_into_the_whole_buffer(ctx, tensor):
+    """Sends one chunk, receives into a buffer the size of the whole tensor: gloo says nothing."""
+    right, left = (ctx.rank + 1) % ctx.world_size, (ctx.rank - 1) % ctx.world_size
+    incoming = torch.zeros_like(tensor)
+    chunk = tensor.chunk(ctx.world_size)[0]
+    with ctx.step(0, "reduce-scatter"):
+        ctx.wait_all([ctx.isend(chunk, right), ctx.irecv(incoming, left)])
+    return tensor
+
+
+def test_a_receive_of_another_size_than_its_message_is_named_with_both_sizes(cluster2):
+    f = only_failure(grade(EXERCISE, receives_into_the_whole_buffer, cluster2, cases=ONE))
+    assert f.check == "error" and (f.step, f.rank) == (0, 0), f
+    assert "into a buffer of 32 B" in f.message and "a message of 16 B from rank 1" in f.message

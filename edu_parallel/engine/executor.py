@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value
 from ..core.trace import Trace
+from .matching import first_size_mismatch
 from .messages import RankOutput
 
 Job = Callable[..., Any]  # fn(ctx: RankContext, *args, **kwargs), importable by name
@@ -37,11 +38,16 @@ class RunResult:
     def merge(
         cls, outputs: list[RankOutput], meta: dict[str, Any], wall_s: float, job_id: int = 0
     ) -> RunResult:
-        """Join the ranks' outputs, in rank order, into one result list and one trace."""
+        """Join the ranks' outputs, in rank order, into one result list and one trace; raise
+        :class:`~edu_parallel.engine.matching.MessageSizeError` when the trace shows a receive of
+        another size than its message (gloo completes it silently: a wrong answer)."""
         trace = Trace(meta=dict(meta))
         for out in outputs:
             trace.events.extend(out.events)
             trace.snapshots.extend(out.snapshots)
+        mismatch = first_size_mismatch(trace.events)
+        if mismatch is not None:
+            raise mismatch
         return cls([out.result for out in outputs], trace, wall_s, job_id)
 
 

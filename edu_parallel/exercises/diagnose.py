@@ -18,6 +18,7 @@ import textwrap
 
 from ..core.errors import JobTimeoutError, WorkerError
 from ..core.i18n import _
+from ..engine.matching import MessageSizeError
 from .spec import RETURNED, Case, Finding
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -70,6 +71,8 @@ def error_finding(err: WorkerError, code_file: str, case: Case) -> Finding:
     last = tb.strip().splitlines()[-1] if tb.strip() else ""
     where = learner_line(tb, code_file)
     r = err.rank
+    if isinstance(err, MessageSizeError):  # the job ended; a receive had the wrong size
+        return Finding("error", False, str(err), case, rank=r, step=err.step)
     if UNTRACED in last:  # the learner's own call that the grader cannot count (untraced.py)
         said = last.split(UNTRACED, 1)[1]
         msg = _("rank {r}, {line}: {said}") if where else _("rank {r}: {said}")

@@ -1,0 +1,54 @@
+"""A point-to-point message whose receive buffer is not its size, named after the job.
+
+gloo matches the k-th send from rank ``src`` to rank ``dst`` with a tag to the k-th receive that
+``dst`` posts from ``src`` with that tag, as MPI does. A receive buffer *larger* than the message
+completes without a word, its tail unwritten: the job returns a wrong answer silently. (A buffer
+smaller than the message aborts the receiving rank, which the cluster names as a death.) The
+trace holds both sides, each with its bytes, in the order each rank posted them, so the parent
+pairs them the same way after the job (:func:`first_size_mismatch`) and raises
+:class:`MessageSizeError`, naming both ranks, the step and both sizes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable
+
+from ..core.errors import WorkerError
+from ..core.trace import Event
+
+
+class MessageSizeError(WorkerError):
+    """A receive was posted with another size than the message matched to it (``rank``: the
+    receiving rank; ``step``: the receive's step)."""
+
+    def __init__(self, message: str, rank: int, step: int | None, where: str = ""):
+        super().__init__(message, rank, where)
+        self.step = step
+
+
+def first_size_mismatch(events: Iterable[Event]) -> MessageSizeError | None:
+    """The first receive, in each rank's posting order, whose bytes differ from the send matched
+    to it (the k-th of its source, destination and tag), or None."""
+    events = list(events)
+    sends: dict[tuple, deque[Event]] = defaultdict(deque)
+    for e in events:
+        if e.kind == "send":
+            sends[(e.rank, e.peer, e.tag)].append(e)
+    for e in events:
+        if e.kind != "recv":
+            continue
+        queue = sends.get((e.peer, e.rank, e.tag))
+        if not queue:
+            continue  # a receive without a recorded send (an untraced sender): nothing to say
+        sent = queue.popleft()
+        if sent.nbytes != e.nbytes:
+            at = f" at step {e.step}" if e.step is not None else ""
+            chunk = f" (chunk {e.chunk})" if e.chunk is not None else ""
+            message = (
+                f"rank {e.rank} received a message of {sent.nbytes} B from rank {e.peer}{at}"
+                f"{chunk} into a buffer of {e.nbytes} B: sender and receiver disagree on its "
+                f"size, and the rest of the buffer was not written"
+            )
+            return MessageSizeError(message, e.rank, e.step, f"step {e.step}: recv")
+    return None
