@@ -139,8 +139,8 @@ def test_cli_model_json(capsys: pytest.CaptureFixture[str]) -> None:
                 " than ranks"
             ),
         ),
-        (["--alpha=-1e-6"], "error: alpha_s=-1e-06 is not valid: expected a finite number >= 0"),
-        (["--algo", "bogus"], "error: name='bogus' is not valid: expected one of ring"),
+        (["--alpha=-1e-6"], "error: --alpha=-1e-06 is not valid: expected a finite number >= 0"),
+        (["--algo", "bogus"], "error: --algo='bogus' is not valid: expected one of 'ring'"),
         (["--size", "2GiB"], "error: --size='2GiB' is not valid"),
     ],
 )

@@ -17,7 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..core.errors import Problems, bad_value, check_int, conflicts, needs, spelling
+from ..core.errors import (
+    Problems,
+    bad_value,
+    check_choice,
+    check_int,
+    check_non_negative,
+    check_positive,
+    conflicts,
+    needs,
+    spelling,
+)
 from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
 from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
@@ -147,6 +157,16 @@ def checked_options(a: argparse.Namespace) -> argparse.Namespace:
             p.add(needs("inter_link", a.inter_link, "nodes", why))
         if a.nics is not None and a.nodes is None and not nccl:
             p.add(needs("nics", a.nics, "nodes", _("NICs join nodes")))
+    if not nccl:  # the values as typed (GB/s, not the model's B/s), named as typed
+        if a.algo is not None and a.what in ALLREDUCE:
+            p.check(check_choice, "algo", a.algo, ALLREDUCE_ALGOS)
+        for name, check in (
+            ("alpha", check_non_negative),
+            ("bandwidth", check_positive),
+            ("reduce_gbps", check_positive),
+        ):
+            if getattr(a, name, None) is not None:
+                p.check(check, name, getattr(a, name))
     p.raise_any()
     defaults = {
         "world_size": DEFAULT_WORLD_SIZE,
