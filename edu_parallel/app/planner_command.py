@@ -41,6 +41,7 @@ from ..planner.planning import PlannerResult, plan
 
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k")
 ZERO_OK = ("vocab", "experts")  # shape options that may be 0
+DEFAULT_VOCAB, DEFAULT_ARCH = 50257, "gpt2"  # a custom shape's, without --vocab, --arch (GPT-2)
 # what the inputs' check is given in place of a bad model or cluster (already reported)
 STAND_IN_MODEL = next(iter(PRESETS))
 STAND_IN_CLUSTER = ClusterSpec(1, 1)
@@ -55,15 +56,20 @@ def add_planner_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=int, default=None, help=_("custom shape: attention heads"))
     p.add_argument("--kv-heads", type=int, default=None, help=_("custom shape: key/value heads"))
     p.add_argument("--ffn", type=int, default=None, help=_("custom shape: MLP width (default 4h)"))
-    p.add_argument("--vocab", type=int, default=50257, help=_("custom shape: vocabulary (50257)"))
+    p.add_argument(
+        "--vocab",
+        type=int,
+        default=None,
+        help=_("custom shape: vocabulary ({vocab})").format(vocab=DEFAULT_VOCAB),
+    )
     p.add_argument(
         "--experts", type=int, default=None, help=_("custom shape: MoE experts per layer")
     )
     p.add_argument("--top-k", type=int, default=None, help=_("custom shape: experts per token"))
     p.add_argument(
         "--arch",
-        default="gpt2",
-        help=_("custom shape: {archs} (gpt2)").format(archs=", ".join(ARCHS)),
+        default=None,
+        help=_("custom shape: {archs} ({arch})").format(archs=", ".join(ARCHS), arch=DEFAULT_ARCH),
     )
     p.add_argument("--nodes", type=int, required=True, help=_("nodes"))
     p.add_argument("--gpus-per-node", type=int, default=8, help=_("GPUs per node (default 8)"))
@@ -107,7 +113,7 @@ SPELLING = {
 def _model(a: argparse.Namespace, p: Problems) -> tuple[Any, int | None]:
     """The preset name or a custom ModelShape, and its default sequence length; ``(None, None)``
     with the problems recorded in ``p`` when the options do not make a model."""
-    given = [k for k in SHAPE_OPTIONS if k != "vocab" and getattr(a, k) is not None]
+    given = [k for k in (*SHAPE_OPTIONS, "arch") if getattr(a, k) is not None]
     if a.model is not None:
         if given:
             p.add(bad_value(given[0], getattr(a, given[0]), _("omitted with --model")))
@@ -120,6 +126,10 @@ def _model(a: argparse.Namespace, p: Problems) -> tuple[Any, int | None]:
         )
         p.add(bad_value("model", None, valid))
         return None, None
+    a = argparse.Namespace(  # a custom shape: its defaults, where not given
+        **{**vars(a), "vocab": DEFAULT_VOCAB if a.vocab is None else a.vocab}
+        | {"arch": DEFAULT_ARCH if a.arch is None else a.arch}
+    )
     before = len(p)
     for k in SHAPE_OPTIONS:
         if getattr(a, k) is not None:
