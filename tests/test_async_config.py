@@ -48,10 +48,10 @@ from edu_parallel.task import classifier as task
             "straggler_rank=0 is not valid: expected an integer in [1, 3]",
         ),
         (
-            dict(world_size=4, delay_ms=-1),
+            dict(world_size=4, straggler="rank", delay_ms=-1),
             "delay_ms=-1 is not valid: expected a number of milliseconds in [0, 1000]",
         ),
-        (dict(world_size=4, delay_ms=5000), "delay_ms=5000 is not valid"),
+        (dict(world_size=4, straggler="rank", delay_ms=5000), "delay_ms=5000 is not valid"),
         (
             dict(world_size=4, mode="local-sgd", local_steps=0),
             "local_steps=0 is not valid: expected an integer in [1, 2000]",
@@ -80,7 +80,7 @@ from edu_parallel.task import classifier as task
             "mode='hogwild' is not valid: expected one of 'sync', 'async-ps'",
         ),
         (
-            dict(world_size=4, distribution="cauchy"),
+            dict(world_size=4, straggler="rank", distribution="cauchy"),
             "distribution='cauchy' is not valid: expected one of 'fixed', 'exponential', 'pareto'",
         ),
         (dict(world_size=4, straggler="slow"), "straggler='slow' is not valid"),
@@ -103,7 +103,7 @@ def test_bad_input_names_option_value_and_range(kwargs, expected):
 
 def test_every_bad_field_is_named_at_once():
     with pytest.raises(ValueError) as err:
-        AsyncConfig(4, "backup", steps=0, delay_ms=-2, backup=5, straggler_rank=9)
+        AsyncConfig(4, "backup", steps=0, straggler="rank", delay_ms=-2, backup=5, straggler_rank=9)
     text = str(err.value)
     for name in ("steps=0", "delay_ms=-2", "backup=5", "straggler_rank=9"):
         assert name in text
@@ -277,7 +277,10 @@ def test_delays_fixed_rank_and_random_worker():
     assert all(len(s) == 1 for s in slow)
     counts = collections.Counter(s[0] for s in slow)
     assert set(counts) == {0, 1, 2, 3} and min(counts.values()) > 60  # about 100 each
-    assert delay_s(AsyncConfig(4), 3, 1) == 0 and delay_s(AsyncConfig(4, delay_ms=0), 3, 1) == 0
+    assert (
+        delay_s(AsyncConfig(4), 3, 1) == 0
+        and delay_s(AsyncConfig(4, straggler="rank", delay_ms=0), 3, 1) == 0
+    )
 
 
 @pytest.mark.parametrize("dist", ["exponential", "pareto"])

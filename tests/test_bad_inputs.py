@@ -66,7 +66,8 @@ COUNTS = {
         "--seed",
     ],
     ("run", "compress"): ["--world-size", "--rank", "--steps", "--seed", "--start-step"],
-    ("run", "async"): ["--world-size", "--steps", "--local-steps", "--rows", "--seed"],
+    ("run", "async"): ["--world-size", "--steps", "--rows", "--seed"],
+    ("run", "async", "--mode", "local-sgd"): ["--local-steps"],  # H means nothing elsewhere
     ("run", "map"): ["--world-size", "--layers", "--hidden", "--batch", "--seq", "--seed"],
     ("plan", "ring"): ["--world-size"],
     ("bench", "collectives"): ["--world-size"],
@@ -82,7 +83,8 @@ REALS = {
     ("run", "moe"): ["--capacity-factor", "--skew"],
     ("run", "pipeline"): ["--t-f", "--t-b", "--t-w", "--t-comm"],
     ("run", "compress"): ["--ratio", "--lr"],
-    ("run", "async"): ["--delay-ms", "--lr", "--target"],
+    ("run", "async"): ["--lr", "--target"],
+    ("run", "async", "--straggler", "rank"): ["--delay-ms"],  # a delay needs a straggler
     ("export", "--html", "site"): ["--timeout"],
 }
 # options that take one name of a list
@@ -94,7 +96,8 @@ NAMES = {
     ("run", "moe"): ["--dispatch"],
     ("run", "pipeline"): ["--schedule"],
     ("run", "compress"): ["--method"],
-    ("run", "async"): ["--mode", "--straggler", "--distribution"],
+    ("run", "async"): ["--mode", "--straggler"],
+    ("run", "async", "--straggler", "rank"): ["--distribution"],
     ("run", "map"): ["--strategies"],
     ("bench", "collectives"): ["--collective", "--dtype"],
 }
@@ -258,6 +261,9 @@ COMBINATIONS = [
         ],
         ["--arch='llama'", "omitted with --model"],
     ),
+    (["run", "async", "--mode", "sync", "--local-steps", "8"], ["--local-steps=8", "--mode"]),
+    (["run", "async", "--delay-ms", "20"], ["--delay-ms=20.0", "--straggler='none'"]),
+    (["run", "async", "--distribution", "pareto"], ["--distribution='pareto'", "--straggler"]),
     # model, nccl, memory, planner, moe
     (["model", "all_to_all", "--algo", "tree"], ["--algo", "all_to_all", "allreduce (ring"]),
     (["model", "all_gather", "--algo", "Ring"], ["--algo", "all_gather", "nccl (Tree"]),

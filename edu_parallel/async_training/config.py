@@ -77,6 +77,9 @@ MODEL = "classifier"
 # Goyal et al. 2017, would allow 3x). task/targets.py holds the task's constants torch-free.
 LESSON_LR = 2 * TASK_LR
 PSI = DdpConfig(1, model=MODEL).psi  # the classifier's 22,026 parameters
+DEFAULT_DISTRIBUTION: Distribution = "fixed"  # a straggler's delay, where not given
+DEFAULT_DELAY_MS = 10.0  # a straggler's mean delay in ms, where not given
+DEFAULT_LOCAL_STEPS = 4  # H of mode "local-sgd" where not given (it means nothing elsewhere)
 DEFAULT_BACKUP = 1  # backup workers b of mode "backup" (the option means nothing elsewhere)
 BATCH_SEED_BASE = 2_000_003  # above the held-out set's seed: a training batch is never held out
 
@@ -119,12 +122,17 @@ class AsyncConfig(Checked):
     straggler_rank: int | None = None
     """The slow rank of ``straggler="rank"``, a worker's rank; None there: the last rank (set by
     the check). With another straggler it stays None (giving it is refused)."""
-    distribution: Distribution = "fixed"
-    """How a slow gradient's delay is drawn: one of :data:`DISTRIBUTIONS`."""
-    delay_ms: float = 10.0
-    """The mean delay of a slow gradient, in [0, :data:`MAX_DELAY_MS`] milliseconds."""
-    local_steps: int = 4
-    """``H`` of local SGD: local steps between two parameter averages."""
+    distribution: Distribution | None = None
+    """How a slow gradient's delay is drawn: one of :data:`DISTRIBUTIONS`; None: ``fixed``
+    (:data:`DEFAULT_DISTRIBUTION`) with a straggler, and it stays None without one (giving it
+    is refused)."""
+    delay_ms: float | None = None
+    """The mean delay of a slow gradient, in [0, :data:`MAX_DELAY_MS`] milliseconds; None:
+    :data:`DEFAULT_DELAY_MS` with a straggler, None without one (giving it is refused)."""
+    local_steps: int | None = None
+    """``H`` of local SGD: local steps between two parameter averages; None:
+    :data:`DEFAULT_LOCAL_STEPS` in mode ``local-sgd``, None in the others (giving it is
+    refused)."""
     backup: int | None = None
     """``b`` of backup workers: a step keeps the first ``W - b`` gradients (1 <= b < W); only in
     mode ``backup`` (None there: :data:`DEFAULT_BACKUP`, set by the check; in the other modes
@@ -156,9 +164,8 @@ class AsyncConfig(Checked):
                 straggler=spelling("straggler")
             )
             p.add(conflicts("straggler_rank", self.straggler_rank, "straggler", straggler, why))
-        self._field(p, "distribution", check_choice, DISTRIBUTIONS)
-        self._field(p, "delay_ms", check_delay_ms)
-        self._field(p, "local_steps", check_int, 1, MAX_STEPS)
+        self._check_delays(p, straggler)
+        self._check_local_steps(p, mode)
         self._field(p, "rows", check_int, 1, MAX_ROWS)
         self._field(p, "lr", check_positive)
         seed = self._field(p, "seed", check_seed)
@@ -169,6 +176,35 @@ class AsyncConfig(Checked):
         if seed is not None:
             object.__setattr__(self, "classifier", DdpConfig(1, model=MODEL, seed=seed))
         return p.lines
+
+    def _check_delays(self, p: Problems, straggler: str | None) -> None:
+        """The delay's distribution and mean, with a straggler (their defaults where None);
+        without one they mean nothing and are refused."""
+        if straggler == "none":
+            why = _("with no straggler no gradient is delayed")
+            for name in ("distribution", "delay_ms"):
+                if getattr(self, name) is not None:
+                    p.add(conflicts(name, getattr(self, name), "straggler", straggler, why))
+            return
+        if self.distribution is None:
+            object.__setattr__(self, "distribution", DEFAULT_DISTRIBUTION)
+        if self.delay_ms is None:
+            object.__setattr__(self, "delay_ms", DEFAULT_DELAY_MS)
+        self._field(p, "distribution", check_choice, DISTRIBUTIONS)
+        self._field(p, "delay_ms", check_delay_ms)
+
+    def _check_local_steps(self, p: Problems, mode: Mode | None) -> None:
+        """Local SGD's H, in mode ``local-sgd`` (its default where None); refused elsewhere."""
+        if mode != "local-sgd":
+            if self.local_steps is not None and mode is not None:
+                why = _("only {mode}='local-sgd' averages every H steps").format(
+                    mode=spelling("mode")
+                )
+                p.add(conflicts("local_steps", self.local_steps, "mode", mode, why))
+            return
+        if self.local_steps is None:
+            object.__setattr__(self, "local_steps", DEFAULT_LOCAL_STEPS)
+        self._field(p, "local_steps", check_int, 1, MAX_STEPS)
 
     def _check_ranks(self, p: Problems, mode: Mode, n: int) -> None:
         """The straggler's rank and the backup workers, against the ranks of ``mode``."""
@@ -217,7 +253,7 @@ class AsyncConfig(Checked):
     @property
     def averages(self) -> int:
         """Local SGD's parameter averages: one every ``H`` steps and one after the last step."""
-        return -(-self.steps // self.local_steps)
+        return -(-self.steps // self.local_steps) if self.local_steps else 0
 
     def straggler_label(self) -> str:
         """A short name of the straggler setting, the same in every regime: the slow one is named

@@ -58,8 +58,8 @@ def replay(config: AsyncConfig, applies: list[dict[str, Any]]) -> Replay:
     with one_thread():
         if config.mode in ("sync", "local-sgd"):
             # the order is fixed, so stragglers change nothing here: one replay per computation
-            plain = {"straggler": "none", "straggler_rank": None, "distribution": "fixed"}
-            kept = dataclasses.replace(config, **plain, delay_ms=0.0)
+            plain = {"straggler": "none", "straggler_rank": None, "distribution": None}
+            kept = dataclasses.replace(config, **plain, delay_ms=None)
             return copy.deepcopy(_fixed_order(kept))
         return _server(config, applies)
 

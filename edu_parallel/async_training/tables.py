@@ -82,14 +82,21 @@ def compare_regimes(
     """Run each of ``modes`` under each of ``settings`` (AsyncConfig fields) with ``workers``
     workers: the server regimes on ``workers + 1`` ranks (``cluster.sized``), the others on
     ``workers``. ``backup`` (in ``options`` or a setting) is given to mode ``backup`` only, the
-    one whose backup workers it counts. Every configuration is checked before the first run
-    starts. ``progress``: a progress bar over the runs (``tqdm.auto``: a widget in Jupyter)."""
+    one whose backup workers it counts, ``local_steps`` to ``local-sgd`` only, and
+    ``distribution`` and ``delay_ms`` to the settings with a straggler only. Every
+    configuration is checked before the first run starts. ``progress``: a progress bar over
+    the runs (``tqdm.auto``: a widget in Jupyter)."""
     configs = {}
     for mode in modes:
         for s in settings:
             given = {**options, **s}
             if mode != "backup":
                 given.pop("backup", None)
+            if mode != "local-sgd":
+                given.pop("local_steps", None)
+            if given.get("straggler", "none") == "none":  # nobody is slow: no delay to draw
+                given.pop("distribution", None)
+                given.pop("delay_ms", None)
             c = AsyncConfig(world_size_for(mode, workers), mode, **given)
             configs[(mode, c.straggler_label())] = c
     bar = ProgressBar(_("training each regime")) if check_bool("progress", progress) else None

@@ -141,7 +141,9 @@ META: dict[str, MetaKey] = {
     "regime": MetaKey(_STR, "run_async", "sync, async-ps, local-sgd or backup"),
     "workers": MetaKey(_INT, "run_async", "ranks that compute gradients W"),
     "straggler": MetaKey(_STR, "run_async", "the straggler setting, e.g. 'rank 3, fixed 4 ms'"),
-    "local_steps": MetaKey(_INT, "run_async", "local SGD's H: steps between averages"),
+    "local_steps": MetaKey(
+        (int, type(None)), "run_async", "local SGD's H: steps between averages (None: not it)"
+    ),
     "backup_workers": MetaKey(
         (int, type(None)), "run_async", "backup workers b (None: not mode backup)"
     ),

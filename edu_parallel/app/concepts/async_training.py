@@ -18,6 +18,9 @@ from dataclasses import fields
 from ... import async_training
 from ...async_training.config import (
     DEFAULT_BACKUP,
+    DEFAULT_DELAY_MS,
+    DEFAULT_DISTRIBUTION,
+    DEFAULT_LOCAL_STEPS,
     DISTRIBUTIONS,
     MAX_ROWS,
     MAX_STEPS,
@@ -73,22 +76,22 @@ def _async_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--distribution",
-        default=d["distribution"],
+        default=None,  # None: DEFAULT_DISTRIBUTION with a straggler; refused without one
         help=_("the delay's distribution: one of {distributions} (default {default})").format(
-            distributions=", ".join(DISTRIBUTIONS), default=d["distribution"]
+            distributions=", ".join(DISTRIBUTIONS), default=DEFAULT_DISTRIBUTION
         ),
     )
     p.add_argument(
         "--delay-ms",
         type=float,
-        default=d["delay_ms"],
-        help=_("mean delay in ms (default {default})").format(default=f"{d['delay_ms']:g}"),
+        default=None,  # None: DEFAULT_DELAY_MS with a straggler; refused without one
+        help=_("mean delay in ms (default {default})").format(default=f"{DEFAULT_DELAY_MS:g}"),
     )
     p.add_argument(
         "--local-steps",
         type=int,
-        default=d["local_steps"],
-        help=_("local SGD's H >= 1 (default {default})").format(default=d["local_steps"]),
+        default=None,  # None: DEFAULT_LOCAL_STEPS in mode local-sgd; refused in the others
+        help=_("local SGD's H >= 1 (default {default})").format(default=DEFAULT_LOCAL_STEPS),
     )
     p.add_argument(
         "--backup",
