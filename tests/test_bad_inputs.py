@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -166,6 +167,7 @@ def test_a_bad_value_gets_one_line_naming_the_option(
 # ------------------------------------------------- options that mean nothing where they are given
 # (command line, the options it names): an option the run would silently ignore is refused, and
 # the line names it and the option that decides (core.errors.needs / conflicts)
+PLANNER = ["planner", "--layers", "2", "--hidden", "64", "--nodes", "1", "--global-batch", "8"]
 COMBINATIONS = [
     (["run", "ddp", "--no-overlap", "--sync", "per-param"], ["--no-overlap", "--sync"]),
     (  # the default --start-step (2) is not the user's: the line names --steps
@@ -313,63 +315,14 @@ COMBINATIONS = [
     (["memory", "--params", "7e9", "--recompute", "full"], ["--recompute", "--model"]),
     (["memory", "--model", "llama3-8b", "--sequence-parallel"], ["--sequence-parallel", "--tp"]),
     (
-        [
-            "planner",
-            "--layers",
-            "2",
-            "--hidden",
-            "64",
-            "--heads",
-            "32",
-            "--kv-heads",
-            "3",
-            "--arch",
-            "llama",
-            "--nodes",
-            "1",
-            "--global-batch",
-            "8",
-        ],
+        [*PLANNER, "--heads", "32", "--kv-heads", "3", "--arch", "llama"],
         ["--kv-heads", "--heads", "1, 2, 4, 8, 16, 32"],
     ),
     (
-        [
-            "planner",
-            "--layers",
-            "2",
-            "--hidden",
-            "64",
-            "--heads",
-            "4",
-            "--kv-heads",
-            "8",
-            "--arch",
-            "bare",
-            "--nodes",
-            "1",
-            "--global-batch",
-            "8",
-        ],
+        [*PLANNER, "--heads", "4", "--kv-heads", "8", "--arch", "bare"],
         ["--kv-heads", "--heads", "1, 2, 4)"],
     ),
-    (
-        [
-            "planner",
-            "--layers",
-            "2",
-            "--hidden",
-            "64",
-            "--heads",
-            "4",
-            "--kv-heads",
-            "2",
-            "--nodes",
-            "1",
-            "--global-batch",
-            "8",
-        ],
-        ["--kv-heads", "--arch"],
-    ),
+    ([*PLANNER, "--heads", "4", "--kv-heads", "2"], ["--kv-heads", "--arch"]),
     (["run", "moe", "--capacity-factor", "1e-300"], ["--capacity-factor", ">= 2.51e-10"]),
     (
         [
@@ -535,27 +488,34 @@ def test_what_a_job_starts_ends_with_the_cluster():
     assert not alive, f"the jobs' sleeps outlived the cluster: {alive}"
 
 
+def _killed_parent(then: str, check=None, **env: str) -> str:
+    """A parent process that starts ``c = Cluster(2)``, runs ``then`` (which prints one line),
+    and is killed by SIGKILL once it has (after ``check(line)``, while it still runs): that
+    line."""
+    code = f"from edu_parallel import Cluster\nc = Cluster(2, timeout=20)\n{then}\n"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code + "import time; time.sleep(300)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    line = parent.stdout.readline().strip()
+    if check is not None:
+        check(line)
+    parent.kill()
+    parent.wait(10)
+    return line
+
+
 def test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts(tmp_path):
     """A parent killed by SIGKILL cannot remove its FileStore folder; the next start does (its
     owner is dead), and leaves a living owner's folder alone."""
-    import sys
-
     from edu_parallel.engine.store import make_store_dir
 
-    code = (
-        "from edu_parallel import Cluster\n"
-        "c = Cluster(2, timeout=20)\n"
-        "print(c._store_dir, flush=True)\n"
-        "import time; time.sleep(300)\n"
-    )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    parent = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
-    )
-    store = Path(parent.stdout.readline().strip())
-    assert store.is_dir() and store.parent == tmp_path
-    parent.kill()
-    parent.wait(10)
+    def made_here(line: str) -> None:
+        assert Path(line).is_dir() and Path(line).parent == tmp_path
+
+    store = Path(_killed_parent("print(c._store_dir, flush=True)", made_here, TMPDIR=str(tmp_path)))
     assert store.is_dir()  # left behind: nobody could remove it
     live = Path(make_store_dir(str(tmp_path)))  # this process's own: its owner runs
     old = tmp_path / "edu-parallel-store-x"  # a name without an owner: not ours to judge
@@ -575,23 +535,18 @@ def test_the_store_of_a_killed_parent_is_removed_when_the_next_cluster_starts(tm
 def test_what_a_job_starts_ends_when_its_parent_is_killed(tmp_path):
     """The parent killed with SIGKILL cannot close its cluster: each rank then ends its own
     process group, the rank and the job's ``sleep``, within a second or so."""
-    import sys
 
-    code = (
-        "from edu_parallel import Cluster\n"
+    def all_running(line: str) -> None:
+        pids = [int(p) for p in line.split()]
+        assert len(pids) == 4 and all(_running(p) for p in pids)
+
+    said = _killed_parent(
         "from test_bad_inputs import start_a_sleep\n"
-        "c = Cluster(2, timeout=20)\n"
-        "print(*c.pids, *c.run(start_a_sleep).results, flush=True)\n"
-        "import time; time.sleep(300)\n"
+        "print(*c.pids, *c.run(start_a_sleep).results, flush=True)",
+        all_running,
+        PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]),
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    parent = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
-    )
-    pids = [int(p) for p in parent.stdout.readline().split()]
-    assert len(pids) == 4 and all(_running(p) for p in pids)
-    parent.kill()
-    parent.wait(10)
+    pids = [int(p) for p in said.split()]
     deadline = time.monotonic() + 10  # a hang guard: they go within about 0.2 s
     while any(_running(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -612,8 +567,6 @@ def _running(pid: int) -> bool:
 def test_a_reader_that_leaves_the_pipe_gets_no_traceback(argv):
     """``edu-parallel memory | head -1``: the reader closes the pipe before the program writes;
     the program ends with 141 (128 + SIGPIPE, as a shell says) and says nothing more."""
-    import sys
-
     child = subprocess.Popen(
         [sys.executable, "-m", "edu_parallel", *argv],
         stdout=subprocess.PIPE,

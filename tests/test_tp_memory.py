@@ -13,9 +13,9 @@ import pytest
 
 from edu_parallel.app.cli import main
 from edu_parallel.comm import memory
+from edu_parallel.comm.allreduce import with_peak
 from edu_parallel.comm.memory import peak_reset, peak_resident_bytes, resident_bytes
 from edu_parallel.core.units import GIB, MIB
-from edu_parallel.engine.execute import release_scratch
 from edu_parallel.tensor_parallel.config import MAX_FFN, MAX_HIDDEN, TPConfig
 from edu_parallel.tensor_parallel.job import dense_reference, problem_of, tp_job
 
@@ -24,12 +24,7 @@ ALLOWANCE = 16 * MIB  # per process, above the bound (page tables, the trace, gl
 
 def tp_peak_job(ctx, config: TPConfig) -> int | None:
     """:func:`tp_job` with this rank's peak measured (None where the kernel cannot reset it)."""
-    release_scratch()
-    if not peak_reset():
-        return None
-    before = resident_bytes()
-    tp_job(ctx, config)
-    return peak_resident_bytes() - before
+    return with_peak(tp_job, ctx, config)[1]
 
 
 @pytest.mark.multiprocess

@@ -73,17 +73,22 @@ def compare(
     return matches, err
 
 
-def allreduce_peak_job(ctx: RankContext, run: AllReduceRun) -> dict[str, Any]:
-    """:func:`allreduce_job` with this rank's memory measured: ``peak_bytes`` is the rise of its
-    resident set over the job (high-water mark minus the resident size at the start), with no
-    scratch kept from an earlier job, so the job pays for all it holds; None where the kernel
-    cannot reset the mark (not Linux)."""
+def with_peak(job: Callable[..., Any], ctx: RankContext, *args: Any) -> tuple[Any, int | None]:
+    """``job(ctx, *args)`` and the rise of this rank's resident set over it (high-water mark
+    minus the resident size at the start), with no scratch kept from an earlier job, so the job
+    pays for all it holds; None where the kernel cannot reset the mark (not Linux)."""
     release_scratch()
     measured = peak_reset()
     before = resident_bytes() if measured else 0
-    out = allreduce_job(ctx, run)
-    out["peak_bytes"] = peak_resident_bytes() - before if measured else None
-    return out
+    out = job(ctx, *args)
+    return out, (peak_resident_bytes() - before if measured else None)
+
+
+def allreduce_peak_job(ctx: RankContext, run: AllReduceRun) -> dict[str, Any]:
+    """:func:`allreduce_job` with this rank's memory measured (:func:`with_peak`) as
+    ``peak_bytes``."""
+    out, peak = with_peak(allreduce_job, ctx, run)
+    return {**out, "peak_bytes": peak}
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ..core.metrics import algbw_gbps, bus_factor, bus_factor_source
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
 from ..engine.context import RankContext
-from ..engine.execute import release_scratch, run_plan
+from ..engine.execute import run_plan
 from ..engine.executor import Executor
 from ..plans.collectives import (
     CLI_NAMES,
@@ -35,8 +35,7 @@ from ..plans.collectives import (
 )
 from ..plans.layout import SEGMENT_BYTES, chunk_bytes, plan_meta
 from ..plans.plan import REDUCTIONS, ROOTED, Plan
-from .allreduce import compare
-from .memory import peak_reset, peak_resident_bytes, resident_bytes
+from .allreduce import compare, with_peak
 
 BUFFER_LIMIT = 4096  # bytes per rank: up to this, the result carries the buffers before and after
 
@@ -129,14 +128,10 @@ def collective_job(ctx: RankContext, run: CollectiveRun) -> dict[str, Any]:
 
 
 def collective_peak_job(ctx: RankContext, run: CollectiveRun) -> dict[str, Any]:
-    """:func:`collective_job` with this rank's memory measured, as
-    :func:`~edu_parallel.comm.allreduce.allreduce_peak_job` measures an all-reduce."""
-    release_scratch()
-    measured = peak_reset()
-    before = resident_bytes() if measured else 0
-    out = collective_job(ctx, run)
-    out["peak_bytes"] = peak_resident_bytes() - before if measured else None
-    return out
+    """:func:`collective_job` with this rank's memory measured
+    (:func:`~edu_parallel.comm.allreduce.with_peak`) as ``peak_bytes``."""
+    out, peak = with_peak(collective_job, ctx, run)
+    return {**out, "peak_bytes": peak}
 
 
 @dataclass
