@@ -202,7 +202,7 @@ COMBINATIONS = [
         ["run", "ring", "--world-size", "16", "--dtype", "float16", "--pattern", "powers_of_two"],
         ["--dtype='float16'", "65535", "--world-size <= 15", "--pattern"],
     ),
-    (  # every rank draws the whole batch: 4 GiB per rank at the three largest values
+    (  # every rank draws the whole batch: 8 GiB per rank at the three largest values
         [
             "run",
             "pipeline",
@@ -213,12 +213,12 @@ COMBINATIONS = [
             "--microbatches",
             "512",
         ],
-        ["--microbatches x --microbatch-size x --hidden=536870912", "4 GiB"],
+        ["--microbatches x --microbatch-size x --hidden=536870912", "8 GiB in float64"],
     ),
     (  # the reference keeps every block's activations: 32 blocks on 16 stages
         ["run", "pipeline", "--world-size", "16", "--hidden", "1024", "--microbatch-size", "1024"]
         + ["--microbatches", "16"],
-        ["--microbatches x --microbatch-size x --hidden x --layers=536870912", "4 GiB"],
+        ["--microbatches x --microbatch-size x --hidden x --layers=536870912", "8 GiB in float64"],
     ),
     (  # the reference keeps every layer's activations: OOM-killed at 23 GiB before the bound
         ["run", "3d", "--pp", "4", "--layers", "32", "--hidden", "128", "--batch", "256"]

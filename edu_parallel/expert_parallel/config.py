@@ -35,6 +35,7 @@ from ..core.i18n import _
 from ..core.units import format_bytes
 from .formulas import (
     DEFAULTS,
+    ITEMSIZE,
     MAX_EXPERTS,
     MAX_HIDDEN,
     MAX_SKEW,
@@ -143,7 +144,7 @@ class MoEConfig(Checked):
                 "at most {limit:,}: the one-process reference runs every expert on every token"
                 " (N T E h outputs, and twice as wide inside each expert, kept for the"
                 " backward), {need} of outputs alone in float32"
-            ).format(limit=MAX_DENSE, need=format_bytes(dense * 4))
+            ).format(limit=MAX_DENSE, need=format_bytes(dense * ITEMSIZE))
             p.add(bad_value(" x ".join(spelling(n) for n in names), dense, valid))
             return
         if dispatch != "padded":  # the kept rows, N T k h, are within N T E h above
@@ -155,7 +156,9 @@ class MoEConfig(Checked):
                 "at most {limit:,}: the padded buffers of the whole job, N E C h with capacity"
                 " C = {capacity} (every rank holds its own, the one-process reference all), {need}"
                 " per copy in float32"
-            ).format(limit=MAX_DISPATCHED, capacity=self.capacity, need=format_bytes(moved * 4))
+            ).format(
+                limit=MAX_DISPATCHED, capacity=self.capacity, need=format_bytes(moved * ITEMSIZE)
+            )
             p.add(bad_value(" x ".join(spelling(n) for n in names), moved, valid))
 
     @property

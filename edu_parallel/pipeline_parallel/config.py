@@ -27,18 +27,19 @@ from ..core.errors import (
     spelling,
 )
 from ..core.i18n import _
-from ..core.units import format_bytes
+from ..core.units import DTYPES, format_bytes
 from .builders import MAX_MICROBATCHES, SCHEDULES, ScheduleName, make_schedule
 from .formulas import default_times
 from .schedule import Schedule
 
 # The model a few CPU ranks train in a lesson: hidden size h and rows per microbatch.
 MAX_HIDDEN, MAX_MICROBATCH_SIZE = 1024, 1024
-# M * mb * h: the batch every rank draws twice (inputs, targets), 128 MiB in float32 at the limit,
-# a teaching run on CPU (the largest M, mb and h together would be 4 GiB per rank and per copy)
+DTYPE = "float64"  # the pipeline's weights and activations (model.py), exact to ~1e-15
+# M * mb * h: the batch every rank draws twice (inputs, targets), 128 MiB per copy in float64 at
+# the limit, a teaching run on CPU (the largest M, mb and h together: 4 GiB per rank per copy)
 MAX_BATCH_ELEMENTS = 1 << 24
 # M * mb * h * layers: the activations the one-process reference saves for its backward (a block's
-# input and its Linear's output per microbatch), 1 GiB in float32 at the limit
+# input and its Linear's output per microbatch), 2 GiB in float64 at the limit
 MAX_SAVED_ELEMENTS = 1 << 27
 MAX_LAYERS = 512  # Linear+GeLU blocks of the whole model (a million ran past any timeout)
 
@@ -124,8 +125,12 @@ class PipelineConfig(Checked):
             named = " x ".join(spelling(n) for n in ("microbatches", "microbatch_size", "hidden"))
             valid = _(
                 "at most {limit:,}: every rank and the one-process reference draw the whole batch,"
-                " inputs and targets of (M, mb, h) each, {need} in float32"
-            ).format(limit=MAX_BATCH_ELEMENTS, need=format_bytes(2 * m * mb * h * 4))  # type: ignore[operator]
+                " inputs and targets of (M, mb, h) each, {need} in {dtype}"
+            ).format(
+                limit=MAX_BATCH_ELEMENTS,
+                need=format_bytes(2 * m * mb * h * DTYPES[DTYPE]),  # type: ignore[operator]
+                dtype=DTYPE,
+            )
             p.add(bad_value(named, m * mb * h, valid))  # type: ignore[operator]
         elif None not in (m, mb, h) and self.layers is not None and not p:
             saved = m * mb * h * self.layers  # type: ignore[operator]
@@ -134,8 +139,12 @@ class PipelineConfig(Checked):
                 named = " x ".join(spelling(n) for n in names)
                 valid = _(
                     "at most {limit:,}: the one-process reference keeps every block's activations"
-                    " of every microbatch for its backward, {need} in float32"
-                ).format(limit=MAX_SAVED_ELEMENTS, need=format_bytes(2 * saved * 4))
+                    " of every microbatch for its backward, {need} in {dtype}"
+                ).format(
+                    limit=MAX_SAVED_ELEMENTS,
+                    need=format_bytes(2 * saved * DTYPES[DTYPE]),
+                    dtype=DTYPE,
+                )
                 p.add(bad_value(named, saved, valid))
         self._field(p, "seed", check_seed)
         self._times(p, name)

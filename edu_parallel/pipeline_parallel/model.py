@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import torch
 
-DTYPE = torch.float64  # exact enough that a pipeline and the reference agree to ~1e-15
+from ..core.units import torch_dtype
+from .config import DTYPE as DTYPE_NAME
+
+DTYPE = torch_dtype(DTYPE_NAME)  # float64: a pipeline and the reference agree to ~1e-15
 
 
 def stage_bounds(layers: int, num_stages: int) -> list[tuple[int, int]]:
