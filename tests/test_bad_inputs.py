@@ -611,6 +611,10 @@ def test_version_prints_the_installed_version():
             ],
             "--hidden=8192, --ffn=32768 need about",
         ),
+        (  # every rank its 32 blocks of (1024, 1024); the reference all 512, and their gradients
+            ["run", "pipeline", "--world-size", "16", "--layers", "512", "--hidden", "1024"],
+            "--layers=512, --hidden=1024, --microbatches=8, --microbatch-size=4 need about",
+        ),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )

@@ -6,6 +6,8 @@
 * ``timing.py``: a schedule timed event by event, its bubble and stashed activations;
   ``formulas.py``: the bubble formulas (pure Python).
 * ``config.py``: a run's :class:`PipelineConfig`, checked once and passed down (pure Python);
+  ``memory.py``: what a run holds per rank and in the calling process, from its config (the
+  command line refuses what this machine cannot hold);
 * ``model.py``, ``execute.py``: the seeded model cut into stages, and one rank executing its row;
   ``report.py``: a run with gradients checked against one process (:func:`run_pipeline` builds
   the config, :func:`execute_pipeline` runs it);
@@ -46,7 +48,7 @@ _LAZY = {
     "default_times": "formulas",
     "PipelineConfig": "config",
     "check_layers": "config",
-    "stage_bounds": "model",
+    "stage_bounds": "config",
     "make_batch": "model",
     "microbatch_loss": "model",
     "reference_grads": "model",

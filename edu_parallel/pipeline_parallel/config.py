@@ -44,6 +44,23 @@ MAX_SAVED_ELEMENTS = 1 << 27
 MAX_LAYERS = 512  # Linear+GeLU blocks of the whole model (a million ran past any timeout)
 
 
+def stage_bounds(layers: int, num_stages: int) -> list[tuple[int, int]]:
+    """Consecutive block ranges ``[lo, hi)`` per stage, as even as possible (earlier ones longer),
+    for ``layers >= num_stages >= 1`` (checked once, by
+    :func:`check_layers` in the run's config).
+
+    >>> stage_bounds(5, 2)
+    [(0, 3), (3, 5)]
+    """
+    base, extra = divmod(layers, num_stages)
+    bounds, lo = [], 0
+    for s in range(num_stages):
+        hi = lo + base + (1 if s < extra else 0)
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
+
+
 def check_layers(layers: Any, num_stages: int) -> int:
     """``layers`` must give every one of the ``num_stages`` stages at least one block."""
     return _blocks("layers", layers, num_stages)

@@ -33,7 +33,7 @@ import torch
 from ..core.schema import ACTIVATION
 from ..engine.context import RankContext
 from .config import PipelineConfig
-from .model import DTYPE, build_stage, make_batch, microbatch_loss
+from .model import DTYPE, build_stages, make_batch, microbatch_loss
 from .schedule import Action, Schedule
 
 FWD, BWD = 0, 1  # message directions: activations go up the stages, gradients come down
@@ -53,9 +53,7 @@ class _RankPipeline:
         self.ctx, self.s = ctx, sched
         self.last = sched.num_stages - 1
         self.stages = [s for s in range(sched.num_stages) if sched.rank_of(s) == ctx.rank]
-        self.chunks = {
-            s: build_stage(s, sched.num_stages, layers, hidden, seed) for s in self.stages
-        }
+        self.chunks = build_stages(self.stages, sched.num_stages, layers, hidden, seed)
         self.params = {s: list(c.parameters()) for s, c in self.chunks.items()}
         self.param_ptrs = {p.data_ptr() for ps in self.params.values() for p in ps}
         self.grads = {s: [torch.zeros_like(p) for p in ps] for s, ps in self.params.items()}

@@ -12,51 +12,51 @@ is ``sum_m MSE(model(x_m), y_m) / M``, so the gradients equal those of one full-
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import torch
 
 from ..core.units import torch_dtype
 from .config import DTYPE as DTYPE_NAME
+from .config import stage_bounds
 
 DTYPE = torch_dtype(DTYPE_NAME)  # float64: a pipeline and the reference agree to ~1e-15
 
 
-def stage_bounds(layers: int, num_stages: int) -> list[tuple[int, int]]:
-    """Consecutive block ranges ``[lo, hi)`` per stage, as even as possible (earlier ones longer),
-    for ``layers >= num_stages >= 1`` (checked once, by
-    :func:`~edu_parallel.pipeline_parallel.config.check_layers` in the run's config).
-
-    >>> stage_bounds(5, 2)
-    [(0, 3), (3, 5)]
-    """
-    base, extra = divmod(layers, num_stages)
-    bounds, lo = [], 0
-    for s in range(num_stages):
-        hi = lo + base + (1 if s < extra else 0)
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
-
-
-def build_blocks(layers: int, hidden: int, seed: int) -> list[torch.nn.Sequential]:
-    """All ``layers`` blocks ``Linear(h, h) + GeLU``, seeded: the same on every process."""
+def build_blocks(
+    layers: int, hidden: int, seed: int, keep: Collection[int] | None = None
+) -> dict[int, torch.nn.Sequential]:
+    """Blocks ``Linear(h, h) + GeLU`` of the seeded model, by index: those in ``keep`` (default:
+    all ``layers``), the same on every process. Every block's numbers are drawn, in order, so a
+    kept block equals the whole model's; a block not kept is drawn into one scratch buffer and
+    dropped, so a rank holds only its own stages' weights."""
     gen = torch.Generator().manual_seed(seed)
     scale = 1.0 / hidden**0.5  # keeps activations O(1) through many layers
-    blocks = []
-    for _ in range(layers):
+    keep = range(layers) if keep is None else keep
+    scratch = torch.empty(hidden, hidden, dtype=DTYPE) if len(keep) < layers else None
+    blocks = {}
+    for i in range(max(keep, default=-1) + 1):  # the blocks after the last kept one: not drawn
+        if i not in keep:  # advance the stream as the kept blocks' draw does: (h, h) then (h,)
+            torch.randn(hidden, hidden, generator=gen, dtype=DTYPE, out=scratch)
+            torch.randn(hidden, generator=gen, dtype=DTYPE, out=scratch[0])  # type: ignore[index]
+            continue
         lin = torch.nn.Linear(hidden, hidden, dtype=DTYPE)
         with torch.no_grad():
             lin.weight.copy_(torch.randn(hidden, hidden, generator=gen, dtype=DTYPE) * scale)
             lin.bias.copy_(torch.randn(hidden, generator=gen, dtype=DTYPE) * 0.1)
-        blocks.append(torch.nn.Sequential(lin, torch.nn.GELU()))
+        blocks[i] = torch.nn.Sequential(lin, torch.nn.GELU())
     return blocks
 
 
-def build_stage(
-    stage: int, num_stages: int, layers: int, hidden: int, seed: int
-) -> torch.nn.Sequential:
-    """Stage ``stage``'s chunk of the seeded model (built whole, then cut: same weights)."""
-    lo, hi = stage_bounds(layers, num_stages)[stage]
-    return torch.nn.Sequential(*build_blocks(layers, hidden, seed)[lo:hi])
+def build_stages(
+    stages: list[int], num_stages: int, layers: int, hidden: int, seed: int
+) -> dict[int, torch.nn.Sequential]:
+    """The chunks of the seeded model that ``stages`` hold, drawn in one pass over the model (a
+    rank with v chunks draws the stream once, and holds only its own blocks)."""
+    bounds = stage_bounds(layers, num_stages)
+    mine = {i for s in stages for i in range(*bounds[s])}
+    blocks = build_blocks(layers, hidden, seed, mine)
+    return {s: torch.nn.Sequential(*(blocks[i] for i in range(*bounds[s]))) for s in stages}
 
 
 def make_batch(
@@ -81,7 +81,7 @@ def reference_grads(
 
     What a correct pipeline schedule must reproduce (up to float rounding from summation order).
     """
-    blocks = build_blocks(layers, hidden, seed)
+    blocks = list(build_blocks(layers, hidden, seed).values())
     model = torch.nn.Sequential(*blocks)
     x, y = make_batch(microbatches, microbatch_size, hidden, seed)
     loss = sum(microbatch_loss(model(x[m]), y[m], microbatches) for m in range(microbatches))

@@ -51,7 +51,7 @@ from ..core.schema import ACTIVATIONS, STEP_END_MARK
 from ..engine.context import RankContext
 from ..expert_parallel.layer import moe_layer
 from ..pipeline_parallel.builders import make_schedule
-from ..pipeline_parallel.model import stage_bounds
+from ..pipeline_parallel.config import stage_bounds
 from ..tensor_parallel.layers import megatron_mlp, shard_linear
 from .formulas import (
     DTYPE,

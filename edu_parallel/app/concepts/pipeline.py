@@ -12,9 +12,12 @@ import argparse
 from dataclasses import fields
 
 from ... import pipeline_parallel
+from ...comm.memory import check_need
 from ...core.dims import ParallelDims
 from ...core.errors import spelled_as
 from ...core.i18n import N_, _
+from ...engine.executor import in_torchrun
+from ...pipeline_parallel import memory
 from ...pipeline_parallel.builders import SCHEDULES
 from ...pipeline_parallel.config import PipelineConfig
 from ...pipeline_parallel.formulas import default_times
@@ -104,6 +107,13 @@ def _pipeline_setup(
         a.t_comm,
         world_size=dims.world_size,
     )
+    if not in_torchrun():  # under torchrun the launcher placed the ranks already
+        per_rank = memory.bytes_per_rank(config)
+        options = ", ".join(
+            f"--{name}={getattr(config, name.replace('-', '_'))}"
+            for name in ("layers", "hidden", "microbatches", "microbatch-size")
+        )
+        check_need(max(per_rank), len(per_rank), memory.reference_bytes(config), options)
     return dims, config
 
 
