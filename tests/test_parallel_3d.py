@@ -15,7 +15,7 @@ from edu_parallel.core.dims import ParallelDims
 from edu_parallel.parallel_3d import LAYOUTS, measure_3d, run_3d
 from edu_parallel.parallel_3d.config import ITEMSIZE, Config3D, Run3D
 from edu_parallel.parallel_3d.model import adam_step, layer_weights, reference_step
-from edu_parallel.parallel_3d.report import _compare, update_tolerance
+from edu_parallel.parallel_3d.report import _compare, grad_tolerance, update_tolerance
 from edu_parallel.parallel_3d.step import step_job
 
 JSON_KEYS = {
@@ -208,8 +208,16 @@ def test_an_update_may_differ_where_adam_divides_a_rounded_gradient_by_its_size(
     grad = torch.tensor([0.0, 1e-9, 1.0, -3.0])
     room = update_tolerance(grad, lr=1e-2)
     assert room[0] == pytest.approx(2e-2) and room[1] == pytest.approx(2e-2)
-    assert room[2] == pytest.approx(2e-2 * (1e-6 + 1e-4) / (1 + 1e-8))
+    assert room[2] == pytest.approx(2e-2 * (1e-6 + 3e-4) / (1 + 1e-8))  # RTOL of max |g| = 3
     assert room[3] < 3e-6
+
+
+def test_a_gradient_may_carry_its_tensors_rounding_but_not_a_missing_microbatch() -> None:
+    want = torch.tensor([1.0, -0.5, 0.0])
+    room = grad_tolerance(want)
+    assert float(room) == pytest.approx(1e-6 + 1e-4)
+    assert ((want + torch.tensor([0.0, 0.0, 2.9e-6]) - want).abs() <= room).all()  # rounding
+    assert not ((want * (1 - 1 / 256) - want).abs() <= room).all()  # one of 256 microbatches
 
 
 def _holdings(rep):
