@@ -428,6 +428,7 @@ def _workspace(tmp_path: Path) -> dict[str, str]:
         (dict(world_size=2, start_method="forkserver"), "expected one of 'auto', 'fork', 'spawn'"),
         (dict(world_size=2, timeout=1e-6), "expected a number of seconds in [0.1, 86400]"),
         (dict(world_size=2, timeout=float("nan")), "expected a number of seconds in [0.1,"),
+        (dict(world_size=2, progress="bar"), "progress='bar' is not valid: expected a function"),
     ],
 )
 def test_a_cluster_refuses_bad_arguments_in_one_line(kwargs, expected):

@@ -10,6 +10,8 @@
 * :class:`CommStream` (``stream.py``): a rank's communication stream, a thread that runs
   collectives in issue order while the rank computes (DDP's overlap of all-reduce and backward).
 * ``worker.py`` and ``messages.py``: the worker process and what it says to the parent;
+  ``status.py``: what each rank publishes in shared memory (its step, its pulse, its
+  ``ctx.progress``), and ``progress.py``: the parent's reading of that progress;
   ``platform.py``: the backend and the process start method this machine allows.
 
 Imports only ``core/`` and ``plans/``. Names load on first use (torch is imported then).

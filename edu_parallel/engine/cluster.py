@@ -36,6 +36,7 @@ from ..core.errors import (
     EngineError,
     JobTimeoutError,
     WorkerError,
+    bad_value,
     check_bool,
     check_int,
     check_timeout,
@@ -45,17 +46,12 @@ from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method, warm_parent
+from .progress import Progress, ProgressWatch, watch_progress
+from .status import STATUS_BYTES, read_pulse, read_status, write_status
 from .store import make_store_dir, sweep_stale
-from .worker import (
-    PROBE_SIGNAL,
-    STATUS_BYTES,
-    read_beats,
-    read_status,
-    worker_main,
-    write_status,
-)
+from .worker import PROBE_SIGNAL, worker_main
 
-PULSE_S = 0.25  # how often the watchdog reads the ranks' pulses while it waits
+PULSE_S = 0.25  # how often the watchdog and the progress read the ranks' counters while they wait
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 
@@ -77,6 +73,9 @@ class Cluster:
             the job's start: a long run that keeps stepping finishes, and a stalled one is
             stopped ``timeout`` seconds after its last step. The command line's runs use it; a
             job that must end in a bounded time (an exercise's case) does not.
+        progress: ``progress(done, total)``, called while a job runs with the slowest rank's
+            ``ctx.progress`` counters when they change, and with ``(total, total)`` when it
+            ends (``progress.py``); the command line draws a bar with it. None: nothing.
     """
 
     def __init__(
@@ -88,6 +87,7 @@ class Cluster:
         start_method: str = "auto",
         snapshot_limit: int = SNAPSHOT_LIMIT,
         watchdog: bool = False,
+        progress: Progress | None = None,
     ):
         if mp.current_process().daemon:  # a rank: multiprocessing refuses it children
             raise EngineError(
@@ -104,6 +104,9 @@ class Cluster:
         self.timeout = check_timeout("timeout", timeout)
         self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
         self.watchdog = check_bool("watchdog", watchdog)
+        if progress is not None and not callable(progress):
+            raise bad_value("progress", progress, _("a function progress(done, total), or None"))
+        self.progress = progress
         self.restarts = 0
         self.startup_s = 0.0
         self._procs: list[Any] = []
@@ -255,7 +258,11 @@ class Cluster:
             yield self
             return
         with Cluster(
-            world_size, self.backend, timeout=self.timeout, watchdog=self.watchdog
+            world_size,
+            self.backend,
+            timeout=self.timeout,
+            watchdog=self.watchdog,
+            progress=self.progress,
         ) as other:
             yield other
 
@@ -276,14 +283,20 @@ class Cluster:
         t0 = time.perf_counter()
         job = Job(self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit)
         msg = job_bytes(job, args, kwargs)
+        shown = watch_progress(self._status, self.world_size, self.progress)
         for conn in self._conns:
             conn.send_bytes(msg)
-        outputs = self._collect(self._job_id, limit, f"job {fn.__qualname__}")
+        outputs = self._collect(self._job_id, limit, f"job {fn.__qualname__}", shown)
+        if shown is not None:
+            shown.finish()
         meta = job_meta(self, fn, "cluster")
         return RunResult.merge(outputs, meta, time.perf_counter() - t0, self._job_id)
 
-    def _collect(self, job_id: int, limit: float, what: str) -> list[Any]:
-        """Wait for every rank's reply to ``job_id``; turn failures into errors naming ranks."""
+    def _collect(
+        self, job_id: int, limit: float, what: str, shown: ProgressWatch | None = None
+    ) -> list[Any]:
+        """Wait for every rank's reply to ``job_id``; turn failures into errors naming ranks;
+        ``shown``: the job's progress, polled while it waits."""
         n = self.world_size
         replies: list[Any] = [None] * n
         pending = set(range(n))
@@ -291,7 +304,8 @@ class Cluster:
         # the watchdog: every pulse of a pending rank (a step, a message, a collective) moves
         # the deadline; a job stops only after `limit` seconds in which no rank moved
         watch = self.watchdog and job_id >= 0
-        beats = [read_beats(self._status, r) for r in range(n)] if watch else []
+        beats = [read_pulse(self._status, r) for r in range(n)] if watch else []
+        pulse = watch or shown is not None  # wake every PULSE_S to read the ranks' counters
         by_obj = {c: r for r, c in enumerate(self._conns)} | {
             p.sentinel: r for r, p in enumerate(self._procs)
         }
@@ -300,15 +314,16 @@ class Cluster:
                 left = deadline - time.monotonic()
                 ready = wait(
                     [self._conns[r] for r in pending] + [self._procs[r].sentinel for r in pending],
-                    timeout=min(max(left, 0), PULSE_S) if watch else max(left, 0),
+                    timeout=min(max(left, 0), PULSE_S) if pulse else max(left, 0),
                 )
-                if watch and not ready:
-                    now = [read_beats(self._status, r) for r in range(n)]
+                if shown is not None:
+                    shown.poll()
+                if not ready:
+                    now = [read_pulse(self._status, r) for r in range(n)] if watch else beats
                     if now != beats:
                         beats, deadline = now, time.monotonic() + limit
                     if time.monotonic() < deadline:
                         continue
-                if not ready:
                     stuck = sorted(pending)
                     where = {r: self.where(r) for r in stuck}
                     lines = self.probe(stuck) if job_id >= 0 else {}

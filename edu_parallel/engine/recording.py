@@ -26,6 +26,7 @@ class Tracer:
         enabled: bool = True,
         snapshot_limit: int = SNAPSHOT_LIMIT,
         status: Callable[[str], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ):
         self.rank = rank
         self.t0 = time.perf_counter() if t0 is None else t0
@@ -34,6 +35,7 @@ class Tracer:
         self.events: list[Event] = []
         self.snapshots: list[Snapshot] = []
         self._status = status
+        self._progress = progress
         self.step: int | None = None  # the current ``RankContext.step`` block, if any
         self.phase: str | None = None
         self.watched: torch.Tensor | None = None  # snapshotted at the end of each step block
@@ -45,6 +47,12 @@ class Tracer:
         """Publish what this rank is doing now, so a hang or death can be reported by step."""
         if self._status is not None:
             self._status(text)
+
+    def progress(self, done: int, total: int) -> None:
+        """Publish how far this rank's job is (see ``RankContext.progress``); without a publisher
+        (under torchrun) nothing."""
+        if self._progress is not None:
+            self._progress(done, total)
 
     def add(self, event: Event) -> Event:
         if self.enabled:

@@ -2,8 +2,9 @@
 
 A worker joins the ``torch.distributed`` group once, then loops: receive a job (an importable
 function and its arguments), run it with a :class:`~edu_parallel.engine.context.RankContext`, send
-back the result and the recorded events. It publishes its current step in shared memory so the
-parent can say where a hung or dead rank was. It ignores SIGINT (the parent handles Ctrl-C) and dies
+back the result and the recorded events. It publishes its current step, and how far its job is,
+in shared memory (``status.py``) so the parent can say where a hung or dead rank was and draw
+progress. It ignores SIGINT (the parent handles Ctrl-C) and dies
 with its parent, and so does what its jobs started (its own process group: PR_SET_PDEATHSIG and a
 watching thread, :func:`~edu_parallel.engine.lifetime.end_group_with_parent`; end-of-file on its
 pipe everywhere).
@@ -29,9 +30,8 @@ import torch.distributed as dist
 from .context import RankContext, Tracer, rank_output
 from .lifetime import end_group_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
+from .status import read_status, write_progress, write_status
 
-STATUS_BYTES = 160  # per rank, in the shared status buffer: the text, then a counter
-STATUS_TEXT = STATUS_BYTES - 8  # the text's bytes (NUL-terminated); the last 8 count the writes
 PROBE_SIGNAL = signal.SIGUSR1  # "which line are you running?", sent to a rank that hangs
 _LIBRARY = (  # where a probed frame is not the caller's own code
     os.path.dirname(os.path.dirname(__file__)) + os.sep,  # edu_parallel/
@@ -44,30 +44,6 @@ _LIBRARY = (  # where a probed frame is not the caller's own code
 def loopback_interface() -> str:
     """Name of the loopback interface, for GLOO_SOCKET_IFNAME (gloo then binds 127.0.0.1 only)."""
     return "lo0" if sys.platform == "darwin" else "lo"
-
-
-def write_status(buf: Any, rank: int, text: str) -> None:
-    """Publish ``text`` as rank ``rank``'s status and count one beat (:func:`read_beats`): each
-    slot is the text, NUL-terminated, then an 8-byte counter of the writes, the rank's pulse."""
-    data = text.encode("utf-8", "replace")[: STATUS_TEXT - 1]
-    start = rank * STATUS_BYTES
-    buf[start : start + len(data) + 1] = data + b"\0"
-    beats = int.from_bytes(bytes(buf[start + STATUS_TEXT : start + STATUS_BYTES]), "little")
-    buf[start + STATUS_TEXT : start + STATUS_BYTES] = ((beats + 1) % (1 << 63)).to_bytes(
-        8, "little"
-    )
-
-
-def read_status(buf: Any, rank: int) -> str:
-    raw = bytes(buf[rank * STATUS_BYTES : rank * STATUS_BYTES + STATUS_TEXT])
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-
-
-def read_beats(buf: Any, rank: int) -> int:
-    """How many times rank ``rank`` has published a status (a step, a message, a collective): a
-    value that changes is a rank making progress (the cluster's watchdog reads it)."""
-    start = rank * STATUS_BYTES + STATUS_TEXT
-    return int.from_bytes(bytes(buf[start : start + 8]), "little")
 
 
 def user_frame(frame: FrameType | None) -> str:
@@ -166,7 +142,8 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
 
 def _tracer(rank: int, status: Any, job: Job) -> Tracer:
     publish = lambda text: write_status(status, rank, text)  # noqa: E731
-    return Tracer(rank, job.t0, job.trace, job.snapshot_limit, publish)
+    progress = lambda done, total: write_progress(status, rank, done, total)  # noqa: E731
+    return Tracer(rank, job.t0, job.trace, job.snapshot_limit, publish, progress)
 
 
 def _send_result(conn: Any, status: Any, job: Job, ctx: RankContext) -> None:
