@@ -114,6 +114,7 @@ def async_server(ctx: RankContext, config: AsyncConfig) -> dict[str, Any]:
         record_apply(ctx, start, update, [[w, t, server.pulled[w]]], server.version)
         server.version += 1
         server.reply(w, stop=update == budget)
+        ctx.progress(update, budget)
     return server.finish()
 
 
@@ -143,6 +144,7 @@ def backup_server(ctx: RankContext, config: AsyncConfig) -> dict[str, Any]:
         for kw, _, _ in kept:
             server.reply(kw, stop=step == config.steps)
         kept.clear()
+        ctx.progress(step, config.steps)
         step += 1
     return server.finish()
 

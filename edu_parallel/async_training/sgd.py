@@ -159,6 +159,7 @@ def sync_sgd(ctx: RankContext, config: AsyncConfig) -> dict[str, Any]:
         apply(params, g, config.lr)
         record_apply(ctx, start, t, [[r, t, t - 1] for r in range(config.workers)], t - 1)
         ctx.mark(STEP_END_MARK, step=t)
+        ctx.progress(t, config.steps)
     return {"params": flat_params(params)}
 
 
@@ -177,4 +178,5 @@ def local_sgd(ctx: RankContext, config: AsyncConfig) -> dict[str, Any]:
             ring_mean(ctx, flat, t, AVERAGE, AVERAGE)
             load(params, flat)
         ctx.mark(STEP_END_MARK, step=t)
+        ctx.progress(t, config.steps)
     return {"params": flat_params(params)}

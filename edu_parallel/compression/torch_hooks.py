@@ -61,5 +61,6 @@ def torch_hook_run(ctx: RankContext, config: CompressConfig) -> dict[str, Any]:
         loss.backward()
         sgd_step(params, config.lr)
         losses.append(float(loss.detach()))
+        ctx.progress(step, config.steps)
     final = torch.cat([p.detach().reshape(-1) for p in params])
     return {"params": final, "losses": losses}

@@ -151,6 +151,7 @@ def train_ddp(ctx: RankContext, config: DdpConfig, hook: CommHook | None = None)
             with ctx.compute("optimizer", step=step, phase="optimizer"):
                 sgd_step(list(params.values()), config.lr)
             ctx.mark(STEP_END_MARK, step=step)
+            ctx.progress(step, config.steps)
             if scored:
                 with ctx.tracer.paused():
                     evals.append(evaluate(model))

@@ -65,6 +65,7 @@ def torch_ddp_run(ctx: RankContext, config: DdpConfig) -> dict[str, Any]:
         grads = torch.cat([p.grad.reshape(-1) for _, p in trained_params(model)])
         sgd_step(params, config.lr)
         times.append(ctx.tracer.now() - start)
+        ctx.progress(step, max(config.steps, 3))
         if step == 1:
             out["grads1"] = grads
         if step == config.steps:

@@ -99,7 +99,8 @@ def _pipeline(
     nxt = dims.rank_of(stage + 1, c["dp"], c["tp"]) if stage < p - 1 else None
     stash: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
     sends, loss = [], 0.0
-    for action in make_schedule("1f1b", p, m_count).orders()[stage]:
+    order = make_schedule("1f1b", p, m_count).orders()[stage]
+    for done, action in enumerate(order, 1):
         m = action.microbatch
         rows = slice(first_row + m * mb, first_row + (m + 1) * mb)
         if action.kind == "F":
@@ -131,6 +132,7 @@ def _pipeline(
             if prev is not None:
                 tag = 1 + m_count + m
                 sends.append(ctx.isend(inp.grad, prev, tag=tag, step=STEP, phase="backward"))
+        ctx.progress(done, len(order))
     ctx.wait_all(sends)
     return loss
 

@@ -198,9 +198,10 @@ def pipeline_job(ctx: RankContext, config: PipelineConfig | str, *sizes: int) ->
         }
     rp = _RankPipeline(ctx, sched, layers, hidden, microbatch_size, seed)
     start = ctx.tracer.now()
-    for action in sched.actions[ctx.rank]:
+    for slot, action in enumerate(row := sched.actions[ctx.rank], 1):
         if action is not None:  # None: an idle slot (the bubble)
             rp.run(action)
+        ctx.progress(slot, len(row))
     ctx.wait_all(rp.sends)
     end = ctx.tracer.now()
     if rp.stash:

@@ -178,6 +178,7 @@ def fsdp_job(ctx: RankContext, config: FsdpConfig) -> dict[str, Any]:
             with record_function(f"edu_parallel::optimizer {step}"):
                 opt.step()  # Adam on the local fp32 shards: no communication
                 opt.zero_grad()
+            ctx.progress(step, steps)
     trace_profile(ctx, prof.function_events, t_clock)
     with ctx.tracer.paused():  # untraced: gather the full fp32 params for checking
         flat = [p.full_tensor().detach().flatten() for p in model.parameters()]  # W1, b1, W2, ...

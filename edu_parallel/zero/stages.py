@@ -183,6 +183,7 @@ def train_stage(ctx: RankContext, config: ZeroConfig, stage: int | None = None) 
         else:
             param16.copy_(master)  # stage 0: (Psi,); stage 3: own (S,) shard only
         ctx.mark(STEP_END_MARK, step=step)
+        ctx.progress(step, steps)
     with ctx.tracer.paused():  # untraced: collect the result for checking
         full_master = torch.empty(p, dtype=MASTER_DTYPE)
         if stage >= 1:
