@@ -4,10 +4,17 @@ stderr, and nothing on a pipe."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 import time
 
 import pytest
+from helpers import LOCALE_VARS, ROOT, cli
 
 from edu_parallel import Cluster, WorkerError
 from edu_parallel.engine import demos
@@ -109,3 +116,88 @@ def test_the_slowest_ranks_steps_add_up_over_a_jobs_loops():
     watch.poll()
     watch.finish()
     assert seen == [(2, 5), (4, 5), (5, 10), (6, 10), (10, 10)]
+
+
+def _pty_run(*args: str, lang: str) -> tuple[int, str, str]:
+    """``edu-parallel *args`` with stderr on a pseudo-terminal of 100 columns (a user's
+    terminal) and stdout on a pipe: its status, stdout and what the terminal showed."""
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in LOCALE_VARS}
+    env["EDU_PARALLEL_LANG"] = lang
+    child = subprocess.Popen(
+        [sys.executable, "-m", "edu_parallel", *args],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        cwd=ROOT,
+        env=env,
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    out = child.stdout.read().decode()
+    return child.wait(120), out, shown.decode()  # a hang guard
+
+
+@pytest.mark.parametrize(
+    "lang, desc", [("en", "steps (slowest rank): 100%"), ("zh", "步数（最慢的 rank）: 100%")]
+)
+def test_the_command_line_draws_one_bar_on_a_terminal(lang, desc):
+    code, out, shown = _pty_run("run", "async", "--world-size", "2", "--steps", "4", lang=lang)
+    assert code == 0, shown
+    assert desc in shown and "4/4" in shown, shown
+    assert shown.count("\n") == 1  # one bar, rewritten in place, ended by its newline
+    assert "Traceback" not in shown and out  # the report on stdout
+
+
+def test_a_pipe_gets_no_bar():
+    out = cli("run", "async", "--world-size", "2", "--steps", "4")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+
+
+class FailingCluster:
+    """A cluster whose job says one step of five, then a rank raises."""
+
+    def __init__(self, dims, *args, progress=None, **kwargs):
+        self.world_size, self.backend, self.timeout, self.progress = 2, "gloo", 30.0, progress
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def run(self, fn, *args, **kwargs):
+        self.progress(1, 5)
+        raise WorkerError("rank 1 raised during job sync_sgd, at: step 2: RuntimeError: boom", 1)
+
+
+class RecordingBar:
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def __call__(self, done, total, label=""):
+        self.calls.append((done, total))
+
+    def close(self):
+        self.calls.append("closed")
+
+
+def test_a_run_that_fails_closes_its_bar_before_its_one_line_error(monkeypatch, capsys):
+    from edu_parallel.app import cli as cli_module
+
+    bar = RecordingBar()
+    monkeypatch.setattr(cli_module, "run_bar", lambda: bar)
+    monkeypatch.setattr(cli_module.engine, "Cluster", FailingCluster)
+    assert cli_module.main(["run", "async", "--world-size", "2", "--steps", "4"]) == 2
+    assert bar.calls == [(1, 5), "closed"]
+    err = capsys.readouterr().err
+    assert err.startswith("error: rank 1 raised") and err.count("\n") == 1, err

@@ -112,12 +112,17 @@ def _run(a: argparse.Namespace) -> int:
     # option); the executor, the runner and the ranks receive them and trust them.
     launched = int(os.environ["WORLD_SIZE"]) if torchrun else None
     dims, spec = concept.prepare(a, launched)
+    bar = None if torchrun else run_bar()
     if torchrun:
         executor = engine.TorchrunExecutor(a.backend, a.timeout, dims)
     else:
-        executor = engine.Cluster(dims, a.backend, timeout=a.timeout, watchdog=True)
-    with executor:
-        report = concept.run(executor, spec)
+        executor = engine.Cluster(dims, a.backend, timeout=a.timeout, watchdog=True, progress=bar)
+    try:
+        with executor:
+            report = concept.run(executor, spec)
+    finally:
+        if bar is not None:  # a run that failed: its bar ends where it stood, before the error
+            bar.close()
     if report is None:  # a non-zero rank under torchrun
         return 0
     if a.json:  # the result first: a file that fails to write below does not lose it
@@ -140,6 +145,12 @@ def _run(a: argparse.Namespace) -> int:
             if path:
                 print(f"{label}: {path}")
     return 0 if getattr(report, "matches_builtin", True) else 1
+
+
+def run_bar() -> comm.ProgressBar:
+    """The bar a local run draws on stderr while its ranks step: the slowest rank's
+    ``ctx.progress``; nothing where stderr is not a terminal (a pipe, a log, a test)."""
+    return comm.ProgressBar(_("steps (slowest rank)"), unit=_("step"), disable=None)
 
 
 def _bench(a: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ _LAZY = {
     "check_collectives": "bench",
     "format_bench": "bench",
     "progress_bar": "bench",
+    "ProgressBar": "bench",
     "size_sweep": "bench",
     "time_allreduce": "bench_jobs",
     "ping_pong": "bench_jobs",

@@ -62,21 +62,42 @@ def size_sweep(
 class ProgressBar:
     """A ``(done, total, label)`` callback that draws one ``tqdm.auto`` bar per sweep: a widget in
     Jupyter, a line rewritten in place in a terminal (``out``: its stream, default stderr). The bar
-    starts at the first call and closes when ``done == total``; the next call starts a new one."""
+    starts at the first call and closes when ``done == total``; the next call starts a new one.
+    ``unit``: what it counts; ``disable``: tqdm's (None: no bar unless ``out`` is a terminal)."""
 
-    def __init__(self, desc: str, out: TextIO | None = None):
-        self.desc, self.out = desc, out
+    def __init__(
+        self,
+        desc: str,
+        out: TextIO | None = None,
+        *,
+        unit: str = "run",
+        disable: bool | None = False,
+    ):
+        self.desc, self.out, self.unit, self.disable = desc, out, unit, disable
         self.bar: Any = None
 
-    def __call__(self, done: int, total: int, label: str) -> None:
+    def __call__(self, done: int, total: int, label: str = "") -> None:
         from tqdm.auto import tqdm
 
         if self.bar is None:
-            self.bar = tqdm(total=total, desc=self.desc, file=self.out, leave=True, unit="run")
-        self.bar.n = done
+            self.bar = tqdm(
+                total=total,
+                initial=done,  # its rate counts from here
+                desc=self.desc,
+                file=self.out,
+                leave=True,
+                unit=self.unit,
+                disable=self.disable,
+            )
+        self.bar.total, self.bar.n = total, done
         self.bar.set_postfix_str(label, refresh=False)
         self.bar.refresh()
         if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """Close the bar now, where it stands (a run that failed), if one is open."""
+        if self.bar is not None:
             self.bar.close()
             self.bar = None
 
