@@ -7,6 +7,8 @@
 * ``model.py``: weights, the layer under TP (``f``/``g``), the one-process reference;
 * ``step.py``: one rank's step: its stage's layers, 1F1B across stages, DP all-reduce or ZeRO-1;
 * ``measure.py``: per rank from the trace: memory, bytes and messages per group type, idle;
+* ``memory.py``: what a step holds per rank and in the calling process, from the ``Run3D`` and
+  what one layer saves (the command line refuses what this machine cannot hold);
 * ``report.py``: :func:`run_3d` builds the ``Run3D``, :func:`execute_3d` runs it (trusted) and
   checks it against one process and the planner;
 * ``tables.py``: per-rank and per-layout DataFrames (:func:`ranks_table`, :func:`layouts_table`).
@@ -25,6 +27,8 @@ _LAZY = {
     "LAYOUTS": "config",
     "model_shape": "config",
     "mesh_groups": "mesh",
+    "bytes_per_rank": "memory",
+    "reference_bytes": "memory",
     "reference_step": "model",
     "step_job": "step",
     "GROUP_TYPES": "measure",

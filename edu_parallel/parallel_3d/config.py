@@ -42,7 +42,6 @@ from ..core.errors import (
     spelling,
 )
 from ..core.i18n import _
-from ..core.units import format_bytes
 from ..expert_parallel.formulas import MAX_EXPERTS
 from ..memory.presets import ModelShape
 
@@ -53,9 +52,11 @@ ZERO_STAGES_RUN: tuple[int, ...] = get_args(ZeroStage)
 # What a step on a few CPU ranks runs in seconds: layers, hidden size (and heads), sequences
 # per batch, tokens per sequence.
 MAX_LAYERS, MAX_HIDDEN, MAX_BATCH, MAX_SEQ = 32, 128, 256, 256
-# b s L (4h + a s): what the one-process reference saves for its backward (every layer's MLP
-# activations and attention scores), 512 MiB in float32 at the limit; the largest of each option
-# together were 3.2e9 (13 GiB) and a run of them was OOM-killed at 23 GiB on a 24 GiB machine
+# b s L (4h + a s): a step's work (its MLP and attention, token by token and layer by layer),
+# bounded so that the largest accepted step runs in seconds (about 22 s on 16 ranks of 2 cores);
+# the largest of each option together were 3.2e9. What a step holds is estimated apart, from
+# what a layer saves (parallel_3d/memory.py: about 16 h elements a token and layer), and checked
+# against this machine's free memory.
 MAX_SAVED_ELEMENTS = 1 << 27
 STEP = 0
 # The layouts the issue asks for, as (dp, tp, pp, ep) on 8 ranks.
@@ -127,10 +128,10 @@ class Config3D(Checked):
                 names = ("batch", "seq", "layers")
                 named = " x ".join(spelling(n) for n in names) + " x (4 hidden + heads seq)"
                 valid = _(
-                    "at most {limit:,}: the one-process reference keeps every layer's MLP"
-                    " activations (4h per token) and attention scores (a s per token) of the"
-                    " whole batch for its backward, {need} in float32"
-                ).format(limit=MAX_SAVED_ELEMENTS, need=format_bytes(saved * ITEMSIZE))
+                    "at most {limit:,}: tokens x layers x (4h + a s), the work of a step that a"
+                    " few CPU ranks and its one-process reference finish in seconds (what it"
+                    " would hold is checked against this machine's memory apart)"
+                ).format(limit=MAX_SAVED_ELEMENTS)
                 p.add(bad_value(named, saved, valid))
         if self.microbatches is not None:
             self._field(p, "microbatches", check_int, 1, MAX_BATCH)

@@ -18,6 +18,7 @@ import math
 from dataclasses import fields
 
 from ... import parallel_3d
+from ...comm.memory import check_need
 from ...core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ...core.errors import bad_value
 from ...core.i18n import N_, _
@@ -75,6 +76,12 @@ def _setup(a: argparse.Namespace, launched: int | None) -> tuple[ParallelDims, R
     world, limit = (_world_size(a), MAX_LOCAL_WORLD_SIZE) if launched is None else (launched, None)
     dims = config.dims(world, a.dp, a.tp, a.pp, a.ep, max_world_size=limit)
     run = Run3D(dims, config)
+    if launched is None:  # under torchrun the launcher placed the ranks already
+        options = ", ".join(
+            f"--{name}={getattr(config, name)}" for name in ("layers", "hidden", "batch", "seq")
+        )
+        need = parallel_3d.bytes_per_rank(run)  # loads torch: it counts what a layer saves
+        check_need(need, dims.world_size, parallel_3d.reference_bytes(run), options)
     return run.dims, run
 
 
