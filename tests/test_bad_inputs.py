@@ -460,17 +460,19 @@ def receives_into_a_larger_buffer(ctx) -> float:
     return float(buf.sum())
 
 
-def test_a_message_received_into_a_buffer_of_another_size_is_named():
+@pytest.mark.parametrize("trace", [True, False], ids=["traced", "untraced"])
+def test_a_message_received_into_a_buffer_of_another_size_is_named(trace):
     from edu_parallel.engine.matching import MessageSizeError
 
     with Cluster(2, timeout=20) as c:
         with pytest.raises(MessageSizeError) as info:
-            c.run(receives_into_a_larger_buffer)
+            c.run(receives_into_a_larger_buffer, trace=trace)
         assert (info.value.rank, info.value.step) == (1, 3)
         assert str(info.value).startswith(
             "rank 1 received a message of 64 B from rank 0 at step 3 into a buffer of 128 B"
         )
-        assert c.run(demos.empty).results == [None, None]  # the cluster goes on
+        out = c.run(demos.empty, trace=trace)  # the cluster goes on
+        assert out.results == [None, None] and out.trace.events == []
 
 
 def start_a_cluster(ctx) -> None:

@@ -302,7 +302,8 @@ def _where(what: str, peer: int | None, step: int | None, phase: str | None) -> 
 
 def rank_output(ctx: RankContext, result: Any) -> RankOutput:
     """A job's return value (tensors detached and moved to the CPU) with the rank's record."""
-    return RankOutput(to_cpu(result), ctx.tracer.events, ctx.tracer.snapshots)
+    tracer = ctx.tracer
+    return RankOutput(to_cpu(result), tracer.events, tracer.snapshots, tracer.messages)
 
 
 def to_cpu(obj: Any) -> Any:

@@ -40,12 +40,15 @@ class RunResult:
     ) -> RunResult:
         """Join the ranks' outputs, in rank order, into one result list and one trace; raise
         :class:`~edu_parallel.engine.matching.MessageSizeError` when the trace shows a receive of
-        another size than its message (gloo completes it silently: a wrong answer)."""
+        another size than its message (gloo completes it silently: a wrong answer), traced or not
+        (an untraced job keeps its sends and receives for this alone)."""
         trace = Trace(meta=dict(meta))
         for out in outputs:
             trace.events.extend(out.events)
             trace.snapshots.extend(out.snapshots)
-        mismatch = first_size_mismatch(trace.events)
+        mismatch = first_size_mismatch(
+            [*trace.events, *(m for out in outputs for m in out.messages)]
+        )
         if mismatch is not None:
             raise mismatch
         return cls([out.result for out in outputs], trace, wall_s, job_id)

@@ -8,7 +8,7 @@ dataclass pickled whole: a field is read by name, never by position.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.trace import Event, Snapshot
@@ -54,6 +54,10 @@ class RankOutput:
     result: Any
     events: list[Event]
     snapshots: list[Snapshot]
+    messages: list[Event] = field(default_factory=list)
+    """An untraced job's sends and receives, kept only to match their sizes after the job
+    (:func:`~edu_parallel.engine.matching.first_size_mismatch`); a traced job's are in
+    ``events``."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ class Tracer:
         self.snapshot_limit = snapshot_limit
         self.events: list[Event] = []
         self.snapshots: list[Snapshot] = []
+        # an untraced job still keeps its sends and receives, to match their sizes after it
+        self.messages: list[Event] = []
+        self._untraced = not enabled
         self._status = status
         self._progress = progress
         self.step: int | None = None  # the current ``RankContext.step`` block, if any
@@ -57,6 +60,8 @@ class Tracer:
     def add(self, event: Event) -> Event:
         if self.enabled:
             self.events.append(event)
+        elif self._untraced and event.kind in ("send", "recv"):  # not a paused block's
+            self.messages.append(event)
         return event
 
     def snapshot(self, step: int, phase: str | None, tensor: torch.Tensor) -> None:
