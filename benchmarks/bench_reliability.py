@@ -60,7 +60,8 @@ def table_counts() -> list[tuple[str, int, int]]:
             group = GROUPS.get(case.get("name", "").split("[")[0], "other")
             tried[group] += 1
             passed[group] += not any(c.tag in ("failure", "error") for c in case)
-    return [(g, tried[g], passed[g]) for g in [*GROUPS.values(), "other"] if tried[g]]
+    groups = dict.fromkeys([*GROUPS.values(), "other"])  # a group once, in order
+    return [(g, tried[g], passed[g]) for g in groups if tried[g]]
 
 
 def fault_times() -> list[tuple[str, float, str]]:
