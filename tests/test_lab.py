@@ -175,6 +175,16 @@ def test_lab_serves_the_lessons_only_with_the_token(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(base, timeout=10)
         assert info.value.code == 403
+        # the page the learner opens: no "get notified about official Jupyter news?" prompt
+        page = f"http://127.0.0.1:{port}/lab?token={token}"
+        with urllib.request.urlopen(page, timeout=10) as r:
+            html = r.read().decode()
+        data = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', html, re.S)
+        assert data, html[:2000]
+        config = json.loads(data.group(1))
+        assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
+        news = _get_json(f"http://127.0.0.1:{port}/lab/api/news?token={token}")
+        assert news["news"] == []  # no feed fetched
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

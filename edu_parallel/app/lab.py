@@ -6,6 +6,12 @@ token). The lessons open from a workspace (``~/edu-parallel-course`` or ``--dir`
 course leaves both as they were. The lab opens on the course index, in English or, with
 ``--lang zh``, on ``zh/index.ipynb`` with the package's messages in Chinese in every kernel
 (``EDU_PARALLEL_LANG=zh``); without ``--lang`` the environment and the locale decide.
+
+The lab asks nothing and calls nowhere: JupyterLab's "get notified about official Jupyter news?"
+prompt is its ``announcements`` plugin, disabled by this package's page config
+(:data:`LAB_CONFIG`, one more folder on ``JUPYTER_CONFIG_PATH``, the learner's own settings
+untouched), and the server fetches no news feed and checks for no update (JupyterLab's
+``news_url`` and ``check_for_updates_class``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
 from .course.lessons import INDEX
 from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
+
+# labconfig/page_config.json: the JupyterLab plugins this lab disables (the news prompt)
+LAB_CONFIG = Path(__file__).resolve().parent / "jupyter_config"
 
 
 def lessons_source() -> Path:
@@ -64,6 +73,8 @@ def lab_command(
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={root_dir}",
         "--ServerApp.allow_remote_access=False",
+        "--LabApp.news_url=None",  # no news feed fetched (the prompt is disabled: LAB_CONFIG)
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     page = start_page(lang) if (root_dir / start_page(lang)).exists() else INDEX
     if (root_dir / page).exists():
@@ -95,13 +106,21 @@ def run_lab(
     chosen = get_language() if lang is None else normalize_language(lang, "lang")
     report = prepare_lessons(dest, reset)  # checks the folder and the names before copying
     cmd = lab_command(report.folder, port, no_browser, chosen)
-    env = dict(os.environ)
+    env = lab_environment(dict(os.environ))
     if lang is not None:
         env[LANG_VAR] = chosen  # the kernels' language: quizzes, figures, messages
     if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
         del env["JUPYTER_TOKEN"]
     print("\n".join(report.lines()), flush=True)
     return run_child(cmd, env)
+
+
+def lab_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with :data:`LAB_CONFIG` first on ``JUPYTER_CONFIG_PATH`` (its page config disables
+    the news prompt; the folders the learner set stay after it)."""
+    extra = env.get("JUPYTER_CONFIG_PATH")
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(LAB_CONFIG), *([extra] if extra else [])])
+    return env
 
 
 def _die_with_us() -> None:
