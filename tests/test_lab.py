@@ -16,6 +16,7 @@ from helpers import child_pids, cli, free_port
 
 from edu_parallel.app.lab import lab_command, lessons_source, prepare_lessons
 from edu_parallel.app.workspace import resolve_reset, sync_workspace
+from edu_parallel.core.i18n import language
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -256,3 +257,23 @@ def test_a_bad_lab_argument_is_refused_before_anything_is_copied(tmp_path, args,
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not dest.exists()
+
+
+def test_a_machine_without_a_chinese_font_is_told_what_to_install(monkeypatch):
+    from edu_parallel.app import fonts
+
+    monkeypatch.setattr(fonts.subprocess, "run", lambda *a, **k: _Listed(""))
+    monkeypatch.setattr(fonts.shutil, "which", lambda name: "/usr/bin/fc-list")
+    note = fonts.cjk_font_note()
+    assert note is not None and "sudo apt install fonts-noto-cjk" in note and "\n" not in note
+    with language("zh"):
+        assert fonts.cjk_font_note().startswith("提示：")
+    monkeypatch.setattr(fonts.subprocess, "run", lambda *a, **k: _Listed("Noto Sans CJK SC\n"))
+    assert fonts.cjk_font_note() is None
+    monkeypatch.setattr(fonts.shutil, "which", lambda name: None)  # macOS, Windows: not asked
+    assert fonts.has_cjk_font() is None and fonts.cjk_font_note() is None
+
+
+class _Listed:
+    def __init__(self, stdout: str):
+        self.stdout = stdout

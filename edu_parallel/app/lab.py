@@ -28,6 +28,7 @@ from ..core.errors import check_int
 from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
 from .course.lessons import INDEX
+from .fonts import cjk_font_note
 from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
 
 # labconfig/page_config.json: the JupyterLab plugins this lab disables (the news prompt)
@@ -111,7 +112,8 @@ def run_lab(
         env[LANG_VAR] = chosen  # the kernels' language: quizzes, figures, messages
     if not env.get("JUPYTER_TOKEN", "x"):  # an empty token would turn authentication off
         del env["JUPYTER_TOKEN"]
-    print("\n".join(report.lines()), flush=True)
+    note = cjk_font_note()
+    print("\n".join(report.lines() + ([note] if note else [])), flush=True)
     return run_child(cmd, env)
 
 
