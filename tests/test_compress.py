@@ -20,6 +20,7 @@ from edu_parallel.compression import (
     bytes_by_world_size,
     run_compress,
     run_compress_config,
+    summary_table,
     sweep,
     sweep_compress,
     what_if,
@@ -44,6 +45,7 @@ from edu_parallel.compression.powersgd import compressible, orthogonalize
 from edu_parallel.compression.report import COMPARE_STEPS, TORCH_RTOL, compress_job, make_hook
 from edu_parallel.compression.sweep import SWEEP
 from edu_parallel.core.dims import ParallelDims
+from edu_parallel.core.i18n import language
 from edu_parallel.core.schema import COMPRESS_MARK, GRAD_SYNC
 from edu_parallel.data_parallel import run_ddp
 from edu_parallel.data_parallel.config import DdpConfig
@@ -315,6 +317,15 @@ def test_bytes_and_messages_counted_equal_the_formulas(cluster4, options):
         0 if c.method == "none" else 4 * (3 - (c.start_step if c.method == "powersgd" else 0))
     )
     assert len(marks) == expected_marks
+
+
+def test_a_target_never_reached_reads_as_words_not_nan(cluster4):
+    short = run_compress(cluster4, steps=2, compare_torch=False)  # 2 steps: far from the target
+    assert short.steps_to_target is None
+    column = summary_table([short])["steps to target"]
+    assert list(column) == ["not within 2 steps"]
+    with language("zh"):
+        assert list(summary_table([short])["steps to target"]) == ["2 步内未达到"]
 
 
 def test_top_k_bytes_grow_with_n_and_all_reduce_bytes_do_not(cluster4):

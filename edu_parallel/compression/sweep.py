@@ -78,7 +78,11 @@ def summary_table(reports: Sequence[CompressReport]) -> pd.DataFrame:
             "compress ms/step": r.compress_s_per_step * 1e3,
             "final accuracy": r.final_accuracy,
             "held-out loss": r.final_loss,
-            "steps to target": r.steps_to_target,
+            "steps to target": (  # an int, or the words: never a NaN that reads as a number
+                r.steps_to_target
+                if r.steps_to_target is not None
+                else _("not within {steps} steps").format(steps=r.config.steps)
+            ),
             "equals torch's hook": {True: "yes", False: "NO", None: "-"}[r.matches_torch_hook],
         }
         for r in reports
