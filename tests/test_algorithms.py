@@ -9,11 +9,14 @@ from collections import Counter
 import numpy as np
 import pytest
 from helpers import cli
+from wcwidth import wcswidth
 
 from edu_parallel import run_allreduce
 from edu_parallel.app.cli import main
 from edu_parallel.comm.allreduce import format_report
 from edu_parallel.comm.compare import cluster_traffic_runner
+from edu_parallel.core.i18n import language
+from edu_parallel.core.shown import MAX_TEXT_COLUMNS
 from edu_parallel.models.simulation import expected_result, plan_events, simulate
 from edu_parallel.models.traffic import format_traffic_table, simulated_runner, traffic_table
 from edu_parallel.plans.algorithms import ALGOS, build_plan, formula_bytes
@@ -310,6 +313,22 @@ def test_eight_ranks_all_algorithms_and_the_bottlenecks(cluster8):
     }
     text = format_traffic_table(rows + traffic_table(["rabenseifner"], [6], d))
     assert "double-tree" in text and "n/a: world_size=6" in text and "7.000" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_traffic_table_fits_the_output_area_without_wrapping(lang):
+    """Lesson 04's table: 8 ranks per row once (every all-reduce receives what it sends: one
+    column), as many as fit where a row does not (two columns, then "...")."""
+    rows = traffic_table(ALGOS, [2, 4, 8, 16], 48 * 1024, simulated_runner())
+    lopsided = [{**rows[0], "recv": [2 * v for v in rows[0]["recv"]]}]  # one such row
+    for table, ranks in ((rows, 8), (rows + lopsided, 6)):
+        with language(lang):
+            text = format_traffic_table(table)
+        widths = [wcswidth(line) for line in text.splitlines()[:-1]]  # the legend is prose
+        assert max(widths) <= MAX_TEXT_COLUMNS, (lang, max(widths))
+        ring_8 = next(line for line in text.splitlines() if line.startswith("ring           8"))
+        assert ring_8.count("1.75") == 1 + ranks * (1 if table is rows else 2), ring_8
+        assert ("..." in ring_8) == (table is not rows)
 
 
 @pytest.mark.multiprocess

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
 from ..core.i18n import _
+from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
 from ..plans.algorithms import ALGOS, build_plan, formula_bytes
 from ..plans.plan import MAX_PLAN_RANKS, Plan
@@ -146,22 +147,33 @@ def _per_rank(values: list[int], d: int, limit: int) -> str:
 
 
 def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
-    """The table as text: per-rank bytes in units of D (the buffer), busiest rank, steps."""
-    head = (
-        f"{'algo':<13}{'N':>3}{'steps':>6}{'msgs':>5}{'busiest':>8}{'load/D':>8}  "
-        f"{'sent per rank / D':<{5 * max_ranks + 4}} recv per rank / D"
-    )
-    lines = [head, "-" * len(head)]
+    """The table as text: per-rank bytes in units of D (the buffer), busiest rank, steps; at
+    most :data:`~edu_parallel.core.shown.MAX_TEXT_COLUMNS` wide. Where every rank of every row
+    receives what it sends (each all-reduce here), one column shows both; else two, with as many
+    ranks as fit (then "...")."""
+    lead = f"{'algo':<13}{'N':>3}{'steps':>6}{'msgs':>5}{'busiest':>8}{'load/D':>8}  "
+    ok = [row for row in rows if row["supported"]]
+    symmetric = all(row["sent"] == row["recv"] for row in ok)
+    room = MAX_TEXT_COLUMNS - len(lead)
+    ranks = min(max_ranks, (room if symmetric else (room - 1) // 2) // 5 - 1)  # "x.xx " a rank
+    width = 5 * ranks + 4  # and " ..."
+    if symmetric:
+        head = lead + _("sent = received per rank / D")
+    else:
+        sent = _("sent per rank / D")
+        head = lead + f"{sent:<{width}} " + _("received per rank / D")
+    lines = [head, "-" * min(len(head), MAX_TEXT_COLUMNS)]
     for row in rows:
         if not row["supported"]:
             lines.append(f"{row['algo']:<13}{row['world_size']:>3}   n/a: {row['note']}")
             continue
         d = row["nbytes"]
+        cells = _per_rank(row["sent"], d, ranks)
+        if not symmetric:
+            cells = f"{cells:<{width}} {_per_rank(row['recv'], d, ranks)}"
         lines.append(
             f"{row['algo']:<13}{row['world_size']:>3}{row['steps']:>6}{row['max_messages']:>5}"
-            f"{'r' + str(row['busiest_rank']):>8}{row['busiest_over_d']:>8.3f}  "
-            f"{_per_rank(row['sent'], d, max_ranks):<{5 * max_ranks + 4}} "
-            f"{_per_rank(row['recv'], d, max_ranks)}"
+            f"{'r' + str(row['busiest_rank']):>8}{row['busiest_over_d']:>8.3f}  {cells}"
         )
     sources = sorted({row["source"] for row in rows if row["supported"]})
     lines.append(
