@@ -9,11 +9,14 @@ import re
 import pytest
 import torch
 from helpers import Recorder, cli, count_checks
+from wcwidth import wcswidth
 
 from edu_parallel.app.cli import build_parser
 from edu_parallel.app.concepts.registry import CONCEPTS
 from edu_parallel.core.dims import ParallelDims
+from edu_parallel.core.i18n import language
 from edu_parallel.core.metrics import ring_sent_bytes
+from edu_parallel.core.shown import MAX_TEXT_COLUMNS
 from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
 from edu_parallel.task.mlp import (
     adam_update,
@@ -72,6 +75,12 @@ def test_four_ranks(cluster4, stage: int) -> None:
     ops = {e.op for e in r.trace.events if e.kind == "collective"}
     assert ("all_reduce" in ops) == (stage == 0)
     assert r.comm_ratio_vs_dp == pytest.approx(1.5 if stage == 3 else 1.0)
+    for lang in ("en", "zh"):  # the report fits the output area, its columns line up
+        with language(lang):
+            lines = format_zero(r).splitlines()
+        assert max(wcswidth(line) for line in lines) <= MAX_TEXT_COLUMNS, lang
+        table = lines[lines.index("") + 1 : lines.index("") + 2 + n]
+        assert len({len(line) for line in table}) == 1 and table[0].startswith("rank"), table
 
 
 def test_stage3_gathers_twice_and_releases(cluster4) -> None:

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from wcwidth import wcswidth
 
 from ..core.errors import bad_value, check_choice
 from ..core.i18n import _
 from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
+from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..engine.executor import Executor
@@ -236,17 +238,24 @@ def format_zero(report: ZeroReport) -> str:
             padded=r.padded_numel,
             pad=r.padded_numel - r.psi,
         ),
-        _("{first};  {second};  {third}").format(first=ref, second=dp, third=tol),
-        "",
-        f"{'rank':>4} " + "".join(f"{c:>16}" for c in ZERO_CATEGORIES) + f"{'model state':>14}",
     ]
-    for k in range(n):
-        peaks = r.per_rank_peak_bytes_by_category[k]
-        lines.append(
-            f"{k:>4} "
-            + "".join(f"{peaks[c]:>16,}" for c in ZERO_CATEGORIES)
-            + f"{r.per_rank_peak_model_state_bytes[k]:>14,}"
-        )
+    checks = _("{first};  {second};  {third}").format(first=ref, second=dp, third=tol)
+    lines += [checks] if wcswidth(checks) <= MAX_TEXT_COLUMNS else [ref, dp, tol]
+    # one column per category, as wide as its name or its widest value: the table fits
+    total = "model state"
+    cells = [
+        [f"{r.per_rank_peak_bytes_by_category[k][c]:,}" for c in ZERO_CATEGORIES]
+        + [f"{r.per_rank_peak_model_state_bytes[k]:,}"]
+        for k in range(n)
+    ]
+    names = [*ZERO_CATEGORIES, total]
+    widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
+    lines += [
+        "",
+        f"{'rank':>4}" + "".join(f"  {c:>{w}}" for c, w in zip(names, widths, strict=True)),
+    ]
+    for k, row in enumerate(cells):
+        lines.append(f"{k:>4}" + "".join(f"  {v:>{w}}" for v, w in zip(row, widths, strict=True)))
     text = {0: "16 Psi", 1: "4 Psi + 12 Psi/N", 2: "2 Psi + 14 Psi/N", 3: "16 Psi/N"}[r.stage]
     lines.append(
         _(
