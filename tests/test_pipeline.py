@@ -2,14 +2,18 @@
 1F1B bounds the stash (ERRATA E2: O(M) -> O(P)), the trace shows every F/B/W and matched sends."""
 
 import json
+import re
 from collections import Counter
 
 import pytest
 import torch
 from helpers import Recorder, checked_names, count_checks, no_process_cluster
+from wcwidth import wcswidth
 
 from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
+from edu_parallel.core.i18n import language
+from edu_parallel.core.shown import MAX_TEXT_COLUMNS
 from edu_parallel.pipeline_parallel.builders import MAX_MICROBATCHES, build_schedule
 from edu_parallel.pipeline_parallel.config import PipelineConfig
 from edu_parallel.pipeline_parallel.execute import pipeline_job
@@ -19,7 +23,7 @@ from edu_parallel.pipeline_parallel.model import (
     reference_grads,
     stage_bounds,
 )
-from edu_parallel.pipeline_parallel.report import run_pipeline
+from edu_parallel.pipeline_parallel.report import format_pipeline, run_pipeline
 from edu_parallel.pipeline_parallel.schedule import Schedule
 from edu_parallel.pipeline_parallel.tables import bubble_table, comm_table
 from edu_parallel.pipeline_parallel.timing import (
@@ -318,3 +322,16 @@ def test_bubble_and_comm_tables_equal_the_runs_and_the_formulas(cluster4):
     longer = time_schedule(sched, 1.0, 2.0, t_comm=0.5).makespan
     assert comm.loc[0.5, "run longer by"] == longer - time_schedule(sched, 1.0, 2.0).makespan
     assert 0 < comm.loc[0.5, "run longer by"] < comm.loc[0.5, "transfer time"]  # mostly hidden
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_report_fits_the_output_area_and_its_grid_shows_every_action_once(cluster4, lang):
+    """Lesson 09: an interleaved grid of 58 time units continues below itself, never past
+    MAX_TEXT_COLUMNS (it was 231 columns wide, and wrapped mid-label)."""
+    report = run_pipeline(cluster4, "interleaved", stages=4, microbatches=8, chunks=2)
+    with language(lang):
+        text = format_pipeline(report)
+    assert max(wcswidth(line) for line in text.splitlines()) <= MAX_TEXT_COLUMNS
+    labels = re.findall(r"\b\d+[FBIW]\d+\b", text)
+    assert sorted(labels) == sorted(s.action.text() for s in report.timeline.spans)
+    assert "t = 29" in text  # the second block says where it starts

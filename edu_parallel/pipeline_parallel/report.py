@@ -25,10 +25,12 @@ cluster with :func:`~edu_parallel.pipeline_parallel.execute.pipeline_job`, and r
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.i18n import _
+from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
 from ..engine.executor import Executor
 from .config import PipelineConfig
@@ -248,7 +250,9 @@ def execute_pipeline(
 
 
 def _grid(timeline: Timeline, unit: float) -> list[str]:
-    """The retimed timeline as text: one row per rank, one cell per ``unit`` of time.
+    """The retimed timeline as text: one row per rank, one cell per ``unit`` of time, in blocks
+    of as many cells as fit :data:`~edu_parallel.core.shown.MAX_TEXT_COLUMNS` (a longer one
+    continues below, after a line naming its first time).
 
     An action longer than one unit shows its label, then ``-`` cells; ``.`` is an idle unit."""
     width = max(len(s.action.text()) for s in timeline.spans) + 1
@@ -262,8 +266,16 @@ def _grid(timeline: Timeline, unit: float) -> list[str]:
                 for c in range(first, min(max(last, first + 1), cols)):
                     label = s.action.text() if c == first else "-" * (width - 1)
                     cells[c] = label.ljust(width)
-        rows.append(f"r{r}  " + "".join(cells).rstrip())
-    return rows
+        rows.append(cells)
+    lead = max(len(f"r{r}  ") for r in range(timeline.num_ranks))
+    per_block = max(1, (MAX_TEXT_COLUMNS - lead) // width)
+    lines = []
+    for start in range(0, cols, per_block):
+        if start:  # a continuation: where in time it starts
+            lines.append(f"{'':<{lead}}t = {start * unit:g}")
+        for r, cells in enumerate(rows):
+            lines.append(f"{f'r{r}':<{lead}}" + "".join(cells[start : start + per_block]).rstrip())
+    return lines
 
 
 def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
@@ -314,11 +326,10 @@ def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
             formula=f"{report.bubble_relative_to_ideal_formula:.4f}",
         )
     )
-    lines.append(
-        _("formula: {formula}  [{source}; exact when {exact_when}]").format(
-            formula=f["formula"], source=f["source"], exact_when=f["exact_when"]
-        )
+    formula = _("formula: {formula}  [{source}; exact when {exact_when}]").format(
+        formula=f["formula"], source=f["source"], exact_when=f["exact_when"]
     )
+    lines += textwrap.wrap(formula, MAX_TEXT_COLUMNS, subsequent_indent="  ")
     lines.append("")
     lines.append(_("peak live microbatch activations per stage (counted during the run):"))
     lines.append(
