@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from html import escape as html_escape
 
 import pandas as pd
 import pytest
@@ -118,3 +119,16 @@ def test_landscape_wrapped_table_shows_chinese_headers() -> None:
     assert "硬件" in html and "开发方" in html
     with language("en"):
         assert "hardware" in wrapped(libraries_table()).to_html()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_shown_table_keeps_every_word_of_a_long_cell(lang) -> None:
+    """Lesson 13's frameworks table: pandas cut each cell past 50 characters to '...', the
+    citations too; a shown table (text and HTML) keeps them whole."""
+    with language(lang):
+        table = frameworks_table()
+        text, html = table.to_string() + repr(table), table._repr_html_()
+    cells = [str(v) for v in pd.DataFrame(table).to_numpy().ravel()]
+    assert max(len(c) for c in cells) > 50  # there is a long cell to keep
+    for cell in cells:
+        assert cell in text and html_escape(cell, quote=False) in html, cell[:60]

@@ -53,14 +53,21 @@ class ShownFrame(pd.DataFrame):
         plain.columns = plain.columns.set_names([tr(n) for n in plain.columns.names])
         return plain
 
+    # Shown whole: pandas cuts a cell past 50 characters to "...", and a table of prose (a
+    # citation, what a model leaves out) would lose the words the lesson sends the reader to.
+    # In the notebook's HTML a long cell wraps inside its column instead.
+
     def __repr__(self) -> str:
-        return repr(self.translated())
+        with pd.option_context("display.max_colwidth", None):
+            return repr(self.translated())
 
     def _repr_html_(self) -> str | None:
-        return self.translated()._repr_html_()
+        with pd.option_context("display.max_colwidth", None):
+            return self.translated()._repr_html_()
 
     def to_string(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
-        return self.translated().to_string(*args, **kwargs)
+        with pd.option_context("display.max_colwidth", None):
+            return self.translated().to_string(*args, **kwargs)
 
 
 def shown(
