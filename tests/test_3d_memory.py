@@ -11,13 +11,13 @@ not counted as the step's.
 from __future__ import annotations
 
 import pytest
-from test_pipeline_memory import ALLOWANCE, LIBC
+from test_pipeline_memory import ALLOWANCE
 
 from edu_parallel import Cluster
 from edu_parallel.app.cli import main
 from edu_parallel.comm import memory as comm_memory
 from edu_parallel.comm.allreduce import with_peak
-from edu_parallel.comm.memory import peak_reset, peak_resident_bytes, resident_bytes
+from edu_parallel.comm.memory import peak_reset, peak_resident_bytes, resident_bytes, trim_heap
 from edu_parallel.core.units import GIB, MIB
 from edu_parallel.parallel_3d import memory
 from edu_parallel.parallel_3d.config import Run3D
@@ -34,7 +34,6 @@ CASES = [  # (dp, tp, pp, ep), sizes
 
 def trimmed_peak_job(ctx, run: Run3D) -> int | None:
     """:func:`step_job` with this rank's peak measured from a trimmed heap."""
-    LIBC.malloc_trim(0)
     return with_peak(step_job, ctx, run)[1]
 
 
@@ -55,7 +54,7 @@ def test_a_3d_step_stays_within_its_bounds_on_the_ranks_and_here(layout, sizes):
     assert None not in peaks, "the ranks could not reset their high-water mark (not Linux?)"
     assert max(peaks) <= memory.bytes_per_rank(run) + ALLOWANCE, [p / MIB for p in peaks]
     reference_step(_small(*layout).config)
-    LIBC.malloc_trim(0)
+    trim_heap()
     assert peak_reset()
     before = resident_bytes()
     reference_step(run.config)

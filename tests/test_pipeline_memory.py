@@ -2,21 +2,18 @@
 the command line checks before any process starts (``pipeline_parallel.memory``; the largest
 accepted shape is refused on this CI's machine, with the figure, in ``tests/test_bad_inputs.py``).
 
-Each rank returns its freed heap to the system (``malloc_trim``), resets its resident high-water
-mark and reports its rise over the job, as the TP memory test does; the one-process reference is
-measured the same way in this process. Without the trim a job would reuse the pages an earlier
-job freed, and the measure would see less than the job holds.
+Each rank returns its freed heap to the system (``comm.memory.trim_heap``, in ``with_peak``),
+resets its resident high-water mark and reports its rise over the job, as the TP memory test
+does; the one-process reference is measured the same way in this process. Without the trim a job
+would reuse the pages an earlier job freed, and the measure would see less than the job holds.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import pytest
 
 from edu_parallel.comm.allreduce import with_peak
-from edu_parallel.comm.memory import peak_reset, peak_resident_bytes, resident_bytes
+from edu_parallel.comm.memory import peak_reset, peak_resident_bytes, resident_bytes, trim_heap
 from edu_parallel.core.units import MIB
 from edu_parallel.pipeline_parallel import memory as pipeline_memory
 from edu_parallel.pipeline_parallel.config import MAX_HIDDEN, MAX_LAYERS, PipelineConfig
@@ -24,7 +21,6 @@ from edu_parallel.pipeline_parallel.execute import pipeline_job
 from edu_parallel.pipeline_parallel.model import reference_grads
 
 ALLOWANCE = 16 * MIB  # per process, above the bound (page tables, the trace, gloo's buffers)
-LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
 
 SHAPES = [  # (schedule, chunks, microbatches, hidden, microbatch size, layers)
     ("gpipe", 1, 8, 1024, 256, 4),  # a few big tensors: the stash of every microbatch
@@ -35,10 +31,9 @@ SHAPES = [  # (schedule, chunks, microbatches, hidden, microbatch size, layers)
 
 
 def trimmed_peak_job(ctx, config: PipelineConfig) -> tuple[int | None, int]:
-    """:func:`pipeline_job` with this rank's peak measured from a trimmed heap (None where the
-    kernel cannot reset the mark), and what autograd saved at the worst moment."""
-    LIBC.malloc_trim(0)
-    out, peak = with_peak(pipeline_job, ctx, config)
+    """:func:`pipeline_job` with this rank's peak measured (None where the kernel cannot reset
+    the mark), and what autograd saved at the worst moment."""
+    out, peak = with_peak(pipeline_job, ctx, config)  # it trims the heap first
     return peak, out["peak_activation_bytes"]
 
 
@@ -54,7 +49,7 @@ def test_a_pipeline_run_stays_within_its_bounds_on_the_ranks_and_here(cluster2, 
         assert peak <= bounds[rank] + ALLOWANCE, (rank, peak / MIB, bounds[rank] / MIB)
         assert saved <= pipeline_memory.stash_peak_bytes(config, rank)
         assert peak >= saved  # the measure sees the stash
-    LIBC.malloc_trim(0)
+    trim_heap()
     assert peak_reset()
     before = resident_bytes()
     reference_grads(2 * chunks, layers, h, m, mb, config.seed)

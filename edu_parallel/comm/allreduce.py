@@ -39,7 +39,7 @@ from ..plans.algorithms import (
 )
 from ..plans.layout import SEGMENT_BYTES, chunk_bytes, plan_meta
 from ..plans.plan import Plan
-from .memory import check_fits, peak_reset, peak_resident_bytes, resident_bytes
+from .memory import check_fits, peak_reset, peak_resident_bytes, resident_bytes, trim_heap
 
 COMPARE_BLOCK = 1 << 16  # elements compared at a time: 512 KiB per float64 temporary
 
@@ -78,6 +78,7 @@ def with_peak(job: Callable[..., Any], ctx: RankContext, *args: Any) -> tuple[An
     minus the resident size at the start), with no scratch kept from an earlier job, so the job
     pays for all it holds; None where the kernel cannot reset the mark (not Linux)."""
     release_scratch()
+    trim_heap()
     measured = peak_reset()
     before = resident_bytes() if measured else 0
     out = job(ctx, *args)

@@ -18,6 +18,10 @@ A rank measures its peak as the rise of its resident set over the job: the kerne
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+import gc
 import os
 from pathlib import Path
 from typing import Any
@@ -142,6 +146,26 @@ def _status_bytes(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     raise OSError(f"{field} not in {_STATUS}")
+
+
+def trim_heap() -> None:
+    """Give back what this process freed, before a measure: collect garbage (a previous job's
+    tensors) and return the heap's free pages to the system (glibc's ``malloc_trim``; nothing
+    where there is none). Else a job reuses pages an earlier job freed and the measure sees less
+    than it holds, or a previous job's memory freed during this one lowers the rise."""
+    gc.collect()
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
 
 
 def peak_reset() -> bool:
