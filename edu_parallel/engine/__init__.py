@@ -12,7 +12,8 @@
 * ``worker.py`` and ``messages.py``: the worker process and what it says to the parent;
   ``status.py``: what each rank publishes in shared memory (its step, its pulse, its
   ``ctx.progress``), and ``progress.py``: the parent's reading of that progress;
-  ``platform.py``: the backend and the process start method this machine allows.
+  ``platform.py``: the backend and the process start method this machine allows;
+  ``autograd.py``: backward from a received gradient without torch's first-call import of sympy.
 
 Imports only ``core/`` and ``plans/``. Names load on first use (torch is imported then).
 """

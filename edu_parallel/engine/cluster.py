@@ -45,7 +45,7 @@ from ..core.i18n import _
 from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
 from .messages import Close, Done, Failed, Init, Job, Ready
-from .platform import resolve_backend, resolve_start_method, warm_parent
+from .platform import resolve_backend, resolve_start_method
 from .progress import Progress, ProgressWatch, watch_progress
 from .status import STATUS_BYTES, read_pulse, read_status, write_status
 from .store import make_store_dir, sweep_stale
@@ -146,8 +146,6 @@ class Cluster:
 
     def _start(self) -> None:
         t0 = time.perf_counter()
-        if self.start_method == "fork":
-            warm_parent()
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
         self._lines = ctx.RawArray("c", STATUS_BYTES * self.world_size)  # answers to a probe

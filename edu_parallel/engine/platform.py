@@ -1,6 +1,5 @@
 """How ranks start on this machine: the ``torch.distributed`` backend (NCCL with one GPU per rank,
-else gloo), the process start method (fork on Linux CPU, spawn where fork is unsafe), and the
-parent warmed once before a fork."""
+else gloo) and the process start method (fork on Linux CPU, spawn where fork is unsafe)."""
 
 from __future__ import annotations
 
@@ -53,21 +52,3 @@ def resolve_start_method(start_method: str, backend: str) -> str:
 
 def _cuda_initialized() -> bool:
     return bool(torch.cuda.is_initialized())
-
-
-_warm = False
-
-
-def warm_parent() -> None:
-    """Pay once, in the parent, for lazy imports that every forked rank would pay on its own.
-
-    The first ``tensor.backward(gradient)`` of a process imports torch's symbolic-shape helpers
-    (sympy, about 0.5 s). Four ranks doing that at once on two cores added about 1.5 s to the first
-    training job of a cluster (tensor parallelism, pipelines); done before the fork, the ranks
-    inherit it and share its memory.
-    """
-    global _warm
-    if not _warm:
-        _warm = True
-        x = torch.zeros(1, requires_grad=True)
-        (x * 1.0).backward(torch.ones(1))

@@ -29,6 +29,7 @@ from ..core.i18n import _
 from ..core.marks import off_diagonal_sent, traffic_matrix
 from ..core.schema import EXCHANGES
 from ..core.trace import Trace
+from ..engine.autograd import backward_from
 from ..engine.executor import Executor
 from .config import MoEConfig
 from .experts import MoEParams, init_moe, make_tokens
@@ -153,7 +154,7 @@ def run_moe_config(cluster: Executor, config: MoEConfig) -> MoEReport | None:
     grads: dict[str, float] = {}
     ok_grads = backward
     if backward:
-        (ref * dy).sum().backward()  # dL/dy = dy, as on the ranks
+        backward_from(ref, dy)  # as on the ranks
         pairs = {
             "dx": (torch.cat([r["dx"] for r in res]), x.grad),
             "router": (

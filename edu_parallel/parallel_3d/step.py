@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ..core.dims import ParallelDims
 from ..core.schema import ACTIVATIONS, GRAD_SYNC, GRADS, OPTIMIZER, STEP_END_MARK
+from ..engine.autograd import backward_from
 from ..engine.context import ALL_GATHER, REDUCE_SCATTER, RankContext
 from ..pipeline_parallel.builders import make_schedule
 from ..strategy_map.model import Holdings, SavedBytes
@@ -127,7 +128,7 @@ def _pipeline(
                 grad = torch.empty(shape, dtype=x.dtype, device=x.device)
                 ctx.recv(grad, nxt, tag=1 + m_count + m, step=STEP, phase="backward")
             with ctx.compute("B", step=STEP, phase="backward", chunk=m):
-                out.backward(grad)
+                backward_from(out, grad)
             ctx.memory(ACTIVATIONS, -nbytes, step=STEP, phase="backward")
             if prev is not None:
                 tag = 1 + m_count + m

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from ..core.schema import ACTIVATION
+from ..engine.autograd import grads_from
 from ..engine.context import RankContext
 from .config import PipelineConfig
 from .model import DTYPE, build_stages, make_batch, microbatch_loss
@@ -135,21 +136,21 @@ class _RankPipeline:
         st["grad_out"] = grad_out
         if s == 0:  # stage 0's input is data: no gradient to send
             return None
-        (g_in,) = torch.autograd.grad(st["out"], st["inp"], grad_out, retain_graph=True)
+        (g_in,) = grads_from(st["out"], [st["inp"]], grad_out, retain_graph=True)
         return g_in  # (mb, h) to stage s-1
 
     def _B(self, s: int, m: int, grad_out: torch.Tensor | None) -> torch.Tensor | None:
         st = self.stash[(s, m)]
         wants_input = s > 0  # stage 0's input is data: no gradient to send
         targets = ([st["inp"]] if wants_input else []) + self.params[s]
-        grads = torch.autograd.grad(st["out"], targets, grad_out)  # frees the graph
+        grads = grads_from(st["out"], targets, grad_out)  # frees the graph
         self._accumulate(s, grads[1:] if wants_input else grads)
         self._free(s, m)
         return grads[0] if wants_input else None
 
     def _W(self, s: int, m: int, _: None) -> None:
         st = self.stash[(s, m)]
-        self._accumulate(s, torch.autograd.grad(st["out"], self.params[s], st["grad_out"]))
+        self._accumulate(s, grads_from(st["out"], self.params[s], st["grad_out"]))
         self._free(s, m)
 
     def _accumulate(self, s: int, grads: Any) -> None:

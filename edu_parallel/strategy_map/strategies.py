@@ -48,6 +48,7 @@ from typing import Any
 import torch
 
 from ..core.schema import ACTIVATIONS, STEP_END_MARK
+from ..engine.autograd import backward_from
 from ..engine.context import RankContext
 from ..expert_parallel.layer import moe_layer
 from ..pipeline_parallel.builders import make_schedule
@@ -229,7 +230,7 @@ def _pp(ctx: RankContext, cfg: MapConfig) -> dict[str, Any]:
                 grad = torch.empty(shape, dtype=getattr(torch, DTYPE))
                 ctx.recv(grad, r + 1, tag=1 + m_count + m, step=STEP, phase="backward")
             with ctx.compute("B", step=STEP, phase="backward", chunk=m):
-                out.backward(grad)
+                backward_from(out, grad)
             ctx.memory(ACTIVATIONS, -nbytes, step=STEP, phase="backward")
             if r > 0:
                 sends.append(

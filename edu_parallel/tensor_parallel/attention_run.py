@@ -26,6 +26,7 @@ from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import torch_dtype
+from ..engine.autograd import backward_from
 from ..engine.context import RankContext
 from ..engine.executor import Executor
 from .attention import BIASES, PROJECTIONS, dense_attention, shard_attention, tp_attention
@@ -59,7 +60,7 @@ def dense_attention_grads(
     w = {k: v.clone().requires_grad_() for k, v in p.items() if k in PROJECTIONS + BIASES}
     x = p["x"].clone().requires_grad_()
     y = dense_attention(x, w, heads, causal)
-    y.backward(p["dy"])
+    backward_from(y, p["dy"])
     return {"y": y.detach(), "dx": x.grad, **{"d" + k: v.grad for k, v in w.items()}}
 
 
@@ -94,7 +95,7 @@ def attention_job(ctx: RankContext, config: AttentionConfig) -> dict[str, Any]:
         step=1,
     )  # (b, s, h) on every rank
     ctx.tracer.where("tp attention: backward")
-    y.backward(p["dy"])
+    backward_from(y, p["dy"])
     grads = {"d" + k: v.grad.detach().clone() for k, v in w.items()}
     return {"y": y.detach(), "dx": x.grad.detach(), **grads, "heads": (r * per, (r + 1) * per)}
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..core.units import torch_dtype
+from ..engine.autograd import backward_from
 from ..engine.context import RankContext
 from .config import TPConfig
 from .layers import (
@@ -68,7 +69,7 @@ def dense_reference(mode: str, p: dict[str, torch.Tensor]) -> dict[str, torch.Te
         y = dense_mlp(x, fc1, fc2)
     else:
         y = (fc1 or fc2)(x)  # type: ignore[misc]
-    y.backward(p["dy"])
+    backward_from(y, p["dy"])
     out = {"y": y.detach(), "dx": x.grad}
     for name, lin in (("1", fc1), ("2", fc2)):
         if lin is not None:
@@ -127,7 +128,7 @@ def tp_job(ctx: RankContext, config: TPConfig) -> dict[str, Any]:
         y = megatron_mlp(ctx, x, w1, b1, w2, b2, sequence_parallel=sp, step=1, capture=cap)
         local, dy = cap["partial"], own_block(p["dy"], r, t, SEQ_DIM) if sp else p["dy"]
     ctx.tracer.where(f"tp {mode}: backward")
-    y.backward(dy)
+    backward_from(y, dy)
     out = {name: v.grad.detach().clone() for name, v in leaves.items()}
     return {**out, "y": y.detach(), "local": local.detach()}
 

@@ -28,6 +28,7 @@ from ...core.i18n import N_, _
 from ...core.metrics import ring_sent_bytes
 from ...core.trace import Event, Trace
 from ...core.units import DTYPES, format_bytes, torch_dtype
+from ...engine.autograd import backward_from
 from ...engine.context import RankContext
 from ...tensor_parallel.config import TOLERANCES
 from ...tensor_parallel.formulas import (
@@ -112,7 +113,7 @@ def drive(ctx: RankContext, case: Case, args: tuple, result: Any) -> dict[str, A
     ctx.mark(BACKWARD)
     ctx.tracer.where("backward of your layer (the harness's y.backward(dY))")
     with ctx.step(1, "backward"):
-        (result * dy.to(result.dtype)).sum().backward()  # dL/dY = dY
+        backward_from(result, dy.to(result.dtype))  # dL/dY = dY
     grads = {"dx": x_shard.grad, "dw": w_shard.grad}
     return {"graph": True, **{k: None if g is None else g.detach() for k, g in grads.items()}}
 
