@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -222,3 +223,28 @@ def boxes(fig) -> list[tuple[int, str, int, int, float, float]]:
             assert y == rank and text.split("<br>")[0] == str(mb)
             out.append((int(rank), tr.meta["kind"], int(stage), int(mb), base, width))
     return sorted(out)
+
+
+# A word of English prose: letters only (an apostrophe inside), with at most an opening
+# parenthesis before and one punctuation mark after. Identifiers (all_reduce, dist.all_reduce,
+# reduce-scatter, c0=, AllGatherGetBw's file src/all_gather.cu) and numbers are not words.
+_ENGLISH_WORD = re.compile(r"\(?[A-Za-z]+(?:'[a-z]+)?[,;:.!?)]?")
+
+
+def english_phrases(text: str, allow: Iterable[str] = ()) -> list[str]:
+    """Every run of three or more English words in ``text`` (words: see ``_ENGLISH_WORD``,
+    separated by spaces), except those that ``allow`` lists: what a Chinese output must not
+    hold. ``english_phrases("rank 1 raised during job x")`` is ``["raised during job x"]``."""
+    allowed = set(allow)
+    found = []
+    for line in text.splitlines():
+        run: list[str] = []
+        for token in [*line.split(), ""]:  # "" ends the last run of the line
+            if token and _ENGLISH_WORD.fullmatch(token):
+                run.append(token)
+                continue
+            phrase = " ".join(run)
+            if len(run) >= 3 and phrase not in allowed:
+                found.append(phrase)
+            run = []
+    return found

@@ -37,7 +37,8 @@ class WorkerError(EngineError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.remote_traceback:
-            text += f"\n\n--- traceback on rank {self.rank} ---\n{self.remote_traceback}"
+            header = _("--- traceback on rank {rank} ---").format(rank=self.rank)
+            text += f"\n\n{header}\n{self.remote_traceback}"
         return text
 
 

@@ -41,9 +41,17 @@ from ..core.errors import (
     check_int,
     check_timeout,
 )
-from ..core.i18n import _
+from ..core.i18n import _, get_language
 from ..core.trace import SNAPSHOT_LIMIT
 from .executor import RunResult, check_importable, job_meta
+from .failures import (
+    closed_message,
+    died_message,
+    job_label,
+    joining_label,
+    raised_message,
+    timeout_message,
+)
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .platform import resolve_backend, resolve_start_method
 from .progress import Progress, ProgressWatch, watch_progress
@@ -176,7 +184,7 @@ class Cluster:
             conn.send_bytes(init)
         self._state = "running"
         startup_timeout = max(self.timeout, 60.0 if self.start_method != "fork" else 20.0)
-        self._collect(-1, startup_timeout, "joining the process group")
+        self._collect(-1, startup_timeout, joining_label())
         self.startup_s = time.perf_counter() - t0
 
     def close(self) -> None:
@@ -227,7 +235,7 @@ class Cluster:
 
     def where(self, rank: int) -> str:
         """What ``rank`` was last doing (its published step)."""
-        return read_status(self._status, rank) or "not started"
+        return read_status(self._status, rank) or _("not started")
 
     def probe(self, ranks: list[int], wait_s: float = 0.3) -> dict[int, str]:
         """The Python line each of ``ranks`` is running now (``file:line in function`` of the
@@ -269,9 +277,7 @@ class Cluster:
     ) -> RunResult:
         """Run ``fn(ctx, *args, **kwargs)`` on every rank; return results and the merged trace."""
         if self._state == "closed":
-            raise ClusterClosedError(
-                f"this cluster is closed; create a new one: Cluster({self.world_size})"
-            )
+            raise ClusterClosedError(closed_message(self.world_size))
         check_importable(fn)
         limit = self.timeout if timeout is None else check_timeout("timeout", timeout)
         if self._state == "stopped":
@@ -279,12 +285,14 @@ class Cluster:
             self._start()
         self._job_id += 1
         t0 = time.perf_counter()
-        job = Job(self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit)
+        job = Job(
+            self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit, get_language()
+        )
         msg = job_bytes(job, args, kwargs)
         shown = watch_progress(self._status, self.world_size, self.progress)
         for conn in self._conns:
             conn.send_bytes(msg)
-        outputs = self._collect(self._job_id, limit, f"job {fn.__qualname__}", shown)
+        outputs = self._collect(self._job_id, limit, job_label(fn.__qualname__), shown)
         if shown is not None:
             shown.finish()
         meta = job_meta(self, fn, "cluster")
@@ -326,22 +334,9 @@ class Cluster:
                     where = {r: self.where(r) for r in stuck}
                     lines = self.probe(stuck) if job_id >= 0 else {}
                     done = sorted(set(range(n)) - pending)
-                    detail = "; ".join(
-                        f"rank {r} at: {w}" + (f" (running {lines[r]})" if r in lines else "")
-                        for r, w in where.items()
-                    )
                     self._fail("timeout")
-                    timed_out = (
-                        f"{what} made no progress for {limit:g} s (no rank took a step, sent or"
-                        " received)"
-                        if watch
-                        else f"{what} timed out after {limit:g} s"
-                    )
                     raise JobTimeoutError(
-                        f"{timed_out}: ranks {stuck} did not finish "
-                        f"({detail}); ranks {done} finished. A rank that skips a collective "
-                        "leaves the others waiting. The workers were stopped; the next run "
-                        "starts fresh ones.",
+                        timeout_message(what, limit, watch, where, lines, done),
                         stuck,
                         where,
                         lines,
@@ -378,11 +373,10 @@ class Cluster:
             pending.discard(r)
         elif isinstance(reply, Failed):
             tb = reply.traceback
-            last = tb.strip().splitlines()[-1] if tb.strip() else "error"
+            last = tb.strip().splitlines()[-1] if tb.strip() else _("error")
             self._fail(f"rank {r} raised")
             raise WorkerError(
-                f"rank {r} raised during {what}, at: {reply.where}: {last}. "
-                "The workers were stopped; the next run starts fresh ones.",
+                raised_message(r, what, reply.where, last),
                 r,
                 reply.where,
                 tb,
@@ -391,15 +385,10 @@ class Cluster:
     def _dead(self, r: int, what: str) -> None:
         proc = self._procs[r]
         proc.join(1.0)
-        code = proc.exitcode
-        how = f"exit code {code}"
-        if code is not None and code < 0:
-            how = f"killed by {signal.Signals(-code).name}"
         where = self.where(r)
         self._fail(f"rank {r} died")
         raise WorkerError(
-            f"rank {r} died ({how}) during {what}, at: {where}. "
-            "The workers were stopped; the next run starts fresh ones.",
+            died_message(r, proc.exitcode, what, where),
             r,
             where,
         )

@@ -69,7 +69,7 @@ class RankContext:
         ``segment_bytes > 0`` the tensor travels as pieces of at most that size (the receiver
         must use the same value); the trace still shows one message."""
         step, phase = self._label(step, phase)
-        self.tracer.where(_where("send to", dst, step, phase))
+        self.tracer.where(_where(_("{phase} step {step}: send to rank {peer}"), dst, step, phase))
         ev = self._event("send", "isend", dst, tensor, tag, step, phase, chunk)
         return self._post(dist.isend, tensor, dst, tag, segment_bytes, ev)
 
@@ -88,7 +88,7 @@ class RankContext:
         """Post a non-blocking receive into ``tensor`` from ``src``; ``op`` says what the
         caller will do with the data ("reduce" or "copy")."""
         step, phase = self._label(step, phase)
-        self.tracer.where(_where("recv from", src, step, phase))
+        self.tracer.where(_where(_("{phase} step {step}: recv from rank {peer}"), src, step, phase))
         ev = self._event("recv", op, src, tensor, tag, step, phase, chunk)
         return self._post(dist.irecv, tensor, src, tag, segment_bytes, ev)
 
@@ -167,7 +167,9 @@ class RankContext:
             raise bad_value(
                 "dst" if ev.kind == "send" else "src",
                 peer,
-                f"another rank of this group: 0..{self.world_size - 1}, not {self.rank} itself",
+                _("another rank of this group: 0..{last}, not {rank} itself").format(
+                    last=self.world_size - 1, rank=self.rank
+                ),
             )
         if segment_bytes <= 0 or nbytes_of(tensor) <= segment_bytes:
             return Pending(
@@ -176,7 +178,9 @@ class RankContext:
         views = list(torch.split(tensor, max(1, segment_bytes // tensor.element_size())))
         if len(views) > SEGMENT_TAGS:
             raise bad_value(
-                "segment_bytes", segment_bytes, f"at most {SEGMENT_TAGS} segments per message"
+                "segment_bytes",
+                segment_bytes,
+                _("at most {n} segments per message").format(n=SEGMENT_TAGS),
             )
         works = [post(v, peer, tag=tag * SEGMENT_TAGS + k) for k, v in enumerate(views)]
         return Pending(works, views, self.tracer.add(ev), self.tracer)
@@ -185,7 +189,13 @@ class RankContext:
         """Wait for every posted send and receive."""
         for p in pending:
             self.tracer.where(
-                _where(f"waiting on {p.event.kind} with", p.event.peer, p.event.step, p.event.phase)
+                _where(
+                    _("{phase} step {step}: waiting on {kind} with rank {peer}"),
+                    p.event.peer,
+                    p.event.step,
+                    p.event.phase,
+                    kind=p.event.kind,
+                )
             )
             p.wait()
 
@@ -211,7 +221,11 @@ class RankContext:
         With ``async_op=True`` the event is marked ``attrs["async"]`` and the returned handle's
         ``wait()`` closes it, so its span runs from the launch to the wait."""
         step, phase = self._label(step, phase)
-        self.tracer.where(f"{name} ({phase or 'no phase'}, step {step})")
+        self.tracer.where(
+            _("{name} ({phase}, step {step})").format(
+                name=name, phase=phase or _("no phase"), step=step
+            )
+        )
         start = self.tracer.now()
         out = getattr(dist, name)(tensor, *args, **kwargs)
         nbytes = nbytes_of(tensor)
@@ -296,8 +310,10 @@ def nbytes_of(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _where(what: str, peer: int | None, step: int | None, phase: str | None) -> str:
-    return f"{phase or 'no phase'} step {step}: {what} rank {peer}"
+def _where(message: str, peer: int | None, step: int | None, phase: str | None, **more: Any) -> str:
+    """``message`` (translated: ``{phase} step {step}: send to rank {peer}``) for the rank's
+    published step, with ``no phase`` where the step has none."""
+    return message.format(phase=phase or _("no phase"), step=step, peer=peer, **more)
 
 
 def rank_output(ctx: RankContext, result: Any) -> RankOutput:

@@ -13,6 +13,8 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..core.i18n import _
+
 if TYPE_CHECKING:
     from .context import RankContext
 
@@ -52,9 +54,9 @@ def raise_on(ctx: RankContext, rank: int = 1) -> int:
     """Rank ``rank`` raises after one step; the others wait for it in an all-reduce."""
     import torch
 
-    ctx.tracer.where("step 0: about to all-reduce")
+    ctx.tracer.where(_("step 0: about to all-reduce"))
     if ctx.rank == rank:
-        raise RuntimeError(f"rank {rank} failed on purpose")
+        raise RuntimeError(_("rank {rank} failed on purpose").format(rank=rank))
     ctx.collective("all_reduce", torch.ones(1), step=0, phase="demo")
     return ctx.rank
 
@@ -63,7 +65,7 @@ def die_on(ctx: RankContext, rank: int = 1) -> int:
     """Rank ``rank``'s process is killed (as by the OOM killer) in the middle of a step."""
     import torch
 
-    ctx.tracer.where("step 0: computing before the all-reduce")
+    ctx.tracer.where(_("step 0: computing before the all-reduce"))
     if ctx.rank == rank:
         os.kill(os.getpid(), signal.SIGKILL)
     ctx.collective("all_reduce", torch.ones(1), step=0, phase="demo")
@@ -81,5 +83,5 @@ def skip_collective(ctx: RankContext, rank: int = 1) -> int:
 
 def sleep(ctx: RankContext, seconds: float = 60.0) -> None:
     """Sleeps on every rank (for interrupt and timeout demos)."""
-    ctx.tracer.where(f"sleeping {seconds} s")
+    ctx.tracer.where(_("sleeping {seconds} s").format(seconds=seconds))
     time.sleep(seconds)

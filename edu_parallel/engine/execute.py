@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from ..core.errors import bad_value
+from ..core.i18n import _
 from ..plans.layout import SEGMENT_BYTES, staged_transfers
 from ..plans.plan import Plan
 from .context import RankContext
@@ -61,14 +63,13 @@ def run_plan(
     in-process tensors, with the same additions in the same order.
     """
     if plan.world_size != ctx.world_size:
-        raise ValueError(
-            f"plan.world_size={plan.world_size} is not valid: expected the cluster's"
-            f" {ctx.world_size}"
+        raise bad_value(
+            "plan.world_size",
+            plan.world_size,
+            _("the cluster's {n}").format(n=ctx.world_size),
         )
     if buf.dim() != 1 or not buf.is_contiguous():
-        raise ValueError(
-            f"buf.shape={tuple(buf.shape)} is not valid: expected a contiguous 1-D tensor"
-        )
+        raise bad_value("buf.shape", tuple(buf.shape), _("a contiguous 1-D tensor"))
     r, c = ctx.rank, plan.num_chunks
     chunks = torch.tensor_split(buf, c)  # views; the first numel % c chunks are one longer
     largest = max(x.numel() for x in chunks)
@@ -87,8 +88,15 @@ def run_plan(
         for t in incoming:
             if chunks[t.chunk].numel() != chunks[t.to_chunk].numel():
                 raise ValueError(
-                    f"transfer {t.text()} moves {chunks[t.chunk].numel()} elements into a chunk of "
-                    f"{chunks[t.to_chunk].numel()}: use a size divisible by {c} chunks"
+                    _(
+                        "transfer {transfer} moves {moved} elements into a chunk of {size}: use a"
+                        " size divisible by {c} chunks"
+                    ).format(
+                        transfer=t.text(),
+                        moved=chunks[t.chunk].numel(),
+                        size=chunks[t.to_chunk].numel(),
+                        c=c,
+                    )
                 )
         for j, t in enumerate(staged):
             where[t] = pool[j * largest : j * largest + chunks[t.to_chunk].numel()]
@@ -105,7 +113,11 @@ def run_plan(
             for t in incoming
         ]
         for t, pending in recvs:
-            ctx.tracer.where(f"{pstep.phase} step {i}: waiting on recv from rank {t.src}")
+            ctx.tracer.where(
+                _("{phase} step {step}: waiting on recv from rank {peer}").format(
+                    phase=pstep.phase, step=i, peer=t.src
+                )
+            )
             if t.op == "reduce":
                 target, offset, start = chunks[t.to_chunk], 0, None
                 for seg in pending.segments():
@@ -125,7 +137,7 @@ def run_plan(
             else:
                 pending.wait()
         ctx.wait_all(sends)
-        for t, _ in recvs:
+        for t, _pending in recvs:
             if t.op == "copy" and where[t] is not chunks[t.to_chunk]:
                 chunks[t.to_chunk].copy_(where[t])
         if snapshots:
@@ -143,9 +155,7 @@ def replay_plan(plan: Plan, bufs: list[torch.Tensor]) -> list[torch.Tensor]:
     single-process reference that reduces with this function agrees with the cluster bit for bit.
     """
     if len(bufs) != plan.world_size:
-        raise ValueError(
-            f"len(bufs)={len(bufs)} is not valid: expected plan.world_size={plan.world_size}"
-        )
+        raise bad_value("len(bufs)", len(bufs), f"plan.world_size={plan.world_size}")
     chunks = [torch.tensor_split(b, plan.num_chunks) for b in bufs]
     for step in plan.steps:
         before = {(t.src, t.chunk): chunks[t.src][t.chunk].clone() for t in step.transfers}

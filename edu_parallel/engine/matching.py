@@ -15,6 +15,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 
 from ..core.errors import WorkerError
+from ..core.i18n import _
 from ..core.trace import Event
 
 
@@ -43,12 +44,13 @@ def first_size_mismatch(events: Iterable[Event]) -> MessageSizeError | None:
             continue  # a receive without a recorded send (an untraced sender): nothing to say
         sent = queue.popleft()
         if sent.nbytes != e.nbytes:
-            at = f" at step {e.step}" if e.step is not None else ""
-            chunk = f" (chunk {e.chunk})" if e.chunk is not None else ""
-            message = (
-                f"rank {e.rank} received a message of {sent.nbytes} B from rank {e.peer}{at}"
-                f"{chunk} into a buffer of {e.nbytes} B: sender and receiver disagree on its "
-                f"size, and the rest of the buffer was not written"
-            )
-            return MessageSizeError(message, e.rank, e.step, f"step {e.step}: recv")
+            at = _(" at step {step}").format(step=e.step) if e.step is not None else ""
+            chunk = _(" (chunk {chunk})").format(chunk=e.chunk) if e.chunk is not None else ""
+            message = _(
+                "rank {rank} received a message of {sent} B from rank {peer}{at}{chunk} into a"
+                " buffer of {size} B: sender and receiver disagree on its size, and the rest of"
+                " the buffer was not written"
+            ).format(rank=e.rank, sent=sent.nbytes, peer=e.peer, at=at, chunk=chunk, size=e.nbytes)
+            where = _("step {step}: recv").format(step=e.step)
+            return MessageSizeError(message, e.rank, e.step, where)
     return None

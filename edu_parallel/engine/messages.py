@@ -33,6 +33,7 @@ class Job:
     t0: float  # the parent's perf_counter at submission: every rank's clock starts here
     trace: bool
     snapshot_limit: int
+    language: str = "en"  # the parent's: what the rank publishes and raises reads in it
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import sys
 import torch
 
 from ..core.errors import bad_value, check_choice
+from ..core.i18n import _
 
 BACKENDS = ("auto", "gloo", "nccl")
 # not "forkserver": its workers are children of the server, not of the cluster's process, and a
@@ -29,8 +30,10 @@ def resolve_backend(backend: str, world_size: int) -> str:
         raise bad_value(
             "backend",
             backend,
-            f"'gloo' here: 'nccl' needs one CUDA device per rank ({world_size}), "
-            f"this machine has {gpus}",
+            _(
+                "'gloo' here: 'nccl' needs one CUDA device per rank ({world_size}), this machine"
+                " has {gpus}"
+            ).format(world_size=world_size, gpus=gpus),
         )
     return backend
 

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from ..core.dims import ParallelDims
 from ..core.errors import EngineError, bad_value, check_timeout
+from ..core.i18n import _
 from .context import RankContext, Tracer, rank_output
 from .executor import TORCHRUN_VARS, RunResult, check_importable, job_meta, torchrun_dims
 from .platform import resolve_backend
@@ -82,12 +83,20 @@ class TorchrunExecutor:
             except (RuntimeError, TimeoutError) as exc:  # DistNetworkError, DistStoreError
                 where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
                 raise EngineError(
-                    f"rank {self.rank} of {self.world_size} could not join the torchrun group at"
-                    f" {where} within {self.timeout:g} s ({type(exc).__name__}). The variables"
-                    f" {', '.join(TORCHRUN_VARS)} make edu-parallel one rank of a torchrun job;"
-                    " if they are left over from another job, run `unset "
-                    + " ".join(TORCHRUN_VARS)
-                    + "` and try again"
+                    _(
+                        "rank {rank} of {world_size} could not join the torchrun group at {where}"
+                        " within {seconds} s ({error}). The variables {names} make edu-parallel"
+                        " one rank of a torchrun job; if they are left over from another job, run"
+                        " `{unset}` and try again"
+                    ).format(
+                        rank=self.rank,
+                        world_size=self.world_size,
+                        where=where,
+                        seconds=f"{self.timeout:g}",
+                        error=type(exc).__name__,
+                        names=", ".join(TORCHRUN_VARS),
+                        unset="unset " + " ".join(TORCHRUN_VARS),
+                    )
                 ) from None
 
     def run(self, fn: Any, *args: Any, trace: bool = True, **kwargs: Any) -> RunResult | None:
@@ -109,7 +118,9 @@ class TorchrunExecutor:
         """This executor: torchrun fixed the world size, so another one is an error."""
         if world_size != self.world_size:
             raise bad_value(
-                "world_size", world_size, f"{self.world_size}, the world size torchrun started"
+                "world_size",
+                world_size,
+                _("{n}, the world size torchrun started").format(n=self.world_size),
             )
         return self._same()
 

@@ -27,7 +27,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import _, language
 from .context import RankContext, Tracer, rank_output
+from .failures import joining_label
 from .lifetime import end_group_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .status import read_status, write_progress, write_status
@@ -111,7 +113,7 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
         init = pickle.loads(conn.recv_bytes())
         if not isinstance(init, Init):
             raise TypeError(f"expected Init first, got {init!r}")
-        write_status(status, rank, "joining the process group")
+        write_status(status, rank, joining_label())
         timeout = timedelta(seconds=init.timeout_s)
         store = dist.FileStore(init.store_path, world_size)  # no listener: a private file
         device = torch.device("cpu")
@@ -125,7 +127,7 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
     except (EOFError, OSError):
         return 1
     except BaseException:  # report and stop: the parent raises WorkerError
-        _send(conn, Failed(-1, traceback.format_exc(), "joining the process group"))
+        _send(conn, Failed(-1, traceback.format_exc(), joining_label()))
         return 1
     write_status(status, rank, "idle")
     while True:
@@ -148,9 +150,11 @@ def _tracer(rank: int, status: Any, job: Job) -> Tracer:
 
 def _send_result(conn: Any, status: Any, job: Job, ctx: RankContext) -> None:
     """Run ``job`` on this rank and send :class:`Done` or, if it raised, :class:`Failed`."""
-    ctx.tracer.where(f"starting {getattr(job.fn, '__qualname__', job.fn)}")
     try:
-        output = rank_output(ctx, job.fn(ctx, *job.args, **job.kwargs))
+        with language(job.language):
+            name = getattr(job.fn, "__qualname__", job.fn)
+            ctx.tracer.where(_("starting {name}").format(name=name))
+            output = rank_output(ctx, job.fn(ctx, *job.args, **job.kwargs))
         data = pickle.dumps(Done(job.job_id, output), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:
         where = read_status(status, ctx.rank)
