@@ -13,22 +13,29 @@ text is rendered in English and in Chinese, and:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from html import escape as html_escape
 
 import pandas as pd
 import pytest
+from helpers import english_phrases
 
 from edu_parallel.app.course.frameworks import frameworks_table, mapping_table
 from edu_parallel.app.course.landscape import backend_table, libraries_table, wrapped
 from edu_parallel.comm import run_allreduce
+from edu_parallel.comm.allreduce import format_report
+from edu_parallel.comm.collective import format_collective, run_collective
 from edu_parallel.comm.tables import bandwidth_table, phase_table, ring_volume_table
 from edu_parallel.core.i18n import language
 from edu_parallel.core.shown import ShownFrame
+from edu_parallel.core.width import width
 from edu_parallel.memory import get_preset, model_state_bytes
 from edu_parallel.memory.tables import conventions_table, estimates_table
 from edu_parallel.models import prediction_table
+from edu_parallel.plans.checker import explain
+from edu_parallel.plans.ring import ring_allreduce_plan
 from edu_parallel.tensor_parallel import format_tp, run_tp
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -132,3 +139,60 @@ def test_a_shown_table_keeps_every_word_of_a_long_cell(lang) -> None:
     assert max(len(c) for c in cells) > 50  # there is a long cell to keep
     for cell in cells:
         assert cell in text and html_escape(cell, quote=False) in html, cell[:60]
+
+
+# --- the collectives' text reports: Chinese, no English phrase, columns aligned ---------------
+
+
+def table_widths(text: str, first: str) -> set[int]:
+    """Display widths of a table's header (the line starting with ``first``) and of its rows
+    (the lines after it that start with a number)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    block = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not re.match(r"\s*\d", line):
+            break
+        block.append(line)
+    assert len(block) > 1, f"no rows under {first!r}"
+    return {width(line.rstrip()) for line in block}
+
+
+def assert_no_english(en: str, zh: str) -> None:
+    assert_translated(en, zh)
+    assert english_phrases(en), f"the scan finds nothing in the English:\n{en}"
+    assert not english_phrases(zh), f"English in the Chinese: {english_phrases(zh)}\n{zh}"
+
+
+def test_ring_report_in_chinese_with_its_columns_aligned(ring_report) -> None:
+    en, zh = both(lambda: format_report(ring_report))
+    assert_no_english(en, zh)
+    assert en.startswith("ring all-reduce: 4 ranks, 64 B per rank (int64)")
+    assert "AllReduce" in zh.splitlines()[0] and "与 dist.all_reduce 一致：是" in zh
+    for text, step, rank in ((en, "step", "rank"), (zh, "步骤", "rank")):
+        assert len(table_widths(text, step)) == 1, text  # header and every step row
+        assert len(table_widths(text, rank)) == 1, text  # header and every rank row
+
+
+def test_collective_report_in_chinese_with_its_columns_aligned(cluster4) -> None:
+    report = run_collective(cluster4, "all_gather", 64)
+    en, zh = both(lambda: format_collective(report))
+    assert_no_english(en, zh)
+    assert "formula: sent (n-1)/n * S each; received (n-1)/n * S each" in en
+    assert "公式：发送 = 每个 rank (n-1)/n * S" in zh
+    assert len(table_widths(en, "rank")) == 1 and len(table_widths(zh, "rank")) == 1
+
+
+def test_plan_checker_explains_a_double_count_in_chinese() -> None:
+    plan = ring_allreduce_plan(4)
+    broken = dataclasses.replace(plan, steps=plan.steps[:2] + plan.steps[1:2] + plan.steps[3:])
+    en, zh = both(lambda: explain(broken))
+    assert_no_english(en, zh)
+    assert "counted twice" in en and "重复计数" in zh
+    assert "rank 1 把 {0,3} 加到已含" in zh
+    grid = zh.split("\n\n")[0].splitlines()
+    assert len({width(line.rstrip()) for line in grid}) <= 2  # the header and the rows line up
+    assert width(grid[0][:6]) == 6 and grid[0].startswith("rank")
+    valid = both(lambda: explain(plan))
+    assert valid[0].endswith("valid: it computes all_reduce in 6 steps")
+    assert valid[1].endswith("计划 ring_allreduce 有效：它用 6 步完成 all_reduce")

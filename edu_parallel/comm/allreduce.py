@@ -23,9 +23,11 @@ import torch
 import torch.distributed as dist
 
 from ..core.errors import check_choice
+from ..core.i18n import N_, _
 from ..core.metrics import algbw_gbps, busbw_gbps
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
+from ..core.width import ljust, rjust
 from ..engine.context import RankContext
 from ..engine.execute import release_scratch, run_plan, same_result
 from ..engine.executor import Executor, in_torchrun
@@ -246,22 +248,28 @@ def step_table(trace: Trace) -> list[dict[str, Any]]:
 
 def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
     """The CLI's readable output: per-step table, then bytes against the formula, check,
-    bandwidth."""
+    bandwidth. Columns are padded by display width (:mod:`edu_parallel.core.width`), so the
+    Chinese headers line up too."""
     n, lines = report.world_size, []
     lines.append(
-        f"{report.algo} all-reduce: {n} ranks, {format_bytes(report.nbytes)} per rank"
-        f" ({report.dtype})"
+        _("{algo} all-reduce: {n} ranks, {size} per rank ({dtype})").format(
+            algo=report.algo, n=n, size=format_bytes(report.nbytes), dtype=report.dtype
+        )
     )
     lines.append("")
-    lines.append(
-        f"{'step':>4}  {'phase':<15} {'transfers (src>dst chunk op)':<44} {'bytes/msg':>10}"
-        f" {'wall ms':>8}"
-    )
+    head = [
+        rjust(_("step"), 4) + " ",
+        ljust(_("phase"), 15),
+        ljust(_("transfers (src>dst chunk op)"), 44),
+        rjust(_("bytes/msg"), 10),
+        rjust(_("wall ms"), 8),
+    ]
+    lines.append(" ".join(head))
     rows = step_table(report.trace)
     for row in rows[:max_steps]:
         sym = {"reduce": "+", "copy": "="}
-        text = " ".join(f"{s}>{d}:c{c}{sym.get(op, '?')}" for s, d, c, op, _ in row["transfers"])
-        sizes = sorted({b for *_, b in row["transfers"]})
+        text = " ".join(f"{s}>{d}:c{c}{sym.get(op, '?')}" for s, d, c, op, _b in row["transfers"])
+        sizes = sorted({b for *_b, b in row["transfers"]})
         size = (
             format_bytes(sizes[0])
             if len(sizes) == 1
@@ -269,17 +277,19 @@ def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
         )
         text = text if len(text) <= 44 else text[:41] + "..."
         lines.append(
-            f"{row['step']:>4}  {row['phase']:<15} {text:<44} {size:>10}"
+            f"{row['step']:>4}  {ljust(row['phase'], 15)} {text:<44} {size:>10}"
             f" {row['wall_s'] * 1e3:>8.3f}"
         )
     if len(rows) > max_steps:
-        lines.append(f"   ... {len(rows) - max_steps} more steps")
+        lines.append("   " + _("... {n} more steps").format(n=len(rows) - max_steps))
     lines.append("")
     phases = list(report.per_phase_sent_bytes)
     lines.append(
-        f"{'rank':>4}  "
-        + "".join(f"{p:>16}" for p in phases)
-        + f"{'sent total':>14}{'formula':>14}"
+        rjust(_("rank"), 4)
+        + "  "
+        + "".join(rjust(p, 16) for p in phases)
+        + rjust(_("sent total"), 14)
+        + rjust(_("formula"), 14)
     )
     for r in range(n):
         cells = "".join(f"{report.per_phase_sent_bytes[p][r]:>16,}" for p in phases)
@@ -287,12 +297,25 @@ def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
             f"{r:>4} "
             f" {cells}{report.per_rank_sent_bytes[r]:>14,}{report.formula_sent_bytes[r]:>14,.1f}"
         )
-    formula = ALLREDUCE_FORMULA_TEXT.get(report.algo, "see the algorithm's module")
-    lines.append(f"formula: {formula}; uneven chunks differ from it by less than one chunk")
-    lines.append(f"matches dist.all_reduce: {'yes' if report.matches_builtin else 'NO'}")
+    formula = ALLREDUCE_FORMULA_TEXT.get(report.algo, N_("see the algorithm's module"))
     lines.append(
-        f"time {report.time_s * 1e3:.3f} ms   algbw {report.algbw_gbps:.4g} GB/s   "
-        f"busbw {report.busbw_gbps:.4g} GB/s (algbw * 2(N-1)/N, nccl-tests)"
+        _("formula: {formula}; uneven chunks differ from it by less than one chunk").format(
+            formula=_(formula)
+        )
+    )
+    lines.append(
+        _("matches dist.all_reduce: {ok}").format(
+            ok=_("yes") if report.matches_builtin else _("NO")
+        )
+    )
+    lines.append(
+        _(
+            "time {ms} ms   algbw {algbw} GB/s   busbw {busbw} GB/s (algbw * 2(N-1)/N, nccl-tests)"
+        ).format(
+            ms=f"{report.time_s * 1e3:.3f}",
+            algbw=f"{report.algbw_gbps:.4g}",
+            busbw=f"{report.busbw_gbps:.4g}",
+        )
     )
     return "\n".join(lines)
 

@@ -20,9 +20,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import _
 from ..core.metrics import algbw_gbps, bus_factor, bus_factor_source
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
+from ..core.width import rjust
 from ..engine.context import RankContext
 from ..engine.execute import run_plan
 from ..engine.executor import Executor
@@ -280,31 +282,46 @@ def format_collective(report: CollectiveReport, max_plan_lines: int = 12) -> str
     """Text for the CLI: the plan, bytes per rank against the formula, check, bandwidth, and for
     small runs each chunk's first value before and after (``..``: more values follow)."""
     n, f = report.world_size, report.formula
+    root = _(", root {root}").format(root=report.root) if report.collective in ROOTED else ""
     lines = [
-        f"{report.plan.name} ({report.collective}): {n} ranks, "
-        f"{format_bytes(report.nbytes)} per rank ({report.dtype})"
-        + (f", root {report.root}" if report.collective in ROOTED else ""),
+        _("{plan} ({collective}): {n} ranks, {size} per rank ({dtype}){root}").format(
+            plan=report.plan.name,
+            collective=report.collective,
+            n=n,
+            size=format_bytes(report.nbytes),
+            dtype=report.dtype,
+            root=root,
+        ),
         "",
     ]
     plan_lines = report.plan.to_text().splitlines()
     lines += plan_lines[: max_plan_lines + 1]
     if len(plan_lines) > max_plan_lines + 1:
-        lines.append(f"... {len(plan_lines) - max_plan_lines - 1} more steps")
-    lines += ["", f"{'rank':>4} {'sent':>12} {'formula':>12} {'received':>12} {'formula':>12}"]
+        lines.append(_("... {n} more steps").format(n=len(plan_lines) - max_plan_lines - 1))
+    head = [_("rank"), _("sent"), _("formula"), _("received"), _("formula")]
+    lines += ["", " ".join(rjust(h, w) for h, w in zip(head, (4, 12, 12, 12, 12), strict=True))]
     for r in range(n):
         lines.append(
             f"{r:>4} {report.per_rank_sent_bytes[r]:>12,} {f['sent'][r]:>12,.1f} "
             f"{report.per_rank_recv_bytes[r]:>12,} {f['recv'][r]:>12,.1f}"
         )
-    lines.append(f"formula: sent {f['sent_text']}; received {f['recv_text']}")
     lines.append(
-        "S = the larger of input and output per rank (nccl-tests doc/PERFORMANCE.md); "
-        "uneven chunks differ by less than one chunk"
+        _("formula: sent {sent}; received {received}").format(
+            sent=_(f["sent_text"]), received=_(f["recv_text"])
+        )
+    )
+    lines.append(
+        _(
+            "S = the larger of input and output per rank (nccl-tests doc/PERFORMANCE.md); "
+            "uneven chunks differ by less than one chunk"
+        )
     )
     if report.before is not None and report.after is not None:
         b = report.chunk_bounds
         lines.append("")
-        lines.append("first value of each chunk, before -> after (* = defined by the collective)")
+        lines.append(
+            _("first value of each chunk, before -> after (* = defined by the collective)")
+        )
         for r in range(n):
             cells = [_cell(report.before[r], b[k], b[k + 1]) for k in range(len(b) - 1)]
             done = [
@@ -313,11 +330,23 @@ def format_collective(report: CollectiveReport, max_plan_lines: int = 12) -> str
             ]
             lines.append(f"  r{r}: [{' '.join(cells)}] -> [{' '.join(done)}]")
     lines.append("")
-    lines.append(f"matches {report.reference}: {'yes' if report.matches_builtin else 'NO'}")
     lines.append(
-        f"steps {report.steps}   time {report.time_s * 1e3:.3f} ms   algbw "
-        f"{report.algbw_gbps:.4g} GB/s   busbw {report.busbw_gbps:.4g} GB/s "
-        f"(algbw * {report.bus_factor:.4g}, {report.bus_factor_source})"
+        _("matches {reference}: {ok}").format(
+            reference=report.reference, ok=_("yes") if report.matches_builtin else _("NO")
+        )
+    )
+    lines.append(
+        _(
+            "steps {steps}   time {ms} ms   algbw {algbw} GB/s   busbw {busbw} GB/s"
+            " (algbw * {factor}, {source})"
+        ).format(
+            steps=report.steps,
+            ms=f"{report.time_s * 1e3:.3f}",
+            algbw=f"{report.algbw_gbps:.4g}",
+            busbw=f"{report.busbw_gbps:.4g}",
+            factor=f"{report.bus_factor:.4g}",
+            source=report.bus_factor_source,
+        )
     )
     return "\n".join(lines)
 

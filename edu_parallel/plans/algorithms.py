@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value, check_choice, check_int, spelling
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..core.inputs import Buffer
 from .layout import SEGMENT_BYTES
 from .naive import naive_allreduce_plan, naive_sent_bytes_formula
@@ -41,13 +41,13 @@ ALGOS: dict[str, Callable[[int | ParallelDims], Plan]] = {
     "rabenseifner": rabenseifner_allreduce_plan,  # power-of-two world sizes only
 }
 PS_ALGOS = ("ps", "ps-sharded")  # the algorithms that take ``servers``
-ALLREDUCE_FORMULA_TEXT = {
+ALLREDUCE_FORMULA_TEXT = {  # N_: shown through _() by the reports
     "ring": "2(N-1)/N * D",
-    "naive": "root (N-1) * D, others D",
-    "tree": "D per tree neighbour: leaf D, inner 3D, root 2D",
-    "double-tree": "D/2 per neighbour in each tree, at most 2D",
-    "ps": "servers (N+k-2)/k * D, workers D",
-    "ps-sharded": "servers (N+k-2)/k * D, workers D",
+    "naive": N_("root (N-1) * D, others D"),
+    "tree": N_("D per tree neighbour: leaf D, inner 3D, root 2D"),
+    "double-tree": N_("D/2 per neighbour in each tree, at most 2D"),
+    "ps": N_("servers (N+k-2)/k * D, workers D"),
+    "ps-sharded": N_("servers (N+k-2)/k * D, workers D"),
     "rabenseifner": "2(N-1)/N * D",
 }
 

@@ -10,6 +10,8 @@ grid with the problems marked.
 from __future__ import annotations
 
 from ..core.errors import bad_value
+from ..core.i18n import _
+from ..core.width import cut, ljust
 from .plan import COLLECTIVES, OPS, REDUCTIONS, Plan, PlanError, Problem
 
 
@@ -51,7 +53,7 @@ def describe(mask: int, c: int, ranks_only: bool = True) -> str:
     ``{0:c1,2:c3}`` (rank 0's chunk 1, rank 2's chunk 3) when chunks move between places."""
     items = [divmod(i, c) for i in range(mask.bit_length()) if mask >> i & 1]
     if not items:
-        return "nothing"
+        return _("nothing")
     if ranks_only and len({k for _, k in items}) == 1:
         return "{" + ",".join(str(q) for q, _ in items) + "}"
     return "{" + ",".join(f"{q}:c{k}" for q, k in items) + "}"
@@ -71,30 +73,35 @@ def _step_problems(
                 Problem(
                     i,
                     t.src if 0 <= t.src < n else 0,
-                    f"transfer {t.text()} needs two different ranks in [0, {n - 1}]",
+                    _("transfer {transfer} needs two different ranks in [0, {last}]").format(
+                        transfer=t.text(), last=n - 1
+                    ),
                 )
             )
             continue
         if not (0 <= t.chunk < c and 0 <= t.to_chunk < c):
-            out.append(Problem(i, t.src, f"transfer {t.text()} names a chunk outside 0..{c - 1}"))
+            message = _("transfer {transfer} names a chunk outside 0..{last}")
+            out.append(Problem(i, t.src, message.format(transfer=t.text(), last=c - 1)))
             continue
         if t.op not in OPS:
+            message = _("transfer {transfer} has op {op}, valid ops are {ops}")
             out.append(
-                Problem(i, t.dst, f"transfer {t.text()} has op {t.op!r}, valid ops are {list(OPS)}")
+                Problem(i, t.dst, message.format(transfer=t.text(), op=repr(t.op), ops=list(OPS)))
             )
             continue
         data, key = held[t.src][t.chunk], (t.dst, t.to_chunk)
         if not data:
-            out.append(
-                Problem(i, t.src, f"rank {t.src} sends chunk {t.chunk} but holds nothing of it")
-            )
+            message = _("rank {rank} sends chunk {chunk} but holds nothing of it")
+            out.append(Problem(i, t.src, message.format(rank=t.src, chunk=t.chunk)))
         if key in written and (t.op == "copy" or written[key] == "copy"):
             out.append(
                 Problem(
                     i,
                     t.dst,
-                    f"rank {t.dst} receives chunk {t.to_chunk} twice in one step with a copy: the"
-                    " result depends on order",
+                    _(
+                        "rank {rank} receives chunk {chunk} twice in one step with a copy: the"
+                        " result depends on order"
+                    ).format(rank=t.dst, chunk=t.to_chunk),
                 )
             )
         written[key] = t.op
@@ -104,9 +111,15 @@ def _step_problems(
                     Problem(
                         i,
                         t.dst,
-                        f"rank {t.dst} adds {describe(data, c, sums)} to chunk {t.to_chunk} that"
-                        f" already holds {describe(new[t.dst][t.to_chunk], c, sums)}: counted"
-                        " twice",
+                        _(
+                            "rank {rank} adds {added} to chunk {chunk} that already holds"
+                            " {held}: counted twice"
+                        ).format(
+                            rank=t.dst,
+                            added=describe(data, c, sums),
+                            chunk=t.to_chunk,
+                            held=describe(new[t.dst][t.to_chunk], c, sums),
+                        ),
                     )
                 )
             new[t.dst][t.to_chunk] |= data
@@ -124,7 +137,8 @@ def final_problems(plan: Plan, held: list[list[int]]) -> list[Problem]:
         for k in range(c):
             full = sum(_bit(q, k, c) for q in range(n))
             if not any(held[r][k] == full for r in range(n)):
-                out.append(Problem(None, k % n, f"no rank ends with chunk {k} fully reduced"))
+                message = _("no rank ends with chunk {chunk} fully reduced").format(chunk=k)
+                out.append(Problem(None, k % n, message))
         return out
     for r, row in enumerate(goal(plan)):
         for k, want in enumerate(row):
@@ -133,8 +147,11 @@ def final_problems(plan: Plan, held: list[list[int]]) -> list[Problem]:
                     Problem(
                         None,
                         r,
-                        f"ends with chunk {k} = {describe(held[r][k], c, sums)}, needs"
-                        f" {describe(want, c, sums)}",
+                        _("ends with chunk {chunk} = {held}, needs {want}").format(
+                            chunk=k,
+                            held=describe(held[r][k], c, sums),
+                            want=describe(want, c, sums),
+                        ),
                     )
                 )
     return out
@@ -152,7 +169,8 @@ def validate(plan: Plan) -> list[Problem]:
     """Every problem of the plan, checked symbolically. An empty list means the plan is right."""
     n, c = plan.world_size, plan.num_chunks
     if n < 1 or c < 1:
-        return [Problem(None, 0, f"world_size={n} and num_chunks={c} must both be >= 1")]
+        message = _("world_size={n} and num_chunks={c} must both be >= 1").format(n=n, c=c)
+        return [Problem(None, 0, message)]
     held, problems = initial_items(plan), []
     for i in range(len(plan.steps)):
         held, found = _step_problems(plan, i, held)
@@ -169,7 +187,7 @@ def holdings_after_each_step(plan: Plan) -> list[list[list[int]]]:
     for i in range(len(plan.steps) + 1):
         states.append([[_ranks_of(m, c) for m in row] for row in held])
         if i < len(plan.steps):
-            held, _ = _step_problems(plan, i, held)
+            held, _found = _step_problems(plan, i, held)
     return states
 
 
@@ -192,8 +210,8 @@ def explain(
     bad = {(p.step, p.rank) for p in problems}
     moves = any(t.to_chunk != t.chunk for s in plan.steps for t in s.transfers)
     width = max(width, 16) if moves else width
-    head = ["rank".ljust(6)] + [
-        f"{i}:{s.phase[: width - 4]}".ljust(width) for i, s in enumerate(plan.steps)
+    head = [ljust(_("rank"), 6)] + [
+        ljust(f"{i}:{cut(s.phase, width - 4)}", width) for i, s in enumerate(plan.steps)
     ]
     rows = [" ".join(head)]
     for r in range(plan.world_size):
@@ -213,15 +231,18 @@ def explain(
     if problems:
         shown = problems[:max_problems]
         text += "\n\n" + "\n".join(
-            f"!! {'step ' + str(p.step) if p.step is not None else 'at the end'}, rank {p.rank}:"
-            f" {p.message}"
+            "!! "
+            + (
+                _("step {step}, rank {rank}: {message}")
+                if p.step is not None
+                else _("at the end, rank {rank}: {message}")
+            ).format(step=p.step, rank=p.rank, message=p.message)
             for p in shown
         )
         if len(problems) > len(shown):
-            text += f"\n!! ... and {len(problems) - len(shown)} more problems"
+            text += "\n!! " + _("... and {n} more problems").format(n=len(problems) - len(shown))
     else:
-        text += (
-            f"\n\nplan {plan.name} is valid: it computes {plan.collective} in {len(plan.steps)}"
-            " steps"
-        )
+        text += "\n\n" + _(
+            "plan {name} is valid: it computes {collective} in {steps} steps"
+        ).format(name=plan.name, collective=plan.collective, steps=len(plan.steps))
     return text

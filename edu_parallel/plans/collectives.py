@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import N_
 from ..core.inputs import Buffer
 from ..core.units import DTYPES
 from .layout import SEGMENT_BYTES
@@ -195,15 +196,21 @@ COLLECTIVE_PLANS: dict[str, Callable[..., Plan]] = {
     "scatter": direct_scatter_plan,
 }
 
-VOLUME_TEXT = {
-    "all_reduce": ("2(n-1)/n * S each", "2(n-1)/n * S each"),
-    "all_gather": ("(n-1)/n * S each", "(n-1)/n * S each"),
-    "reduce_scatter": ("(n-1)/n * S each", "(n-1)/n * S each"),
-    "broadcast": ("S on every rank but the chain's last (root-1)", "S on every rank but the root"),
-    "reduce": ("S on every rank but the root", "S on every rank but the chain's first (root+1)"),
-    "all_to_all": ("(n-1)/n * S each", "(n-1)/n * S each"),
-    "gather": ("S/n on every rank but the root", "(n-1)/n * S at the root"),
-    "scatter": ("(n-1)/n * S at the root", "S/n on every rank but the root"),
+VOLUME_TEXT = {  # N_: shown through _() by the reports
+    "all_reduce": (N_("2(n-1)/n * S each"), N_("2(n-1)/n * S each")),
+    "all_gather": (N_("(n-1)/n * S each"), N_("(n-1)/n * S each")),
+    "reduce_scatter": (N_("(n-1)/n * S each"), N_("(n-1)/n * S each")),
+    "broadcast": (
+        N_("S on every rank but the chain's last (root-1)"),
+        N_("S on every rank but the root"),
+    ),
+    "reduce": (
+        N_("S on every rank but the root"),
+        N_("S on every rank but the chain's first (root+1)"),
+    ),
+    "all_to_all": (N_("(n-1)/n * S each"), N_("(n-1)/n * S each")),
+    "gather": (N_("S/n on every rank but the root"), N_("(n-1)/n * S at the root")),
+    "scatter": (N_("(n-1)/n * S at the root"), N_("S/n on every rank but the root")),
 }
 S_CONVENTION = (
     "S = the larger of input and output buffer per rank (nccl-tests doc/PERFORMANCE.md): "
