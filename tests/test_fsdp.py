@@ -348,3 +348,24 @@ def test_fsdp_table_puts_zero3_first_then_each_run(layer) -> None:
     assert f["peak gathered (B)"] == max(layer.per_rank_peak_gathered_bytes) == 2 * UNIT
     with pytest.raises(ValueError, match="reports="):
         fsdp_table({})
+
+
+@needs_fsdp2
+def test_fsdp_report_in_chinese_with_its_table_aligned(layer) -> None:
+    from helpers import english_phrases
+
+    from edu_parallel.core.i18n import language
+    from edu_parallel.core.width import width
+
+    texts = {}
+    for lang in ("en", "zh"):
+        with language(lang):
+            texts[lang] = format_fsdp(layer)
+        lines = texts[lang].splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith(" " * 8))
+        table = lines[head : head + 3]  # the header, the ZeRO-3 row and the FSDP row
+        assert table[1].startswith("ZeRO-3") and table[2].startswith("FSDP"), table
+        assert len({width(line) for line in table}) == 1, "\n".join(table)
+    assert "collectives/step" in texts["en"] and english_phrases(texts["en"])
+    assert "每步集合通信数" in texts["zh"] and "聚合峰值" in texts["zh"]
+    assert not english_phrases(texts["zh"]), english_phrases(texts["zh"])

@@ -29,6 +29,7 @@ from ..core.i18n import _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GATHERED_PARAMS
 from ..core.trace import Trace
+from ..core.width import rjust, width
 from ..engine.executor import Executor
 from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, reference_training
 from .config import FsdpConfig
@@ -286,6 +287,7 @@ def format_fsdp(report: FsdpReport) -> str:
     r, n = report, report.world_size
     raf = {True: "True", False: "False", None: _("None (torch default)")}[r.reshard_after_forward]
     yes, no = _("yes"), _("NO")
+    ratio_w = max(7, width(_("vs DP")) + 2)  # the header keeps two spaces in either language
     lines = [
         _(
             "FSDP2 fully_shard on {n} ranks, granularity {granularity} (units: {units}),"
@@ -314,8 +316,11 @@ def format_fsdp(report: FsdpReport) -> str:
             ),
         ),
         "",
-        f"{'':<8}{'collectives/step':>17}{'sent per rank/step':>20}{'vs DP':>7}"
-        f"{'peak gathered':>15}",
+        " " * 8
+        + rjust(_("collectives/step"), 17)
+        + rjust(_("sent per rank/step"), 20)
+        + rjust(_("vs DP"), ratio_w)
+        + rjust(_("peak gathered"), 15),
     ]
     for name, k, sent, ratio, peak in (
         (
@@ -329,14 +334,16 @@ def format_fsdp(report: FsdpReport) -> str:
     ):
         lines.append(
             f"{name:<8}{r.collectives_per_step[k]:>17g}{max(sent):>18,.0f}"
-            f" B{ratio:>7.2f}{max(peak):>13,} B"
+            f" B{ratio:>{ratio_w}.2f}{max(peak):>13,} B"
         )
     lines += ["", _("step 1, rank 0, in issue order:")]
     for k in ("zero3", "fsdp"):
         for row in (x for x in r.collectives[k] if x["step"] == 1):
             pre = "  " + _("(prefetch)") if row["prefetch"] else ""
+            sizes = _("{nbytes} B out {sent} B sent").format(
+                nbytes=f"{row['nbytes']:>6}", sent=f"{row['sent_bytes']:>8,.0f}"
+            )
             lines.append(
-                f"  {k:<6} {row['pass'] or '-':<13} {row['op']:<22} {row['unit']:<12} "
-                f"{row['nbytes']:>6} B out {row['sent_bytes']:>8,.0f} B sent{pre}"
+                f"  {k:<6} {row['pass'] or '-':<13} {row['op']:<22} {row['unit']:<12} {sizes}{pre}"
             )
     return "\n".join(lines)

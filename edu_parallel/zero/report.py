@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from wcwidth import wcswidth
 
 from ..core.errors import bad_value, check_choice
 from ..core.i18n import _
@@ -29,6 +28,7 @@ from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
 from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
 from ..core.units import format_bytes
+from ..core.width import rjust, width
 from ..engine.executor import Executor
 from ..memory.model_states import ZERO_STAGE_NAMES
 from ..task.mlp import (
@@ -240,19 +240,20 @@ def format_zero(report: ZeroReport) -> str:
         ),
     ]
     checks = _("{first};  {second};  {third}").format(first=ref, second=dp, third=tol)
-    lines += [checks] if wcswidth(checks) <= MAX_TEXT_COLUMNS else [ref, dp, tol]
+    lines += [checks] if width(checks) <= MAX_TEXT_COLUMNS else [ref, dp, tol]
     # one column per category, as wide as its name or its widest value: the table fits
-    total = "model state"
+    total = _("model state")
     cells = [
         [f"{r.per_rank_peak_bytes_by_category[k][c]:,}" for c in ZERO_CATEGORIES]
         + [f"{r.per_rank_peak_model_state_bytes[k]:,}"]
         for k in range(n)
     ]
     names = [*ZERO_CATEGORIES, total]
-    widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
+    widths = [max(width(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
     lines += [
         "",
-        f"{'rank':>4}" + "".join(f"  {c:>{w}}" for c, w in zip(names, widths, strict=True)),
+        rjust(_("rank"), 4)
+        + "".join(f"  {rjust(c, w)}" for c, w in zip(names, widths, strict=True)),
     ]
     for k, row in enumerate(cells):
         lines.append(f"{k:>4}" + "".join(f"  {v:>{w}}" for v, w in zip(row, widths, strict=True)))
