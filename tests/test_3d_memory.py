@@ -34,6 +34,7 @@ CASES = [  # (dp, tp, pp, ep), sizes
 
 def trimmed_peak_job(ctx, run: Run3D) -> int | None:
     """:func:`step_job` with this rank's peak measured from a trimmed heap."""
+    trim_heap()  # pages an earlier job freed would hide what this one holds
     return with_peak(step_job, ctx, run)[1]
 
 

@@ -2,7 +2,7 @@
 the command line checks before any process starts (``pipeline_parallel.memory``; the largest
 accepted shape is refused on this CI's machine, with the figure, in ``tests/test_bad_inputs.py``).
 
-Each rank returns its freed heap to the system (``comm.memory.trim_heap``, in ``with_peak``),
+Each rank returns its freed heap to the system (``comm.memory.trim_heap``),
 resets its resident high-water mark and reports its rise over the job, as the TP memory test
 does; the one-process reference is measured the same way in this process. Without the trim a job
 would reuse the pages an earlier job freed, and the measure would see less than the job holds.
@@ -33,7 +33,8 @@ SHAPES = [  # (schedule, chunks, microbatches, hidden, microbatch size, layers)
 def trimmed_peak_job(ctx, config: PipelineConfig) -> tuple[int | None, int]:
     """:func:`pipeline_job` with this rank's peak measured (None where the kernel cannot reset
     the mark), and what autograd saved at the worst moment."""
-    out, peak = with_peak(pipeline_job, ctx, config)  # it trims the heap first
+    trim_heap()  # pages an earlier job freed would hide what this one holds
+    out, peak = with_peak(pipeline_job, ctx, config)
     return peak, out["peak_activation_bytes"]
 
 

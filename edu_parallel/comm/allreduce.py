@@ -15,6 +15,7 @@ within 3x the payload (:mod:`~edu_parallel.comm.memory`); the check runs a block
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ from ..plans.algorithms import (
 )
 from ..plans.layout import SEGMENT_BYTES, chunk_bytes, plan_meta
 from ..plans.plan import Plan
-from .memory import check_fits, peak_reset, peak_resident_bytes, resident_bytes, trim_heap
+from .memory import check_fits, peak_reset, peak_resident_bytes, resident_bytes
 
 COMPARE_BLOCK = 1 << 16  # elements compared at a time: 512 KiB per float64 temporary
 
@@ -80,7 +81,7 @@ def with_peak(job: Callable[..., Any], ctx: RankContext, *args: Any) -> tuple[An
     minus the resident size at the start), with no scratch kept from an earlier job, so the job
     pays for all it holds; None where the kernel cannot reset the mark (not Linux)."""
     release_scratch()
-    trim_heap()
+    gc.collect()  # an earlier job's garbage goes before the baseline, not during the job
     measured = peak_reset()
     before = resident_bytes() if measured else 0
     out = job(ctx, *args)

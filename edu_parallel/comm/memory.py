@@ -149,10 +149,11 @@ def _status_bytes(field: str) -> int:
 
 
 def trim_heap() -> None:
-    """Give back what this process freed, before a measure: collect garbage (a previous job's
-    tensors) and return the heap's free pages to the system (glibc's ``malloc_trim``; nothing
-    where there is none). Else a job reuses pages an earlier job freed and the measure sees less
-    than it holds, or a previous job's memory freed during this one lowers the rise."""
+    """Give back what this process freed, before a measure of a job of many heap-sized tensors
+    (the pipeline's and the 3D memory tests): collect garbage (a previous job's tensors) and
+    return the heap's free pages to the system (glibc's ``malloc_trim``; nothing where there is
+    none). Else the job reuses pages an earlier job freed and the measure sees less than it
+    holds."""
     gc.collect()
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
