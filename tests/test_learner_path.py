@@ -49,11 +49,7 @@ def _lab_env(root: Path) -> dict[str, str]:
         "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
         "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime"),
     }
-    # JupyterLab asks about news in a toast a minute in; a learner dismisses it, the test says no
-    settings = root / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / "lab-settings")
+    # no news toast to dismiss: the lab disables JupyterLab's announcements (app/lab.py)
     return env
 
 

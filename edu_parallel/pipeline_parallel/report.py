@@ -268,7 +268,8 @@ def _grid(timeline: Timeline, unit: float) -> list[str]:
                     cells[c] = label.ljust(width)
         rows.append(cells)
     lead = max(len(f"r{r}  ") for r in range(timeline.num_ranks))
-    per_block = max(1, (MAX_TEXT_COLUMNS - lead) // width)
+    fits = max(1, (MAX_TEXT_COLUMNS - lead) // width)
+    per_block = -(-cols // -(-cols // fits)) if cols else fits  # the blocks as even as they go
     lines = []
     for start in range(0, cols, per_block):
         if start:  # a continuation: where in time it starts
