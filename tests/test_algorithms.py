@@ -16,7 +16,7 @@ from edu_parallel.app.cli import main
 from edu_parallel.comm.allreduce import format_report
 from edu_parallel.comm.compare import cluster_traffic_runner
 from edu_parallel.core.i18n import language
-from edu_parallel.core.shown import MAX_TEXT_COLUMNS
+from edu_parallel.core.width import MAX_TEXT_COLUMNS
 from edu_parallel.models.simulation import expected_result, plan_events, simulate
 from edu_parallel.models.traffic import format_traffic_table, simulated_runner, traffic_table
 from edu_parallel.plans.algorithms import ALGOS, build_plan, formula_bytes

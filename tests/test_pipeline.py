@@ -13,7 +13,7 @@ from wcwidth import wcswidth
 from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.i18n import language
-from edu_parallel.core.shown import MAX_TEXT_COLUMNS
+from edu_parallel.core.width import MAX_TEXT_COLUMNS
 from edu_parallel.pipeline_parallel.builders import MAX_MICROBATCHES, build_schedule
 from edu_parallel.pipeline_parallel.config import PipelineConfig
 from edu_parallel.pipeline_parallel.execute import pipeline_job

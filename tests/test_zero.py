@@ -16,7 +16,7 @@ from edu_parallel.app.concepts.registry import CONCEPTS
 from edu_parallel.core.dims import ParallelDims
 from edu_parallel.core.i18n import language
 from edu_parallel.core.metrics import ring_sent_bytes
-from edu_parallel.core.shown import MAX_TEXT_COLUMNS
+from edu_parallel.core.width import MAX_TEXT_COLUMNS
 from edu_parallel.memory.model_states import ZERO_STAGE_NAMES, ZERO_STAGES
 from edu_parallel.task.mlp import (
     adam_update,

@@ -22,11 +22,6 @@ import pandas as pd
 
 from .i18n import _, get_language
 
-# The widest fixed-width line a lesson prints without wrapping: JupyterLab 4's output area gives
-# text 955 px (viz/fit.py), its 13 px monospace (DejaVu Sans Mono, 0.602 em a glyph) 7.8 px a
-# character: 122 characters; two kept for a scrollbar's or a theme's margin.
-MAX_TEXT_COLUMNS = 120
-
 
 class ShownFrame(pd.DataFrame):
     """A DataFrame shown with translated headers (see the module docstring)."""

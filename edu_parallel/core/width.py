@@ -15,6 +15,11 @@ from __future__ import annotations
 
 from wcwidth import wcswidth, wcwidth
 
+# The widest fixed-width line a lesson prints without wrapping: JupyterLab 4's output area gives
+# text 955 px (viz/fit.py), its 13 px monospace (DejaVu Sans Mono, 0.602 em a glyph) 7.8 px a
+# character: 122 characters; two kept for a scrollbar's or a theme's margin.
+MAX_TEXT_COLUMNS = 120
+
 
 def width(text: str) -> int:
     """The columns ``text`` takes on a terminal (a control character counts as none)."""

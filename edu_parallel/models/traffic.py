@@ -29,8 +29,8 @@ from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
 from ..core.i18n import _
-from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
+from ..core.width import MAX_TEXT_COLUMNS, ljust
 from ..plans.algorithms import ALGOS, build_plan, formula_bytes
 from ..plans.plan import MAX_PLAN_RANKS, Plan
 from .simulation import simulate
@@ -148,7 +148,7 @@ def _per_rank(values: list[int], d: int, limit: int) -> str:
 
 def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
     """The table as text: per-rank bytes in units of D (the buffer), busiest rank, steps; at
-    most :data:`~edu_parallel.core.shown.MAX_TEXT_COLUMNS` wide. Where every rank of every row
+    most :data:`~edu_parallel.core.width.MAX_TEXT_COLUMNS` wide. Where every rank of every row
     receives what it sends (each all-reduce here), one column shows both; else two, with as many
     ranks as fit (then "...")."""
     lead = f"{'algo':<13}{'N':>3}{'steps':>6}{'msgs':>5}{'busiest':>8}{'load/D':>8}  "
@@ -161,7 +161,7 @@ def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
         head = lead + _("sent = received per rank / D")
     else:
         sent = _("sent per rank / D")
-        head = lead + f"{sent:<{width}} " + _("received per rank / D")
+        head = lead + ljust(sent, width) + " " + _("received per rank / D")
     lines = [head, "-" * min(len(head), MAX_TEXT_COLUMNS)]
     for row in rows:
         if not row["supported"]:

@@ -28,6 +28,7 @@ activations are taken times :data:`~edu_parallel.comm.memory.HEAP_SLACK`. Measur
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import torch
@@ -47,7 +48,7 @@ BACKWARD = 2
 def saved_per_token(cfg: Config3D) -> int:
     """Bytes autograd saves for one token through one layer of ``cfg``'s model, counted on one
     sequence of ``cfg.seq`` tokens."""
-    one = Config3D(**{**_sizes(cfg), "layers": 1})
+    one = dataclasses.replace(cfg, layers=1)
     w = layer_weights(one)[0]
     moe = None
     params = list(w.values())
@@ -66,10 +67,6 @@ def saved_per_token(cfg: Config3D) -> int:
     with saved.counting():
         layer(x, w, cfg.heads, TensorParallel(None, None, 1), moe)
     return -(-saved.bytes // cfg.seq)
-
-
-def _sizes(cfg: Config3D) -> dict:
-    return {f: getattr(cfg, f) for f in cfg.__dataclass_fields__}
 
 
 def _weights_bytes(cfg: Config3D) -> int:

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.i18n import _
-from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
+from ..core.width import MAX_TEXT_COLUMNS
 from ..engine.executor import Executor
 from .config import PipelineConfig
 from .execute import pipeline_job
@@ -251,7 +251,7 @@ def execute_pipeline(
 
 def _grid(timeline: Timeline, unit: float) -> list[str]:
     """The retimed timeline as text: one row per rank, one cell per ``unit`` of time, in blocks
-    of as many cells as fit :data:`~edu_parallel.core.shown.MAX_TEXT_COLUMNS` (a longer one
+    of as many cells as fit :data:`~edu_parallel.core.width.MAX_TEXT_COLUMNS` (a longer one
     continues below, after a line naming its first time).
 
     An action longer than one unit shows its label, then ``-`` cells; ``.`` is an idle unit."""

@@ -25,10 +25,9 @@ import torch
 from ..core.errors import bad_value, check_choice
 from ..core.i18n import _
 from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
-from ..core.shown import MAX_TEXT_COLUMNS
 from ..core.trace import Trace
 from ..core.units import format_bytes
-from ..core.width import rjust, width
+from ..core.width import MAX_TEXT_COLUMNS, rjust, width
 from ..engine.executor import Executor
 from ..memory.model_states import ZERO_STAGE_NAMES
 from ..task.mlp import (
