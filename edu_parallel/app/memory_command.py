@@ -22,6 +22,7 @@ from typing import Any
 
 from ..core.errors import Problems, bad_value, conflicts, needs
 from ..core.i18n import N_, _
+from ..core.width import fitted
 from ..memory.activations import shape_activation_estimate
 from ..memory.communication import comm_estimate
 from ..memory.conventions import CONVENTIONS, largest_module_params
@@ -230,6 +231,7 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.4g} GB"
 
 
+@fitted
 def format_memory(d: dict[str, Any]) -> str:
     name = f"{d['model']['name']} " if d["model"] else ""
     lines = [

@@ -30,6 +30,7 @@ from ..core.errors import (
 )
 from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
+from ..core.width import fitted
 from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from ..models.nccl.constants import ALGOS as NCCL_ALGOS
 from ..models.nccl.systems import nccl_system
@@ -245,6 +246,7 @@ def _time(t: float) -> str:
     return f"{t * 1e6:.4g} µs" if t < 1e-3 else f"{t * 1e3:.4g} ms" if t < 1 else f"{t:.4g} s"
 
 
+@fitted
 def format_prediction(p: Prediction, where: Link | Topology) -> str:
     links = [where.intra, where.inter] if isinstance(where, Topology) else [where]
     lines = [

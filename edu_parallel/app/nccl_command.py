@@ -20,6 +20,7 @@ import json
 from ..core.errors import check_choice
 from ..core.i18n import _
 from ..core.units import format_bytes, parse_size
+from ..core.width import fitted
 from ..models.cost import link_preset
 from ..models.nccl.constants import ARCHS, COLLECTIVES
 from ..models.nccl.selection import NcclChoice, nccl_choose
@@ -70,6 +71,7 @@ def nccl_cli_system(a: argparse.Namespace) -> NcclSystem:
     return NcclSystem(topo, check_choice("arch", a.arch, ARCHS))
 
 
+@fitted
 def format_nccl(c: NcclChoice, coll: str, nbytes: float, system: NcclSystem) -> str:
     head = _("{collective} of {size} on {system}").format(
         collective=coll, size=format_bytes(nbytes), system=system.describe()

@@ -33,6 +33,7 @@ from ..core.errors import (
     spelling,
 )
 from ..core.i18n import _
+from ..core.width import fitted
 from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
 from ..models.topology import LINKS
 from ..planner.hardware import GPUS, ClusterSpec
@@ -226,6 +227,7 @@ def planner_result(a: argparse.Namespace) -> PlannerResult:
     return plan(inputs_from_options(a))
 
 
+@fitted
 def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: A002
     chosen = (result.configs if all else result.feasible)[:top]
     moe = result.model.experts > 0  # an ep column only for a mixture of experts

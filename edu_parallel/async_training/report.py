@@ -33,6 +33,7 @@ from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
+from ..core.width import fitted
 from ..engine.executor import Executor
 from .config import PSI, AsyncConfig, Mode, ring_bytes_per_rank
 from .param_server import server_job
@@ -200,6 +201,7 @@ def run_async_config(cluster: Executor, config: AsyncConfig) -> AsyncReport | No
     )
 
 
+@fitted
 def format_async(report: AsyncReport) -> str:
     """Readable output: the regime, the measurements, the replay check."""
     r, c = report, report.config

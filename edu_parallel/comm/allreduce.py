@@ -28,7 +28,7 @@ from ..core.i18n import N_, _
 from ..core.metrics import algbw_gbps, busbw_gbps
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
-from ..core.width import ljust, rjust
+from ..core.width import fitted, ljust, rjust
 from ..engine.context import RankContext
 from ..engine.execute import release_scratch, run_plan, same_result
 from ..engine.executor import Executor, in_torchrun
@@ -247,6 +247,7 @@ def step_table(trace: Trace) -> list[dict[str, Any]]:
     return out
 
 
+@fitted
 def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
     """The CLI's readable output: per-step table, then bytes against the formula, check,
     bandwidth. Columns are padded by display width (:mod:`edu_parallel.core.width`), so the

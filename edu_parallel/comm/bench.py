@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from ..core.errors import bad_value, check_choice, check_int
 from ..core.i18n import _
 from ..core.units import DTYPES, check_dtype, parse_size
+from ..core.width import fitted
 from ..engine.executor import Executor
 from ..plans.algorithms import plan_allreduce
 from ..plans.collectives import plan_collective
@@ -178,6 +179,7 @@ def bench_collectives(
     return rows
 
 
+@fitted
 def format_bench(rows: list[dict[str, Any]]) -> str:
     """The table nccl-tests prints, one block per collective."""
     lines: list[str] = []

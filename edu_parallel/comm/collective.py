@@ -24,7 +24,7 @@ from ..core.i18n import _
 from ..core.metrics import algbw_gbps, bus_factor, bus_factor_source
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
-from ..core.width import rjust
+from ..core.width import fitted, rjust
 from ..engine.context import RankContext
 from ..engine.execute import run_plan
 from ..engine.executor import Executor
@@ -278,6 +278,7 @@ def _cell(values: list[float], lo: int, hi: int) -> str:
     return text + (".." if hi - lo > 1 else "")
 
 
+@fitted
 def format_collective(report: CollectiveReport, max_plan_lines: int = 12) -> str:
     """Text for the CLI: the plan, bytes per rank against the formula, check, bandwidth, and for
     small runs each chunk's first value before and after (``..``: more values follow)."""

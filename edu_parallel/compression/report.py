@@ -36,6 +36,7 @@ from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.schema import COMPRESS_MARK, COMPRESS_PHASE, GRAD_SYNC, STEP_END_MARK, STEP_START_MARK
 from ..core.trace import Trace
+from ..core.width import fitted
 from ..data_parallel.ddp import CommHook, allreduce_mean_hook, train_ddp
 from ..engine.context import RankContext
 from ..engine.executor import Executor
@@ -249,6 +250,7 @@ def run_compress_config(cluster: Executor, config: CompressConfig) -> CompressRe
     )
 
 
+@fitted
 def format_compress(report: CompressReport) -> str:
     """Readable output: bytes, ratio, compute, accuracy, the torch check."""
     r, c = report, report.config

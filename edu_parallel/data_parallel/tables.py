@@ -15,6 +15,7 @@ import pandas as pd
 from ..core.i18n import N_, _
 from ..core.shown import shown
 from ..core.units import format_bytes
+from ..core.width import fitted
 from .buckets import bucket_line
 from .report import DdpReport
 
@@ -58,6 +59,7 @@ def diverged_lines(report: DdpReport) -> list[str]:
     return [text + why.format(lr=lr)]
 
 
+@fitted
 def format_ddp(report: DdpReport) -> str:
     """Readable output: the checks, the buckets, bytes and messages, time and overlap."""
     r, c = report, report.config

@@ -29,6 +29,7 @@ from ..core.i18n import _
 from ..core.marks import off_diagonal_sent, traffic_matrix
 from ..core.schema import EXCHANGES
 from ..core.trace import Trace
+from ..core.width import fitted
 from ..engine.autograd import backward_from
 from ..engine.executor import Executor
 from .config import MoEConfig
@@ -248,6 +249,7 @@ def run_moe_config(cluster: Executor, config: MoEConfig) -> MoEReport | None:
     )
 
 
+@fitted
 def format_moe(report: MoEReport) -> str:
     """Readable output: the check, the traffic matrix, expert load, capacity and drops."""
     r, n = report, report.world_size

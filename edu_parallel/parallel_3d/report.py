@@ -27,6 +27,7 @@ from ..core.dims import ParallelDims
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
+from ..core.width import fitted
 from ..engine.executor import Executor
 from ..planner.traffic import mesh_group_bytes
 from ..task.mlp import EPS
@@ -82,6 +83,7 @@ class Report3D:
             for k in GROUP_TYPES
         )
 
+    @fitted
     def format(self) -> str:
         return format_3d(self)
 
@@ -195,6 +197,7 @@ def execute_3d(executor: Executor, run: Run3D) -> Report3D | None:
     )
 
 
+@fitted
 def format_3d(report: Report3D) -> str:
     """The check, then one line per rank: coordinates, model state, activations, bytes per
     group (EP only with experts), idle."""

@@ -25,13 +25,12 @@ cluster with :func:`~edu_parallel.pipeline_parallel.execute.pipeline_job`, and r
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.i18n import _
 from ..core.trace import Trace
-from ..core.width import MAX_TEXT_COLUMNS
+from ..core.width import MAX_TEXT_COLUMNS, fitted, wrap_text
 from ..engine.executor import Executor
 from .config import PipelineConfig
 from .execute import pipeline_job
@@ -279,6 +278,7 @@ def _grid(timeline: Timeline, unit: float) -> list[str]:
     return lines
 
 
+@fitted
 def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
     """The CLI's text: retimed grid, bubble against the formula, peak activations, the check."""
     tl, f = report.timeline, report.formula
@@ -330,7 +330,7 @@ def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
     formula = _("formula: {formula}  [{source}; exact when {exact_when}]").format(
         formula=f["formula"], source=f["source"], exact_when=f["exact_when"]
     )
-    lines += textwrap.wrap(formula, MAX_TEXT_COLUMNS, subsequent_indent="  ")
+    lines += wrap_text(formula, MAX_TEXT_COLUMNS, hanging="  ")
     lines.append("")
     lines.append(_("peak live microbatch activations per stage (counted during the run):"))
     lines.append(

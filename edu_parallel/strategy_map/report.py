@@ -17,6 +17,7 @@ import torch
 
 from ..core.i18n import _
 from ..core.trace import Trace
+from ..core.width import fitted
 from ..engine.executor import Executor
 from .formulas import STRATEGIES, STRATEGY_NAMES, MapRun
 from .model import model_param_bytes, reference_step
@@ -99,6 +100,7 @@ class StrategyMapReport:
             "rows": self.rows(),
         }
 
+    @fitted
     def format(self) -> str:
         return format_strategy_map(self)
 
@@ -176,6 +178,7 @@ def ops_text(ops: dict[str, int]) -> str:
     return ", ".join(f"{'send' if op == 'isend' else op} x{k}" for op, k in ops.items()) or "-"
 
 
+@fitted
 def format_strategy_map(report: StrategyMapReport) -> str:
     """The table: one line per (strategy, rank), then the whole-model sizes it is measured
     against."""

@@ -26,6 +26,7 @@ from ..core.errors import bad_value
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import torch_dtype
+from ..core.width import fitted
 from ..engine.autograd import backward_from
 from ..engine.context import RankContext
 from ..engine.executor import Executor
@@ -215,6 +216,7 @@ def run_attention_config(cluster: Executor, config: AttentionConfig) -> Attentio
     )
 
 
+@fitted
 def format_attention(report: AttentionReport) -> str:
     """The check, the heads each rank kept, the collectives by pass, the bytes against the
     formula."""

@@ -31,6 +31,7 @@ import torch
 from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.trace import Trace
+from ..core.width import fitted
 from ..engine.executor import Executor
 from .config import TPConfig
 from .formulas import (
@@ -181,6 +182,7 @@ def run_tp_config(cluster: Executor, config: TPConfig) -> TPReport | None:
     )
 
 
+@fitted
 def format_tp(report: TPReport) -> str:
     """Readable output: the check, the collectives by pass, the bytes against the formula."""
     r = report

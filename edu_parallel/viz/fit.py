@@ -18,9 +18,7 @@ figures display as PNG at 100 dpi (:mod:`edu_parallel.viz.figure`), so 1 pt is 1
 from __future__ import annotations
 
 import io
-import re
 import struct
-import textwrap
 from typing import Any
 
 MAX_WIDTH_PX = 940  # JupyterLab 4: a 968 px output area gives its output 955 px (Chromium)
@@ -51,36 +49,6 @@ def title_y(height: float, lines: int, font_px: float = 15) -> float:
 def buttons_px(labels: list[str], font_px: int = DEFAULT_FONT_PX) -> float:
     """Estimated width (px) of a row of plotly buttons with these labels."""
     return sum(GLYPH_EM * font_px * len(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
-
-
-_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-_NO_BREAK_BEFORE = set("，。：；、！？）》」』,.:;!?)")
-
-
-def wrap_text(text: str, width: int) -> list[str]:
-    """``textwrap.wrap(text, width)``, except that a CJK character counts two columns and a line
-    may break between two CJK characters (Chinese has no spaces), never before closing
-    punctuation. Text without CJK characters wraps exactly as ``textwrap.wrap`` does."""
-    if not _WIDE.search(text):
-        return textwrap.wrap(text, width)
-    lines: list[str] = []
-    line, used = "", 0
-    for token in re.findall(
-        r"\s+|[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+",
-        text,
-    ):
-        if token.isspace():
-            if line:
-                line, used = line + " ", used + 1
-            continue
-        cols = 2 * len(token) if _WIDE.match(token) else len(token)
-        if line.strip() and used + cols > width and token[0] not in _NO_BREAK_BEFORE:
-            lines.append(line.rstrip())
-            line, used = "", 0
-        line, used = line + token, used + cols
-    if line.strip():
-        lines.append(line.rstrip())
-    return lines
 
 
 # ------------------------------------------------------------------ the checker

@@ -18,8 +18,9 @@ from typing import Any
 
 from ..core.i18n import N_, _
 from ..core.trace import Trace
+from ..core.width import wrap_text
 from .controls import play_controls
-from .fit import MODEBAR_PX, title_y, wrap_text
+from .fit import MODEBAR_PX, title_y
 from .model import Arrow, RingFrames, StepView, arrow_hover, build_frames
 from .plotly_figure import Figure
 from .style import LABEL, MUTED, OP_COLORS, SOFT_INK, WIDTH, text_color

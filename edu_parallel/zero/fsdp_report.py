@@ -29,7 +29,7 @@ from ..core.i18n import _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GATHERED_PARAMS
 from ..core.trace import Trace
-from ..core.width import rjust, width
+from ..core.width import fitted, rjust, width
 from ..engine.executor import Executor
 from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, reference_training
 from .config import FsdpConfig
@@ -282,6 +282,7 @@ def run_fsdp_config(cluster: Executor, config: FsdpConfig) -> FsdpReport | None:
     )
 
 
+@fitted
 def format_fsdp(report: FsdpReport) -> str:
     """Readable output: the checks, then collectives and bytes per step for ZeRO-3 and FSDP."""
     r, n = report, report.world_size

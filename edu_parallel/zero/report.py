@@ -27,7 +27,7 @@ from ..core.i18n import _
 from ..core.schema import MODEL_STATE, ZERO_CATEGORIES
 from ..core.trace import Trace
 from ..core.units import format_bytes
-from ..core.width import MAX_TEXT_COLUMNS, rjust, width
+from ..core.width import MAX_TEXT_COLUMNS, fitted, rjust, width
 from ..engine.executor import Executor
 from ..memory.model_states import ZERO_STAGE_NAMES
 from ..task.mlp import (
@@ -211,6 +211,7 @@ def run_zero_config(cluster: Executor, config: ZeroConfig) -> ZeroReport | None:
     )
 
 
+@fitted
 def format_zero(report: ZeroReport) -> str:
     """Readable output: check, memory per rank by category against the formula, bytes per step."""
     r, n = report, report.world_size

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ...core.errors import bad_value, check_choice
 from ...core.i18n import _
+from ...core.width import fit
 from ..topology import Topology
 from . import constants as K
 
@@ -68,9 +69,8 @@ class NcclSystem:
         caps = [self.arch]
         caps += [c for c, on in (("NVSwitch", self.nvswitch), ("NVLS", self.nvls)) if on]
         caps += ["IB SHARP"] if self.collnet else []
-        return (
-            self.name + ": " if self.name else ""
-        ) + f"{self.topology.describe()} ({', '.join(caps)})"
+        name = self.name + ": " if self.name else ""
+        return fit(f"{name}{self.topology.describe()} ({', '.join(caps)})")
 
 
 def why_not(coll: str, algo: str, proto: str, s: NcclSystem) -> str:
