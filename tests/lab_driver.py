@@ -27,6 +27,7 @@ from typing import Any
 import mplfonts
 import pytest
 from helpers import free_port
+from lab_text import truncated_cells, wrapped_text
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
     "--no-sandbox",
@@ -178,6 +179,8 @@ class Scan:
     raw_widgets: list[str] = field(default_factory=list)
     broken_widgets: list[str] = field(default_factory=list)
     too_wide: list[str] = field(default_factory=list)
+    wrapped: list[str] = field(default_factory=list)  # text outputs the area wraps (lab_text.py)
+    truncated: list[str] = field(default_factory=list)  # table cells cut with no hover text
 
 
 _SCAN_CELL = """cell => {
@@ -271,6 +274,8 @@ class Lesson:
             scan.raw_widgets += [t for t in seen["plain"] if t.startswith(RAW_WIDGET_REPRS)]
             scan.broken_widgets += seen["broken"]
             scan.too_wide += seen["wide"]
+            scan.wrapped += wrapped_text(cell)
+            scan.truncated += truncated_cells(cell)
         return scan
 
     def animations(self) -> list:

@@ -117,6 +117,8 @@ def test_a_learner_runs_every_cell_and_sees_every_output(page, lab, shots, name,
         assert not scan.raw_widgets, f"widgets shown as text: {scan.raw_widgets}"
         assert not scan.broken_widgets, f"widgets that did not load: {scan.broken_widgets}"
         assert not scan.too_wide, f"outputs wider than their area: {scan.too_wide}"
+        assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
+        assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
         for plot in lesson.animations()[:1]:
             before, after = lesson.press_play(plot)
             assert before != after, f"Play did not move the animation (still {before})"
@@ -178,6 +180,8 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             assert not scan.errors, f"error outputs: {scan.errors}"
             assert not scan.stderr, f"stderr boxes: {scan.stderr}"
             assert scan.plotly_rendered == scan.plotly_outputs, "a plotly figure was not drawn"
+            assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
+            assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
             panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
             assert "环形全归约" in panel, "the lesson's prose is not in Chinese"
             with language("zh"):
