@@ -34,7 +34,7 @@ def mem(rank: int, op: str, nbytes: int, t: float, cat: str, step=None, phase=No
 
 def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
     """ZeRO-3 on ``world`` ranks: shards allocated up front (step None), then per step each rank
-    gathers the full fp16 parameters (world * shard) in forward and in backward and frees them."""
+    gathers the full bf16 parameters (world * shard) in forward and in backward and frees them."""
     ev: list[Event] = []
     t = 0.0
     for r in range(world):
