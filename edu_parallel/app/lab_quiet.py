@@ -94,4 +94,3 @@ def trust_course(folder: Path, course: dict[str, Path]) -> list[str]:
 
 def _same(dest: Path, src: Path) -> bool:
     return dest.is_file() and dest.read_bytes() == src.read_bytes()
-
