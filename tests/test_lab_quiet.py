@@ -154,3 +154,13 @@ def test_the_course_notebooks_are_trusted_and_an_edited_one_is_not(tmp_path, mon
             with open(folder / name, encoding="utf-8") as f:
                 trusted = notary.check_signature(read(f, NO_CONVERT))
             assert trusted is (name != edited.name), name
+
+
+def test_a_read_only_jupyter_data_folder_does_not_stop_the_lab(tmp_path, monkeypatch):
+    """Trust is a courtesy: where Jupyter's data folder cannot be written, the lessons are still
+    prepared (and Jupyter says "not trusted", as it would anyway)."""
+    blocked = tmp_path / "a-file"  # a folder below a file cannot be made, even by root
+    blocked.write_text("")
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(blocked / "jupyter"))
+    report = prepare_lessons(tmp_path / "course")
+    assert (report.folder / LESSON).is_file()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -68,7 +69,10 @@ def prepare_lessons(
     source = lessons_source()
     target = check_workspace(Path(dest) if dest is not None else DEFAULT_DIR, source)
     report = sync_workspace(target, source, resolve_reset(reset, source))
-    trust_course(report.folder, course_files(source))
+    try:
+        trust_course(report.folder, course_files(source))
+    except (OSError, sqlite3.Error):  # no writable Jupyter data folder: Jupyter says "not trusted"
+        pass
     return report
 
 
