@@ -2,6 +2,7 @@
 
 import re
 import shutil
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,10 +20,12 @@ from edu_parallel.app.export.html import (
     SITE_FILES,
     WIDGET_STATE,
     WIDGET_VIEW,
+    first_heading,
     lab_css,
     link_pages,
     static_outputs,
 )
+from edu_parallel.app.export.index import link_site
 from edu_parallel.app.lab import lessons_source
 from edu_parallel.core.units import format_bytes
 
@@ -79,9 +82,15 @@ def site(tmp_path_factory):
 @pytest.mark.multiprocess
 def test_the_tour_page_has_every_figure_and_plays_offline(site):
     dest, pages, lines = site
-    assert [p.name for p in pages] == ["00_tour.ipynb"]
+    assert [p.name for p in pages] == ["00_tour.ipynb", "zh/00_tour.ipynb"]
     lesson = pages[0]
-    assert len(lines) == 1 and lines[0].startswith("00_tour.html") and " s " in lines[0]
+    assert [line.split()[0] for line in lines] == [
+        "00_tour.html",
+        "zh/00_tour.html",
+        "zh/index.html",
+        "index.html",
+    ]
+    assert all(" s " in line for line in lines[:2])
     text = lesson.page.read_text()
     figures = plotly_outputs(lesson.executed)
     assert len(figures) > 0
@@ -117,14 +126,65 @@ def test_widgets_become_notes_and_the_index_links_resolve(site):
     assert f"<title>{lesson.title}</title>" in text and lesson.title.startswith("00")
     index = (dest / "index.html").read_text()
     links = [a["href"] for tag, a in Tags(index).tags if tag == "a"]
-    assert links == ["00_tour.html"]
-    assert all((dest / href).is_file() for href in links)
+    assert "00_tour.html" in links
+    local = [h.split("#")[0] for h in links if "://" not in h and not h.startswith("#")]
+    assert local and all((dest / href).is_file() for href in local)
     hrefs = [a.get("href", "") for tag, a in Tags(text).tags if tag == "a"]
     assert hrefs[0] == "index.html"  # the page's way back
     local = [h for h in hrefs if not h.startswith(("#", "http://", "https://"))]
     course = {p.stem for p in lessons_source().glob("*.ipynb")}
     assert local and all(Path(h).suffix == ".html" and Path(h).stem in course for h in local)
     assert network_refs(index) == []
+
+
+@pytest.mark.multiprocess
+def test_the_index_is_the_labs_index_in_both_languages_and_its_links_land(site):
+    """index.html is notebooks/index.ipynb rendered (its title, its learning-path table with each
+    lesson's own number), zh/index.html the Chinese one; each links the other, and its links to
+    lessons lead to the pages the site has (the tour here), the others named but not linked."""
+    dest, _, _ = site
+    source = lessons_source()
+    for name, other in (("index", "zh/index.html"), ("zh/index", "../index.html")):
+        nb = nbformat.read(source / f"{name}.ipynb", as_version=4)
+        text = (dest / f"{name}.html").read_text()
+        assert f"<title>{first_heading(nb, name)}</title>" in text
+        path = next(c.source for c in nb.cells if c.get("id") == "index-path")
+        labels = re.findall(r"\[(\d\d · [^\]]+)\]\(\d\d_", path)
+        assert len(labels) == len(export.lesson_files(source)) > 10
+        assert all(html_escape(label, quote=False) in text for label in labels)
+        assert "<table" in text and "<ol>" not in text
+        links = [a["href"] for tag, a in Tags(text).tags if tag == "a" and a.get("href")]
+        local = [h.split("#")[0] for h in links if "://" not in h and not h.startswith("#")]
+        assert other in local
+        here = (dest / name).parent
+        assert all((here / h).resolve().is_file() for h in local), local
+        assert not [h for h in local if h.endswith(".ipynb")]
+        lessons = {h for h in local if re.match(r"\d\d_", Path(h).name)}
+        assert lessons == {"00_tour.html"}, lessons
+        assert 'class="edu-nav"' not in text  # no "all lessons" link to itself
+    zh = (dest / "zh/00_tour.html").read_text()
+    assert [a["src"] for t, a in Tags(zh).tags if t == "script" and a.get("src")] == [
+        f"../{PLOTLY_JS}"
+    ]
+    assert [a.get("href") for t, a in Tags(zh).tags if t == "a"][0] == "index.html"  # zh index
+
+
+def test_an_index_links_the_pages_the_site_has_and_names_the_others():
+    text = (
+        "English · [简体中文](zh/index.ipynb) · [Glossary](GLOSSARY.md)\n"
+        "| [00 · Tour](00_tour.ipynb) | [U1](syllabus.ipynb#U1) | [03 · Ring](03_ring.ipynb) |\n"
+        "[web](https://x.org/a.ipynb) [up](../index.ipynb)"
+    )
+    have = {"zh/index.html", "GLOSSARY.md", "00_tour.html", "syllabus.html"}
+    assert link_site(text, "index.ipynb", have.__contains__) == (
+        "English · [简体中文](zh/index.html) · [Glossary](GLOSSARY.md)\n"
+        "| [00 · Tour](00_tour.html) | [U1](syllabus.html#U1) | 03 · Ring |\n"
+        "[web](https://x.org/a.ipynb) up"
+    )
+    zh = "[English](../index.ipynb) · [03 · 环形](03_ring.ipynb)"
+    assert link_site(zh, "zh/index.ipynb", {"index.html"}.__contains__) == (
+        "[English](../index.html) · 03 · 环形"
+    )
 
 
 def _plotly_pieces() -> list[str]:
@@ -137,15 +197,18 @@ def _plotly_pieces() -> list[str]:
 @pytest.mark.multiprocess
 def test_the_site_holds_plotly_js_once_and_its_size_is_counted(site):
     dest, pages, _ = site
-    files = sorted(dest.iterdir())
-    assert sorted(f.name for f in files) == sorted(["00_tour.html", "index.html", *SITE_FILES])
+    files = sorted(f for f in dest.rglob("*") if f.is_file())
+    names = sorted(f.relative_to(dest).as_posix() for f in files)
+    pages_of = ["00_tour.html", "index.html", "zh/00_tour.html", "zh/index.html"]
+    assert names == sorted([*pages_of, "GLOSSARY.md", *SITE_FILES])
     pieces = _plotly_pieces()
     for page in (f for f in files if f.suffix == ".html"):
         assert not any(piece in page.read_text() for piece in pieces), f"{page.name} inlines it"
     size = export.site_size(dest, lessons_source())
     total = sum(f.stat().st_size for f in files)
     assert (size.total, size.files) == (total, len(files))
-    assert (size.largest, size.largest_bytes) == (pages[0].page, pages[0].page.stat().st_size)
+    biggest = max(pages, key=lambda p: p.page.stat().st_size).page  # the tour, en or zh
+    assert (size.largest, size.largest_bytes) == (biggest, biggest.stat().st_size)
     # the tour's page is its prose, code, one animation and a note: not plotly.js (4.8 MB) nor
     # the lab CSS (260 KB), which the site holds once
     assert size.largest_bytes < 250_000

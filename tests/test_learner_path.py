@@ -24,6 +24,7 @@ from lab_driver import (
     cjk_fontconfig,
     close_unedited_tab,
 )
+from lab_prose import page_problems
 
 from edu_parallel.core.i18n import _, language
 from edu_parallel.quiz import MultipleChoice, PredictThenRun, get_quiz
@@ -119,6 +120,7 @@ def test_a_learner_runs_every_cell_and_sees_every_output(page, lab, shots, name,
         assert not scan.too_wide, f"outputs wider than their area: {scan.too_wide}"
         assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
         assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
+        assert not (said := page_problems(page, name, "en")), f"prose against screen: {said}"
         for plot in lesson.animations()[:1]:
             before, after = lesson.press_play(plot)
             assert before != after, f"Play did not move the animation (still {before})"
@@ -184,6 +186,7 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
             panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
             assert "环形全归约" in panel, "the lesson's prose is not in Chinese"
+            assert not (said := page_problems(page, ZH_LESSON, "zh")), f"prose vs screen: {said}"
             with language("zh"):
                 bank = get_quiz("03_ring_allreduce", learner=LEARNER)
                 right_word = _("Correct! {expected}").split("{")[0].strip()

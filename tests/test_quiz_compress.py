@@ -80,6 +80,39 @@ def test_when_it_pays_quotes_the_model():
     assert f"{speed['eth-25g']:.1f}x" in q.prompt
 
 
+def test_when_it_pays_quotes_the_figure_above_it():
+    """The speed-ups are the lesson's what-if figure's: its sweep on its cluster's ranks (the
+    lesson's ``Cluster(N)``), retimed the same way (counted bytes equal the formula's:
+    test_compress.py), not a run on another number of ranks."""
+    import json
+    import re
+    from pathlib import Path
+
+    from edu_parallel.compression import what_if
+    from edu_parallel.compression.config import CompressConfig, messages_per_step
+    from edu_parallel.compression.config import wire_bytes_per_step as wire
+    from edu_parallel.compression.runs import LESSON_RANKS
+    from edu_parallel.compression.sweep import SWEEP
+    from edu_parallel.compression.whatif import Measured
+
+    lesson = Path(__file__).parents[1] / "notebooks" / f"{NAME}.ipynb"
+    code = "".join("".join(c["source"]) for c in json.loads(lesson.read_text())["cells"])
+    assert re.findall(r"\bcluster = Cluster\((\d+)\)", code) == [str(LESSON_RANKS)]
+    assert "what_if([r.measured() for r in reports]" in code  # reports: sweep_compress(cluster)
+    runs = [CompressConfig(LESSON_RANKS, **run) for run in SWEEP]
+    rows = [
+        Measured(c.label, c.method, LESSON_RANKS, c.ddp().psi, wire(c), messages_per_step(c))
+        for c in runs
+    ]
+    figure = what_if(rows, links=("nvlink4-h100", "eth-25g"))
+    label = next(c.label for c in runs if c.method == "topk")  # the figure's row names
+    topk = figure[figure.method == label].set_index("link").speedup
+    q = compress_quiz().by_key("compress_when_it_pays")
+    assert q.params["speedup"] == pytest.approx(topk.to_dict(), rel=1e-12)
+    assert f"on {LESSON_RANKS} ranks" in q.prompt
+    assert f"{topk['eth-25g']:.1f}x" in q.prompt and f"{topk['nvlink4-h100']:.2f}x" in q.prompt
+
+
 def test_right_answers_are_spread_and_not_the_longest():
     mcs = [q.source() for q in compress_quiz() if isinstance(q, MultipleChoice)]
     assert {q.key for q in mcs} == set(CHOICE_KEYS)

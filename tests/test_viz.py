@@ -28,6 +28,7 @@ from edu_parallel.viz import (
     timeline,
 )
 from edu_parallel.viz.model import ranks_text
+from edu_parallel.viz.ring import RingDrawing
 
 RING_CASES = [(2, 64), (3, 40), (4, 64), (4, 12), (8, 256)]  # (4, 12): 3 elements, chunk 3 empty
 
@@ -180,6 +181,30 @@ def test_step_grid_draws_every_cell_and_transfer(make, tmp_path):
         assert any(f"r{e.peer}" in m and f"c{e.chunk}" in m for m in marks)
     fig.savefig(tmp_path / "grid.png")
     assert (tmp_path / "grid.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("n, nbytes", [(3, 40), (4, 64), (8, 256)])
+def test_step_grid_and_animation_legends_say_what_their_labels_show(n, nbytes):
+    """The legend names what the cells print: rank sets, counts where sets do not fit, or no
+    label at all where the cells are too small for text."""
+    trace, _ = ring(n, nbytes)
+    fr = build_frames(trace)
+    every = [(v, r, k) for v in fr.steps for r in range(n) for k in range(fr.num_chunks)]
+    ax = step_grid(trace).axes[0]
+    drawn = [t.get_text() for t in ax.texts if t.get_gid() == "label"]
+    forms = {"ranks": [fr.label(*c) for c in every], "counts": [fr.label(*c, True) for c in every]}
+    shown = next((k for k, texts in forms.items() if drawn == texts), "none" if not drawn else "?")
+    assert shown != "?", drawn
+    legend = " ".join(t.get_text() for t in ax.figure.legends[0].get_texts())
+    assert fr.legend_text(shown) in legend
+    assert ("label: which ranks" in legend) is (shown == "ranks")
+    assert ("and label" in legend) is (shown == "counts")
+    drawing = RingDrawing(trace)
+    fig = drawing.figure(len(drawing) - 1)
+    (note,) = [a.text for a in fig.layout.annotations if a.text.startswith("cell")]
+    assert note == fr.legend_text(drawing.labels_shown)
+    texts = {t for d in fig.data if d.text is not None for t in d.text if t}
+    assert ("label" in note) is bool(texts & (set(forms["ranks"]) | set(forms["counts"])))
 
 
 def test_step_grid_draws_into_a_given_axes():

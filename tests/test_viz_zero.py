@@ -34,7 +34,7 @@ def mem(rank: int, op: str, nbytes: int, t: float, cat: str, step=None, phase=No
 
 def zero3_trace(world: int = 2, shard: int = 4 * MiB, steps: int = 1) -> Trace:
     """ZeRO-3 on ``world`` ranks: shards allocated up front (step None), then per step each rank
-    gathers the full fp16 parameters (world * shard) in forward and in backward and frees them."""
+    gathers the full bf16 parameters (world * shard) in forward and in backward and frees them."""
     ev: list[Event] = []
     t = 0.0
     for r in range(world):
@@ -316,3 +316,22 @@ def test_animation_exports_playable_html(tmp_path):
     html = path.read_text()
     assert "Plotly.addFrames" in html or "frames" in html
     assert "gathered parameters" in html
+
+
+def test_the_16_bit_categories_name_the_dtype_the_engine_trains_in():
+    """The legend of lesson 06's ZeRO figures names the 2-byte parameters and gradients by the
+    dtype ``zero/stages.py`` allocates them in (``task.mlp.PARAM_DTYPE``), as the prose does."""
+    import torch
+
+    from edu_parallel.core.i18n import language
+    from edu_parallel.task.mlp import PARAM_DTYPE
+    from edu_parallel.viz.memory_ledger import category_name
+
+    short = {torch.bfloat16: "bf16", torch.float16: "fp16"}[PARAM_DTYPE]
+    assert torch.empty(0, dtype=PARAM_DTYPE).element_size() == 2
+    for lang in ("en", "zh"):
+        with language(lang):
+            for cat in ("param16", "grad16"):
+                name = category_name(cat)
+                assert name.startswith(short), (lang, name)
+                assert ({"bf16", "fp16"} - {short}).pop() not in name

@@ -49,7 +49,7 @@ def test_static_bars_equal_the_breakdown():
     ax = fig.axes[0]
     assert ax.get_ylabel() == "GiB per GPU"
     got = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
-    assert got["fp16 parameters"] == [2, 2, 0.5]
+    assert got["bf16 parameters"] == [2, 2, 0.5]
     assert got["Adam v (fp32)"] == [4, 1, 1]
     assert got["activations"] == [0, 0, 1]
     tops = {}
@@ -143,7 +143,7 @@ def test_zero_widget_outputs_come_from_the_calculator():
     for k in range(4):
         est = model_state_bytes(7.5e9, 64, k, "mixed", "none")
         assert got["Adam m (fp32)"][k] == pytest.approx(est.breakdown["adam_m"] / gib)
-        assert got["fp16 parameters"][k] == pytest.approx(est.breakdown["param16"] / gib)
+        assert got["bf16 parameters"][k] == pytest.approx(est.breakdown["param16"] / gib)
     assert ax.lines[0].get_ydata()[0] == pytest.approx(32)
     # Change controls: DP does not fit; offload limits the stages compared.
     w.stage_buttons.value = 0

@@ -11,13 +11,16 @@ The lab asks nothing and calls nowhere: JupyterLab's "get notified about officia
 prompt is its ``announcements`` plugin, disabled by this package's page config
 (:data:`LAB_CONFIG`, one more folder on ``JUPYTER_CONFIG_PATH``, the learner's own settings
 untouched), and the server fetches no news feed and checks for no update (JupyterLab's
-``news_url`` and ``check_for_updates_class``).
+``news_url`` and ``check_for_updates_class``). Nor does its terminal fill with what Jupyter says
+on every kernel start: the kernels talk over local IPC, the course's notebooks are trusted, and
+one expected tornado warning is dropped (``lab_quiet.py``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -29,9 +32,18 @@ from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
 from .course.lessons import INDEX
 from .fonts import cjk_font_note
-from .workspace import DEFAULT_DIR, SyncReport, check_workspace, resolve_reset, sync_workspace
+from .lab_quiet import kernel_args, remove_runtime_dir, short_runtime_dir, trust_course
+from .workspace import (
+    DEFAULT_DIR,
+    SyncReport,
+    check_workspace,
+    course_files,
+    resolve_reset,
+    sync_workspace,
+)
 
-# labconfig/page_config.json: the JupyterLab plugins this lab disables (the news prompt)
+# labconfig/page_config.json: the JupyterLab plugins this lab disables (the news prompt);
+# jupyter_server_config.py: the one expected server warning it drops (lab_quiet.py)
 LAB_CONFIG = Path(__file__).resolve().parent / "jupyter_config"
 
 
@@ -52,10 +64,16 @@ def prepare_lessons(
     dest: str | Path | None = None, reset: tuple[str, ...] | list[str] = ()
 ) -> SyncReport:
     """Copy the lessons into the workspace ``dest`` (default ``~/edu-parallel-course``) and
-    restore the lessons ``reset`` names; see :func:`~.workspace.sync_workspace`."""
+    restore the lessons ``reset`` names; see :func:`~.workspace.sync_workspace`. The course's
+    own notebooks there are trusted (:func:`~.lab_quiet.trust_course`)."""
     source = lessons_source()
     target = check_workspace(Path(dest) if dest is not None else DEFAULT_DIR, source)
-    return sync_workspace(target, source, resolve_reset(reset, source))
+    report = sync_workspace(target, source, resolve_reset(reset, source))
+    try:
+        trust_course(report.folder, course_files(source))
+    except (OSError, sqlite3.Error):  # no writable Jupyter data folder: Jupyter says "not trusted"
+        pass
+    return report
 
 
 def start_page(lang: str) -> str:
@@ -76,6 +94,7 @@ def lab_command(
         "--ServerApp.allow_remote_access=False",
         "--LabApp.news_url=None",  # no news feed fetched (the prompt is disabled: LAB_CONFIG)
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *kernel_args(),  # kernels over local IPC, not unencrypted TCP (lab_quiet.py)
     ]
     page = start_page(lang) if (root_dir / start_page(lang)).exists() else INDEX
     if (root_dir / page).exists():
@@ -114,7 +133,11 @@ def run_lab(
         del env["JUPYTER_TOKEN"]
     note = cjk_font_note()
     print("\n".join(report.lines() + ([note] if note else [])), flush=True)
-    return run_child(cmd, env)
+    runtime = short_runtime_dir(env)  # where the kernels' sockets fit (lab_quiet.py)
+    try:
+        return run_child(cmd, env)
+    finally:
+        remove_runtime_dir(runtime)
 
 
 def lab_environment(env: dict[str, str]) -> dict[str, str]:

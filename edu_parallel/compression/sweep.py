@@ -1,8 +1,8 @@
 """Many compression runs at once: the lesson's sweep, bytes against ``N``, a quiz runner.
 
-* :func:`sweep_compress`: every method of :data:`SWEEP` trained on the same ranks (each
+* :func:`sweep_compress`: every method of :data:`.runs.SWEEP` trained on the same ranks (each
   configuration checked before the first one runs), one job per method under a progress bar;
-  :data:`NO_FEEDBACK`, the lesson's ablation; :func:`summary_table` puts bytes, ratio,
+  ``NO_FEEDBACK``, the lesson's ablation; :func:`summary_table` puts bytes, ratio,
   compute, accuracy and steps to target side by side.
 * :func:`bytes_by_world_size`: short runs on clusters of several sizes, the counted bytes beside
   the formula: all-gather methods grow with ``N``.
@@ -22,24 +22,9 @@ from ..core.i18n import _
 from ..engine.executor import Executor
 from .config import CompressConfig
 from .report import CompressReport, run_compress, run_compress_config
+from .runs import NO_FEEDBACK, SWEEP  # noqa: F401 (NO_FEEDBACK: exported from here)
 
 ALL_GATHER = ("topk", "sign")  # the methods whose ranks send different things: all-gather
-
-# the sweep of the lesson and the benchmark: every method, error feedback where it is the rule
-SWEEP: tuple[dict[str, Any], ...] = (
-    {"method": "none"},
-    {"method": "fp16"},
-    {"method": "bf16"},
-    {"method": "topk", "error_feedback": True},
-    {"method": "randk", "error_feedback": True},
-    {"method": "sign", "error_feedback": True},
-    {"method": "powersgd", "rank": 1, "error_feedback": True},
-)
-# the lesson's ablation: the two methods of SWEEP that stall without error feedback
-NO_FEEDBACK: tuple[dict[str, Any], ...] = (
-    {"method": "topk"},
-    {"method": "powersgd", "rank": 1},
-)
 
 
 def sweep_compress(

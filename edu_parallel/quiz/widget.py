@@ -25,6 +25,7 @@ from .questions import Feedback, MultipleChoice
 CHOICES_CLASS = "edu-quiz-choices"  # a RadioButtons whose labels wrap
 CHECK_CLASS = "edu-quiz-check"  # a Checkbox whose label wraps
 QUESTION_CLASS = "edu-quiz-question"  # one question: prompt, answer input, button, feedback
+INTRO_CLASS = "edu-quiz-intro"  # the line naming the predict-then-run questions (predict_line)
 STYLE = f"""<style>
 .jupyter-widgets.{CHOICES_CLASS} {{ width: 100% !important; height: auto !important; }}
 .{CHOICES_CLASS} .widget-radio-box {{ width: 100%; flex-grow: 1; }}
@@ -92,7 +93,9 @@ class QuizWidget:
             question.add_class(QUESTION_CLASS)
             boxes.append(question)
         self.score_label = widgets.HTML(value=self.score_text)
-        title = widgets.HTML(value=STYLE + f"<h3>{html.escape(quiz.title)}</h3>")
+        intro = predict_line(quiz)
+        intro = f"<p class='{INTRO_CLASS}'>{html.escape(intro)}</p>" if intro else ""
+        title = widgets.HTML(value=STYLE + f"<h3>{html.escape(quiz.title)}</h3>" + intro)
         self.widget = widgets.VBox([title, *boxes, self.score_label])
         self.widget.layout.width = "100%"
 
@@ -153,6 +156,23 @@ class QuizWidget:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def predict_line(quiz: Quiz) -> str:
+    """The sentence that names the quiz's predict-then-run questions by their numbers as shown,
+    generated from the questions (so it cannot go stale); ``""`` when there are none, or when
+    every question is one (the lesson's prose above it says what to predict)."""
+    numbers = [i + 1 for i, q in enumerate(quiz.questions) if isinstance(q, PredictThenRun)]
+    if not numbers or len(numbers) == len(quiz.questions):
+        return ""
+    if len(numbers) == 1:
+        return _("Question {number} asks you to predict, then run on this cluster.").format(
+            number=numbers[0]
+        )
+    listed = _(", ").join(map(str, numbers[:-1]))
+    return _("Questions {numbers} and {last} ask you to predict, then run on this cluster.").format(
+        numbers=listed, last=numbers[-1]
+    )
 
 
 def _checkbox(widgets: Any, text: str) -> Any:

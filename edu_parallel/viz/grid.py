@@ -133,10 +133,11 @@ def step_grid(
         or _("{concept}: every step").format(concept=trace.meta.get("concept", _("run"))) + fr.note
     )
     ax.set_title(heading, fontsize=11)
+    shown = "none" if font < LABEL_PT else "counts" if compact else "ranks"
     handles = [
         Line2D([], [], color=OP_COLORS["reduce"], lw=2.2, label=_("changed by reduce (+: adds)")),
         Line2D([], [], color=OP_COLORS["copy"], lw=2.2, label=_("changed by copy (=: overwrites)")),
-        Patch(facecolor="none", edgecolor="none", label=fr.legend_text()),
+        Patch(facecolor="none", edgecolor="none", label=fr.legend_text(shown)),
     ]
     wide = fig.get_figwidth() >= 11
     fig.legend(

@@ -29,8 +29,8 @@ CATEGORIES = (
 MODEL_STATE = ("param16", "grad16", "master32", "adam_m", "adam_v")
 CATEGORY_COLORS = {c: MEMORY_COLORS[c] for c in CATEGORIES}  # style.py: one colour per category
 CATEGORY_NAMES = {  # shown through category_name() (translated)
-    "param16": N_("fp16 parameters"),
-    "grad16": N_("fp16 gradients"),
+    "param16": N_("bf16 parameters"),  # the engine's PARAM_DTYPE (task/mlp.py)
+    "grad16": N_("bf16 gradients"),
     "master32": N_("fp32 master weights"),
     "adam_m": N_("Adam m (fp32)"),
     "adam_v": N_("Adam v (fp32)"),
@@ -154,7 +154,7 @@ class Ledger:
         return {c: max(f.per_rank[r][c] for f in self._frames) for c in self.categories}
 
     def peak_model_state(self, rank: int) -> int:
-        """The most bytes of model states (fp16 params and grads, fp32 master, Adam m and v)
+        """The most bytes of model states (bf16 params and grads, fp32 master, Adam m and v)
         ``rank`` held at one moment (the peak of the sum, not the sum of the peaks)."""
         r = self._rank(rank)
         return max(sum(f.per_rank[r].get(c, 0) for c in MODEL_STATE) for f in self._frames)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds, contributors
 from ..core.trace import SNAPSHOT_LIMIT, Trace
@@ -40,6 +41,20 @@ PHASE_NAMES = {
 _CHANGED = {
     "reduce": N_("changed in this step (reduce)"),
     "copy": N_("changed in this step (copy)"),
+}
+# What a cell's label shows (:meth:`RingFrames.legend_text`): the legend says what the cells print.
+LEGEND_LABELS = {
+    "ranks": N_(
+        "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
+        "{n}); label: which ranks"
+    ),
+    "counts": N_(
+        "cell colour and label: how many ranks' inputs are summed in (pale yellow: 1, dark "
+        "green: all {n})"
+    ),
+    "none": N_(
+        "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all {n})"
+    ),
 }
 _COUNTED = {"reduce": N_("{count} reduce"), "copy": N_("{count} copy")}
 ARROW_HOVER = {
@@ -153,14 +168,15 @@ class RingFrames:
             text += "<br>" + (_(_CHANGED[op]) if op in _CHANGED else f"changed in this step ({op})")
         return text
 
-    def legend_text(self) -> str:
-        """One line saying what colour and label mean."""
+    def legend_text(self, labels: str = "ranks") -> str:
+        """One line saying what colour and label mean. ``labels`` is what the cells print, as
+        :meth:`label` writes them: ``"ranks"`` (rank sets), ``"counts"`` (``compact``) or
+        ``"none"`` (cells too small for text)."""
         if self.mode == "value":
             return _("cell: value of the chunk's first element (blue < 0 < red)")
-        return _(
-            "cell colour: how many ranks' inputs are summed in (pale yellow: 1, dark green: all "
-            "{n}); label: which ranks"
-        ).format(n=self.world_size)
+        if labels not in LEGEND_LABELS:
+            raise bad_value("labels", labels, "one of " + ", ".join(LEGEND_LABELS))
+        return _(LEGEND_LABELS[labels]).format(n=self.world_size)
 
 
 def ranks_text(mask: int) -> str:

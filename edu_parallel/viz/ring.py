@@ -61,6 +61,11 @@ class RingDrawing:
         self.margin = dict(_MARGIN, t=MODEBAR_PX + 6 + 20 * lines + 30)
 
     @property
+    def labels_shown(self) -> str:
+        """What the cells print (:meth:`RingFrames.legend_text`): rank sets, counts or nothing."""
+        return "none" if not self.font_px else "counts" if self.label_compact else "ranks"
+
+    @property
     def height(self) -> int:
         """The still figure's height (px): the plot and its margins."""
         return self.plot_height + self.margin["t"] + self.margin["b"]
@@ -267,7 +272,7 @@ class RingDrawing:
             legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02),
             annotations=[
                 dict(
-                    text=self.frames.legend_text(),
+                    text=self.frames.legend_text(self.labels_shown),
                     xref="paper",
                     yref="paper",
                     x=0.5,

@@ -53,7 +53,9 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 </style>{% endblock extra_css %}
 {%- block body_header -%}
 {{ super() }}
+{%- if resources.edu_nav %}
 <nav class="edu-nav"><a href="index.html">&larr; all lessons</a></nav>
+{%- endif %}
 {%- endblock body_header -%}
 """
 
@@ -190,15 +192,21 @@ def _exporter(template: str, **options: Any) -> Any:
     )
 
 
-def render_page(page: Any, title: str) -> str:
+def render_page(page: Any, title: str, root: str = "", nav: bool = True) -> str:
     """The page's HTML (nbconvert ``lab`` template); it loads :data:`PLOTLY_JS` and
-    :data:`LAB_CSS` from its own folder and nothing from a network."""
+    :data:`LAB_CSS` from the site's folder (``root``: the way there, ``"../"`` from ``zh/``) and
+    nothing from a network; ``nav``: a link back to the index (not on the index itself)."""
     from traitlets.config import Config
 
     # the code-highlighting CSS this preprocessor inlines is in LAB_CSS
     no_inline_css = Config({"CSSHTMLHeaderPreprocessor": {"enabled": False}})
     exporter = _exporter("edu_parallel_page.html.j2", config=no_inline_css, embed_images=True)
-    resources = {"metadata": {"name": title}, "plotly_js_file": PLOTLY_JS, "lab_css_file": LAB_CSS}
+    resources = {
+        "metadata": {"name": title},
+        "plotly_js_file": root + PLOTLY_JS,
+        "lab_css_file": root + LAB_CSS,
+        "edu_nav": nav,
+    }
     body, _ = exporter.from_notebook_node(page, resources=resources)
     return body
 

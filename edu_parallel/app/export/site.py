@@ -1,7 +1,10 @@
 """``edu-parallel export --html DIR``: the lessons, executed, as a static site that plays offline.
 
     edu-parallel export --html site                  # every lesson: site/index.html, site/NN_*.html
-    edu-parallel export --html site --lessons 00 03  # some of them (the index lists every page)
+    edu-parallel export --html site --lessons 00 03  # some of them (the index names every lesson)
+
+The site has both languages: the Chinese pages in ``site/zh/`` beside the English ones, and the
+index the lab opens, in each (``index.py``), linking the pages the site has.
 
 Each lesson runs top to bottom in a kernel of this Python (nbclient, kernel ``python3``), in a
 temporary copy of the lessons folder, so neither the checkout nor the installed package is
@@ -18,8 +21,8 @@ Reference: nbclient (https://nbclient.readthedocs.io/en/latest/client.html).
 from __future__ import annotations
 
 import argparse
-import math
 import os
+import posixpath
 import shutil
 import sys
 import tempfile
@@ -32,27 +35,31 @@ from typing import Any
 from ...core.errors import bad_value, check_timeout
 from ...core.i18n import _
 from ...core.units import format_bytes
-from ...core.workspace import WORKSPACE_VAR
-from ..lab import INDEX, lessons_source
+from ..lab import lessons_source
 from ..paths import check_output_folder
-from ..workspace import course_files, lesson_number
+from ..workspace import lesson_number
 from .html import (
     SITE_FILES,
-    WIDGET_VIEW,
     first_heading,
-    index_page,
     render_page,
     site_files,
     static_notebook,
 )
-from .probe import MIMETYPE
+from .index import (
+    ZH_DIR,
+    SiteSize,
+    course_pages,
+    lesson_files,
+    page_name,
+    root_of,
+    write_index,
+    write_list_index,
+)
+from .index import site_size as _site_size
+from .run import LessonFailed, execute_lesson
 
-KERNEL = "python3"
+GLOSSARY = "GLOSSARY.md"  # the glossary beside the index, which links it
 DEFAULT_TIMEOUT_S = 60.0  # per cell: the longest lesson cells take about 25 s on 2 busy cores
-
-
-class LessonFailed(Exception):
-    """A lesson raised or timed out; the message is one line (lesson, cell, error)."""
 
 
 @dataclass
@@ -66,21 +73,6 @@ class ExportedLesson:
     seconds: float
     executed: Any
     views: dict[str, Any]
-
-
-def notebooks_of(source: Path) -> list[str]:
-    """The course's English notebooks in ``source`` (the site is English; ``zh/`` is not in it)."""
-    return [n for n in course_files(source) if n.endswith(".ipynb") and "/" not in n]
-
-
-def lesson_files(source: Path) -> list[str]:
-    """The numbered lessons in ``source``, in course order."""
-    return [n for n in notebooks_of(source) if lesson_number(n).isdigit()]
-
-
-def course_pages(source: Path) -> list[str]:
-    """The course's other pages (syllabus, errata): not numbered, not its index."""
-    return [n for n in notebooks_of(source) if not lesson_number(n).isdigit() and n != INDEX]
 
 
 def pick_lessons(names: Iterable[str] | None, source: Path) -> list[str]:
@@ -107,6 +99,18 @@ def pick_lessons(names: Iterable[str] | None, source: Path) -> list[str]:
             )
         picked.add(hits[0])
     return [n for n in files if n in picked]
+
+
+def with_chinese(names: list[str], source: Path) -> list[str]:
+    """``names`` (English course files), then their Chinese counterparts in ``source/zh``."""
+    return names + [f"{ZH_DIR}/{n}" for n in names if (source / ZH_DIR / n).is_file()]
+
+
+def link_stems(name: str, source: Path) -> list[str]:
+    """The notebooks a page of ``name`` links by name (its folder's), whose links
+    :func:`~.html.link_pages` points to their pages."""
+    folder = source / posixpath.dirname(name)
+    return [p.stem for p in sorted(folder.glob("*.ipynb"))]
 
 
 def check_site_dir(path: str | os.PathLike[str]) -> Path:
@@ -138,108 +142,6 @@ def check_site_dir(path: str | os.PathLike[str]) -> Path:
     return check_output_folder(folder, "--html")  # one this system lets us fill (not /proc)
 
 
-def _client_class() -> type:
-    """A NotebookClient that asks the kernel about each widget view a cell displays."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    class ExportClient(NotebookClient):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            # nbclient mirrors every ipywidgets Output back to the kernel, and with a figure of
-            # more than ~100 KB in one it waits out the cell timeout; the views are probed below.
-            self.widget_registry = {}
-            self.views: dict[str, Any] = {}
-            self.current: Any = None
-
-        async def async_execute_cell(
-            self, cell: Any, cell_index: int, execution_count: Any = None, store_history=True
-        ) -> Any:
-            self.current = cell
-            cell = await super().async_execute_cell(
-                cell, cell_index, execution_count, store_history
-            )
-            ids = [
-                o.data[WIDGET_VIEW]["model_id"]
-                for o in cell.get("outputs", [])
-                if WIDGET_VIEW in o.get("data", {})
-            ]
-            if ids and cell.cell_type == "code":
-                code = (
-                    "__import__('edu_parallel.app.export.probe', fromlist=['_'])"
-                    f".publish_offline_views({ids!r}, {cell.get('execution_count')!r})"
-                )
-                probe = nbformat.v4.new_code_cell(code, metadata={"tags": ["raises-exception"]})
-                await super().async_execute_cell(probe, cell_index, store_history=False)
-                self.nb.cells[cell_index] = cell  # the probe took its place
-                for out in probe.outputs:
-                    self.views.update(out.get("data", {}).get(MIMETYPE, {}))
-            return cell
-
-    return ExportClient
-
-
-def _first_line(cell: Any) -> str:
-    lines = [line for line in str(getattr(cell, "source", "")).splitlines() if line.strip()]
-    return lines[0].strip()[:80] if lines else "(empty)"
-
-
-def execute_lesson(path: Path, timeout_s: float) -> tuple[Any, dict[str, Any]]:
-    """Run the lesson at ``path`` in its folder; return the executed notebook and widget views.
-
-    The kernel's own log (not the lesson's output) goes to ``path`` + ``.log``: its last line
-    explains a kernel that died."""
-    import nbformat
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    nb = nbformat.read(path, as_version=4)
-    client = _client_class()(
-        nb,
-        timeout=max(1, math.ceil(timeout_s)),
-        kernel_name=KERNEL,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    env = dict(os.environ, **{WORKSPACE_VAR: str(path.parent)})  # progress lands in the copy
-    log = path.with_suffix(".log")
-    try:
-        with log.open("w") as kernel_log:
-            client.execute(env=env, stderr=kernel_log)
-    except CellExecutionError as exc:
-        error = f"{exc.ename}: {' '.join(str(exc.evalue).split())}"
-        raise LessonFailed(_failure(path, client.current, error)) from None
-    except CellTimeoutError:
-        error = f"no result after {timeout_s:g} s (raise --timeout)"
-        raise LessonFailed(_failure(path, client.current, error)) from None
-    except DeadKernelError:
-        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        error = "the kernel died" + (f" ({last[-1].strip()})" if last else "")
-        raise LessonFailed(_failure(path, client.current, error)) from None
-    return nb, client.views
-
-
-def _failure(path: Path, cell: Any, error: str) -> str:
-    error = error if len(error) <= 300 else error[:297] + "..."
-    return f"lesson {path.stem} failed in the cell `{_first_line(cell)}`: {error}"
-
-
-def write_index(dest: Path, source: Path) -> Path:
-    """``dest/index.html`` listing, in course order, every page of the course found in ``dest``."""
-    import nbformat
-
-    sections: list[list[tuple[str, str]]] = []
-    for names in (lesson_files(source), course_pages(source)):
-        entries = []
-        for name in names:
-            page = Path(name).with_suffix(".html").name
-            if (dest / page).is_file():
-                nb = nbformat.read(source / name, as_version=4)
-                entries.append((page, first_heading(nb, Path(name).stem)))
-        sections.append(entries)
-    index = dest / "index.html"
-    index.write_text(index_page(*sections), encoding="utf-8")
-    return index
-
-
 def export_site(
     dest: str | os.PathLike[str],
     lessons: Iterable[str] | None = None,
@@ -253,11 +155,12 @@ def export_site(
     folder = check_site_dir(dest)
     timeout_s = check_timeout("--timeout", timeout)
     source = lessons_source()
-    names = pick_lessons(lessons, source)
-    stems = [Path(n).stem for n in notebooks_of(source)] + ["index"]
+    names = with_chinese(pick_lessons(lessons, source), source)
     folder.mkdir(parents=True, exist_ok=True)
     for file_name, text in site_files().items():  # what every page loads, before any page
         (folder / file_name).write_text(text, encoding="utf-8")
+    if (source / GLOSSARY).is_file():  # the index links it
+        shutil.copyfile(source / GLOSSARY, folder / GLOSSARY)
     done: list[ExportedLesson] = []
     with tempfile.TemporaryDirectory(prefix="edu-parallel-export-") as tmp:
         copy = Path(tmp) / "notebooks"
@@ -266,39 +169,28 @@ def export_site(
             for name in names:
                 start = time.perf_counter()
                 nb, views = execute_lesson(copy / name, timeout_s)
-                page = static_notebook(nb, views, stems)
+                page = static_notebook(nb, views, [*link_stems(name, source), "index"])
                 title = first_heading(page, Path(name).stem)
-                out = folder / Path(name).with_suffix(".html").name
-                out.write_text(render_page(page, title), encoding="utf-8")
+                out = folder / page_name(name)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(render_page(page, title, root_of(name)), encoding="utf-8")
                 seconds = time.perf_counter() - start
                 done.append(ExportedLesson(name, title, out, seconds, nb, views))
                 if progress is not None:
-                    progress(f"{out.name:<36} {seconds:6.1f} s  {title}")
-        finally:
-            write_index(folder, source)
+                    progress(f"{page_name(name):<36} {seconds:6.1f} s  {title}")
+        except LessonFailed:
+            try:  # the index of the pages written before it, the lab's if it runs
+                write_index(folder, copy, timeout_s)
+            except LessonFailed:
+                write_list_index(folder, copy)
+            raise
+        write_index(folder, copy, timeout_s, progress)
     return done
 
 
-@dataclass(frozen=True)
-class SiteSize:
-    """The bytes of a site: every file it is made of (``index.html``, the pages it lists, the
-    files they load) and its largest page."""
-
-    total: int
-    files: int
-    largest: Path
-    largest_bytes: int
-
-
 def site_size(folder: Path, source: Path) -> SiteSize:
-    """:class:`SiteSize` of the site in ``folder`` (the pages of the course in ``source``)."""
-    names = lesson_files(source) + course_pages(source)
-    pages = [folder / Path(n).with_suffix(".html").name for n in names]
-    pages = [p for p in pages if p.is_file()]
-    files = pages + [folder / "index.html"] + [folder / n for n in SITE_FILES]
-    sizes = {f: f.stat().st_size for f in files if f.is_file()}
-    largest = max(pages or [folder / "index.html"], key=lambda p: sizes.get(p, 0))
-    return SiteSize(sum(sizes.values()), len(sizes), largest, sizes.get(largest, 0))
+    """:class:`~.index.SiteSize` of the site in ``folder`` (``source``: the course it is of)."""
+    return _site_size(folder, SITE_FILES)
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -337,7 +229,7 @@ def run_export(a: argparse.Namespace) -> int:
         line.format(
             total=format_bytes(size.total),
             files=size.files,
-            page=size.largest.name,
+            page=size.largest.relative_to(index.parent).as_posix(),
             page_size=format_bytes(size.largest_bytes),
         )
     )

@@ -23,6 +23,7 @@ from ...compression.config import (
     powersgd_split,
     wire_bytes_per_step,
 )
+from ...compression.runs import LESSON_RANKS
 from ...core.i18n import _
 from ..container import Quiz
 from ..numeric import Numeric
@@ -39,7 +40,6 @@ from .compression_why import (
 )
 
 NAME = "11_compression"
-LESSON_RANKS = 2  # the lesson's cluster
 RUN_STEPS = 3  # a predict-then-run trains this many steps: the bytes per step do not change
 
 

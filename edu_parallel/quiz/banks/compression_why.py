@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...compression.config import CompressConfig, messages_per_step, wire_bytes_per_step
+from ...compression.runs import LESSON_RANKS, sweep_run
 from ...compression.whatif import LARGE_MODEL, Measured, what_if
 from ...core.i18n import _
 from ..questions import MultipleChoice
@@ -146,12 +147,20 @@ def q_randk_allreduce(d: CompressDraw, run: CompressRunner) -> MultipleChoice:
     )
 
 
-def _speedup(psi: int) -> dict[str, float]:
-    """Top-k's speed-up per link for a large model, retimed from the formulas of a 4-rank run."""
-    runs4 = [CompressConfig(4, m, error_feedback=m != "none") for m in ("none", "topk")]
+def _speedup() -> dict[str, float]:
+    """Top-k's speed-up per link for a large model: the what-if of the lesson's figure, on the
+    lesson's ranks with the sweep's top-k and no compression, by the formulas its runs match."""
+    runs = [CompressConfig(LESSON_RANKS, **sweep_run(m)) for m in ("none", "topk")]
     measured = [
-        Measured(c.label, c.method, 4, psi, wire_bytes_per_step(c), messages_per_step(c))
-        for c in runs4
+        Measured(
+            c.label,
+            c.method,
+            c.world_size,
+            c.ddp().psi,
+            wire_bytes_per_step(c),
+            messages_per_step(c),
+        )
+        for c in runs
     ]
     speed = what_if(measured, links=("nvlink4-h100", "eth-25g"))
     return {row.link: row.speedup for row in speed.itertuples() if row.method != "none"}
@@ -159,7 +168,7 @@ def _speedup(psi: int) -> dict[str, float]:
 
 def q_when_it_pays(d: CompressDraw, run: CompressRunner) -> MultipleChoice:
     """When compression pays, from the what-if retiming on two links."""
-    speedup = _speedup(d.psi)
+    speedup = _speedup()
     right = _("On a slow link where communication outlasts backward and cannot hide under it")
     wrong = [
         _("On NVLink, where the GPUs of a node exchange the most bytes per second"),
@@ -168,11 +177,13 @@ def q_when_it_pays(d: CompressDraw, run: CompressRunner) -> MultipleChoice:
     ]
     return MultipleChoice(
         _(
-            "Retimed for a {billions}-billion-parameter model on 4 ranks, top-k 1% with error"
-            " feedback changes the step time by {nvlink}x on NVLink and by {eth}x on 25 Gb/s"
-            " Ethernet (speed-ups). When does compression pay?"
+            "Retimed for a {billions}-billion-parameter model on {n} ranks, top-k {percent}% with"
+            " error feedback changes the step time by {nvlink}x on NVLink and by {eth}x on 25"
+            " Gb/s Ethernet (speed-ups), as in the figure above. When does compression pay?"
         ).format(
             billions=f"{LARGE_MODEL['psi'] / 1e9:g}",
+            n=LESSON_RANKS,
+            percent=f"{100 * CompressConfig(LESSON_RANKS, **sweep_run('topk')).ratio:g}",
             nvlink=f"{speedup['nvlink4-h100']:.2f}",
             eth=f"{speedup['eth-25g']:.1f}",
         ),
@@ -183,6 +194,6 @@ def q_when_it_pays(d: CompressDraw, run: CompressRunner) -> MultipleChoice:
             " under backward, so compression only adds its own compute; on a slow link the"
             " communication is exposed, and cutting its bytes cuts the step."
         ),
-        params={"speedup": speedup},
+        params={"speedup": speedup, "N": LESSON_RANKS},
         key="compress_when_it_pays",
     )
