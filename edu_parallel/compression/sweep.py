@@ -18,7 +18,8 @@ import pandas as pd
 
 from ..comm.bench import ProgressBar
 from ..core.errors import check_bool
-from ..core.i18n import _
+from ..core.i18n import N_, _
+from ..core.shown import shown
 from ..engine.executor import Executor
 from .config import CompressConfig
 from .report import CompressReport, run_compress, run_compress_config
@@ -57,22 +58,22 @@ def summary_table(reports: Sequence[CompressReport]) -> pd.DataFrame:
     """One row per run: bytes, ratio, compute, accuracy, steps to target."""
     rows = [
         {
-            "method": r.config.label,
-            "sent KB/step": r.wire_bytes_per_step / 1e3,
-            "ratio": r.compression_ratio,
-            "compress ms/step": r.compress_s_per_step * 1e3,
-            "final accuracy": r.final_accuracy,
-            "held-out loss": r.final_loss,
-            "steps to target": (  # an int, or the words: never a NaN that reads as a number
+            N_("method"): r.config.label,
+            N_("sent KB/step"): r.wire_bytes_per_step / 1e3,
+            N_("ratio"): r.compression_ratio,
+            N_("compress ms/step"): r.compress_s_per_step * 1e3,
+            N_("final accuracy"): r.final_accuracy,
+            N_("held-out loss"): r.final_loss,
+            N_("steps to target"): (  # an int, or the words: never a NaN that reads as a number
                 r.steps_to_target
                 if r.steps_to_target is not None
                 else _("not within {steps} steps").format(steps=r.config.steps)
             ),
-            "equals torch's hook": {True: "yes", False: "NO", None: "-"}[r.matches_torch_hook],
+            N_("equals torch's hook"): {True: "yes", False: "NO", None: "-"}[r.matches_torch_hook],
         }
         for r in reports
     ]
-    return pd.DataFrame(rows).set_index("method")
+    return shown(pd.DataFrame(rows).set_index("method"))
 
 
 def bytes_by_world_size(
@@ -101,13 +102,15 @@ def bytes_by_world_size(
                 rows.append(
                     {
                         "N": n,
-                        "method": config.label,
-                        "collective": "all-gather" if config.method in ALL_GATHER else "all-reduce",
-                        "sent B/step": r.wire_bytes_per_step,
-                        "formula B/step": r.formula_wire_bytes,
+                        N_("method"): config.label,
+                        N_("collective"): "all-gather"
+                        if config.method in ALL_GATHER
+                        else "all-reduce",
+                        N_("sent B/step"): r.wire_bytes_per_step,
+                        N_("formula B/step"): r.formula_wire_bytes,
                     }
                 )
-    return pd.DataFrame(rows)
+    return shown(pd.DataFrame(rows))
 
 
 def compress_runner(cluster: Executor, **fixed: Any) -> Any:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .experts import init_moe
 from .formulas import ITEMSIZE, balanced_dispatch_bytes, padded_dispatch_bytes
 from .report import MoEReport
@@ -33,15 +35,15 @@ def skew_table(reports: Sequence[MoEReport]) -> pd.DataFrame:
         into = bytes_into(r)
         rows.append(
             {
-                "skew": r.skew,
+                N_("skew"): r.skew,
                 "C": r.capacity_factor,
-                "max/mean load": r.load_imbalance,
-                "dropped": r.dropped_tokens,
-                "bytes into rank 0": into[0],
-                "bytes into each rank": into,
+                N_("max/mean load"): r.load_imbalance,
+                N_("dropped"): r.dropped_tokens,
+                N_("bytes into rank 0"): into[0],
+                N_("bytes into each rank"): into,
             }
         )
-    return pd.DataFrame(rows).set_index(["skew", "C"])
+    return shown(pd.DataFrame(rows).set_index(["skew", "C"]))
 
 
 def dispatch_table(reports: Sequence[MoEReport]) -> pd.DataFrame:
@@ -49,22 +51,22 @@ def dispatch_table(reports: Sequence[MoEReport]) -> pd.DataFrame:
     over ranks) beside the padded formula, padding share, expert rows computed / with tokens."""
     rows = [
         {
-            "skew": r.skew,
-            "dispatch": r.dispatch,
+            N_("skew"): r.skew,
+            N_("dispatch"): r.dispatch,
             "C": r.capacity_factor,
-            "capacity": r.capacity,
-            "dropped": r.dropped_tokens,
-            "sent per rank per exchange (B)": r.sent_bytes_per_exchange,
-            "padded formula (B)": padded_dispatch_bytes(
+            N_("capacity"): r.capacity,
+            N_("dropped"): r.dropped_tokens,
+            N_("sent per rank per exchange (B)"): r.sent_bytes_per_exchange,
+            N_("padded formula (B)"): padded_dispatch_bytes(
                 r.experts, r.capacity, r.hidden, r.world_size
             ),
-            "padding": r.padding_fraction,
-            "expert rows computed": r.expert_rows_computed,
-            "expert rows with tokens": r.expert_rows_with_tokens,
+            N_("padding"): r.padding_fraction,
+            N_("expert rows computed"): r.expert_rows_computed,
+            N_("expert rows with tokens"): r.expert_rows_with_tokens,
         }
         for r in reports
     ]
-    return pd.DataFrame(rows).set_index(["skew", "dispatch", "C"])
+    return shown(pd.DataFrame(rows).set_index(["skew", "dispatch", "C"]))
 
 
 def experts_table(reports: Sequence[MoEReport]) -> pd.DataFrame:
@@ -77,13 +79,13 @@ def experts_table(reports: Sequence[MoEReport]) -> pd.DataFrame:
         rows.append(
             {
                 "E": r.experts,
-                "matrix total (B)": sum(map(sum, r.traffic_matrix_bytes)),
+                N_("matrix total (B)"): sum(map(sum, r.traffic_matrix_bytes)),
                 "N·T·k·h·4 (B)": n * t * k * h * ITEMSIZE,
-                "mean sent per rank (B)": sum(r.per_rank_sent_bytes) / n,
-                "balanced formula (B)": balanced_dispatch_bytes(t, k, h, n),
-                "expert bytes per rank": sum(
+                N_("mean sent per rank (B)"): sum(r.per_rank_sent_bytes) / n,
+                N_("balanced formula (B)"): balanced_dispatch_bytes(t, k, h, n),
+                N_("expert bytes per rank"): sum(
                     p.numel() * p.element_size() for p in shard.parameters()
                 ),
             }
         )
-    return pd.DataFrame(rows).set_index("E")
+    return shown(pd.DataFrame(rows).set_index("E"))

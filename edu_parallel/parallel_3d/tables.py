@@ -12,7 +12,25 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .measure import GROUP_TYPES
+
+# the headers built per group type ("DP sent", "TP planner", ...), each a message of its own
+_GROUP_HEADERS = {
+    "DP sent": N_("DP sent"),
+    "TP sent": N_("TP sent"),
+    "PP sent": N_("PP sent"),
+    "EP sent": N_("EP sent"),
+    "DP planner": N_("DP planner"),
+    "TP planner": N_("TP planner"),
+    "PP planner": N_("PP planner"),
+    "EP planner": N_("EP planner"),
+    "DP sent B (max)": N_("DP sent B (max)"),
+    "TP sent B (max)": N_("TP sent B (max)"),
+    "PP sent B (max)": N_("PP sent B (max)"),
+    "EP sent B (max)": N_("EP sent B (max)"),
+}
 
 
 def ranks_table(report: Any) -> pd.DataFrame:
@@ -28,10 +46,10 @@ def ranks_table(report: Any) -> pd.DataFrame:
             row[f"{k.upper()} sent"] = round(r["sent_bytes_by_group"][k])
             if predicted is not None and k in predicted[i]:
                 row[f"{k.upper()} planner"] = round(predicted[i][k])
-        row["messages"] = sum(r["messages_by_group"].values())
-        row["idle ms"] = round(r["idle_s"] * 1e3, 1)
+        row[N_("messages")] = sum(r["messages_by_group"].values())
+        row[N_("idle ms")] = round(r["idle_s"] * 1e3, 1)
         rows.append(row)
-    return pd.DataFrame(rows).set_index("rank")
+    return shown(pd.DataFrame(rows).set_index("rank"), messages=_GROUP_HEADERS)
 
 
 def layouts_table(reports: Sequence[Any]) -> pd.DataFrame:
@@ -41,15 +59,15 @@ def layouts_table(reports: Sequence[Any]) -> pd.DataFrame:
     for rep in reports:
         zero = f" ZeRO-{rep.config.zero}" if rep.config.zero else ""
         row: dict[str, Any] = {
-            "layout": rep.layout + zero,
-            "equals one process": rep.matches_reference,
-            "bytes = planner": rep.matches_planner if not rep.config.experts else "-",
-            "model state B (max)": max(r["model_state_bytes"] for r in rep.rows),
-            "activations B (max)": max(r["activation_bytes"] for r in rep.rows),
+            N_("layout"): rep.layout + zero,
+            N_("equals one process"): rep.matches_reference,
+            N_("bytes = planner"): rep.matches_planner if not rep.config.experts else "-",
+            N_("model state B (max)"): max(r["model_state_bytes"] for r in rep.rows),
+            N_("activations B (max)"): max(r["activation_bytes"] for r in rep.rows),
         }
         for k in GROUP_TYPES:
             row[f"{k.upper()} sent B (max)"] = max(r["sent_bytes_by_group"][k] for r in rep.rows)
-        row["bubble measured"] = round(rep.bubble_fraction_measured, 3)
-        row["bubble (p-1)/(M+p-1)"] = round(rep.bubble_fraction_model, 3)
+        row[N_("bubble measured")] = round(rep.bubble_fraction_measured, 3)
+        row[N_("bubble (p-1)/(M+p-1)")] = round(rep.bubble_fraction_model, 3)
         rows.append(row)
-    return pd.DataFrame(rows).set_index("layout")
+    return shown(pd.DataFrame(rows).set_index("layout"), messages=_GROUP_HEADERS)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .report import PipelineReport
 from .schedule import Schedule
 from .timing import time_schedule
@@ -25,19 +27,19 @@ def bubble_table(reports: Sequence[PipelineReport]) -> pd.DataFrame:
         share = r.bubble_fraction_measured
         rows.append(
             {
-                "schedule": r.schedule,
+                N_("schedule"): r.schedule,
                 "M": r.microbatches,
                 "P": r.stages,
                 "v": r.chunks,
-                "matches reference": r.matches_reference,
-                "measured (share)": share,
-                "formula (share)": r.bubble_fraction_formula,
-                "measured/(1-measured)": share / (1 - share),
-                "formula (bubble/ideal)": r.bubble_relative_to_ideal_formula,
-                "peak stashed per stage": r.peak_activations_per_stage,
+                N_("matches reference"): r.matches_reference,
+                N_("measured (share)"): share,
+                N_("formula (share)"): r.bubble_fraction_formula,
+                N_("measured/(1-measured)"): share / (1 - share),
+                N_("formula (bubble/ideal)"): r.bubble_relative_to_ideal_formula,
+                N_("peak stashed per stage"): r.peak_activations_per_stage,
             }
         )
-    return pd.DataFrame(rows).set_index(["schedule", "M"])
+    return shown(pd.DataFrame(rows).set_index(["schedule", "M"]))
 
 
 def comm_table(
@@ -51,10 +53,10 @@ def comm_table(
     rows = [
         {
             "t_comm": t_comm,
-            "messages": messages,
-            "transfer time": messages * t_comm,
-            "run longer by": time_schedule(schedule, t_f, t_b, t_comm=t_comm).makespan - base,
+            N_("messages"): messages,
+            N_("transfer time"): messages * t_comm,
+            N_("run longer by"): time_schedule(schedule, t_f, t_b, t_comm=t_comm).makespan - base,
         }
         for t_comm in t_comms
     ]
-    return pd.DataFrame(rows).set_index("t_comm")
+    return shown(pd.DataFrame(rows).set_index("t_comm"))

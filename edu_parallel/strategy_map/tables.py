@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .crossover import crossover_tokens, step_sent_bytes, tp_allreduces
 from .formulas import formula_messages, formula_param_bytes, formula_sent_bytes
 from .report import StrategyMapReport
@@ -42,15 +44,15 @@ def formula_table(report: StrategyMapReport) -> pd.DataFrame:
         for r, row in enumerate(run.per_rank):
             rows.append(
                 {
-                    "strategy": run.name,
-                    "rank": r,
-                    "params (trace, B)": row["param_bytes"],
-                    "params (formula, B)": params,
-                    "sent (trace, B)": row["sent_bytes"],
-                    "sent (formula, B)": formula_sent_bytes(s, n, r, **sizes),
+                    N_("strategy"): run.name,
+                    N_("rank"): r,
+                    N_("params (trace, B)"): row["param_bytes"],
+                    N_("params (formula, B)"): params,
+                    N_("sent (trace, B)"): row["sent_bytes"],
+                    N_("sent (formula, B)"): formula_sent_bytes(s, n, r, **sizes),
                 }
             )
-    return pd.DataFrame(rows).set_index(["strategy", "rank"])
+    return shown(pd.DataFrame(rows).set_index(["strategy", "rank"]))
 
 
 def crossover_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
@@ -61,16 +63,16 @@ def crossover_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
         dp, tp = (rep.runs[s].per_rank[0]["sent_bytes"] for s in ("dp", "tp"))
         rows.append(
             {
-                "tokens T": sizes["tokens"],
+                N_("tokens T"): sizes["tokens"],
                 "T* = 4h + 2.5": crossover_tokens(sizes["hidden"], "mlp"),
-                "DP sent per rank (B)": dp,
-                "DP formula (B)": formula_sent_bytes("dp", n, 0, **sizes),
-                "TP sent per rank (B)": tp,
-                "TP formula (B)": formula_sent_bytes("tp", n, 0, **sizes),
+                N_("DP sent per rank (B)"): dp,
+                N_("DP formula (B)"): formula_sent_bytes("dp", n, 0, **sizes),
+                N_("TP sent per rank (B)"): tp,
+                N_("TP formula (B)"): formula_sent_bytes("tp", n, 0, **sizes),
                 "TP/DP": tp / dp,
             }
         )
-    return pd.DataFrame(rows).set_index("tokens T")
+    return shown(pd.DataFrame(rows).set_index("tokens T"))
 
 
 def message_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
@@ -83,17 +85,17 @@ def message_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
             run = rep.runs[s]
             rows.append(
                 {
-                    "layers L": c["layers"],
-                    "microbatches M": rep.microbatches,
-                    "strategy": run.name,
-                    "messages per rank (trace)": run.column("messages"),
-                    "formula": [
+                    N_("layers L"): c["layers"],
+                    N_("microbatches M"): rep.microbatches,
+                    N_("strategy"): run.name,
+                    N_("messages per rank (trace)"): run.column("messages"),
+                    N_("formula"): [
                         formula_messages(s, n, r, layers=c["layers"], microbatches=rep.microbatches)
                         for r in range(n)
                     ],
                 }
             )
-    return pd.DataFrame(rows).set_index(["layers L", "microbatches M", "strategy"])
+    return shown(pd.DataFrame(rows).set_index(["layers L", "microbatches M", "strategy"]))
 
 
 def layer_crossover_table(runs: Sequence[Any]) -> pd.DataFrame:
@@ -115,18 +117,18 @@ def layer_crossover_table(runs: Sequence[Any]) -> pd.DataFrame:
         tp_sent = tp.rows[0]["sent_bytes_by_group"]["tp"]
         rows.append(
             {
-                "microbatches k": k,
-                "tokens per microbatch T": tokens,
-                "T* (crossover)": crossover_tokens(
+                N_("microbatches k"): k,
+                N_("tokens per microbatch T"): tokens,
+                N_("T* (crossover)"): crossover_tokens(
                     c.hidden, "bare", k, layers=c.layers, input_grad=False
                 ),
-                "DP sent (B)": dp_sent,
-                "DP formula (B)": step_sent_bytes("dp", dp.dims.dp, **sizes),
-                "TP all-reduces": tp.rows[0]["messages_by_group"]["tp"],
-                "formula": tp_allreduces("bare", c.layers, k, input_grad=False),
-                "TP sent (B)": tp_sent,
-                "TP formula (B)": step_sent_bytes("tp", n, **sizes),
+                N_("DP sent (B)"): dp_sent,
+                N_("DP formula (B)"): step_sent_bytes("dp", dp.dims.dp, **sizes),
+                N_("TP all-reduces"): tp.rows[0]["messages_by_group"]["tp"],
+                N_("formula"): tp_allreduces("bare", c.layers, k, input_grad=False),
+                N_("TP sent (B)"): tp_sent,
+                N_("TP formula (B)"): step_sent_bytes("tp", n, **sizes),
                 "TP/DP": tp_sent / dp_sent,
             }
         )
-    return pd.DataFrame(rows).set_index("microbatches k")
+    return shown(pd.DataFrame(rows).set_index("microbatches k"))

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ..core.i18n import N_
+from ..core.shown import shown
 from .config import ITEMSIZE
 from .formulas import allreduce_message_bytes, sp_sent_bytes_per_pass
 from .report import TPReport
@@ -24,18 +26,18 @@ def rule_table(reports: Sequence[TPReport]) -> pd.DataFrame:
     """One row per run: layer, rule, what rank 0 held, collectives per pass, shapes, equal?"""
     rows = [
         {
-            "layer": r.mode,
-            "rule": r.rule,
-            "each rank held": r.local_output_kind[0],
-            "forward": r.forward_collectives,
-            "backward": r.backward_collectives,
-            "output": r.output_shape,
-            "dense output": r.dense_output_shape,
-            "equals dense": r.matches_dense,
+            N_("layer"): r.mode,
+            N_("rule"): r.rule,
+            N_("each rank held"): r.local_output_kind[0],
+            N_("forward"): r.forward_collectives,
+            N_("backward"): r.backward_collectives,
+            N_("output"): r.output_shape,
+            N_("dense output"): r.dense_output_shape,
+            N_("equals dense"): r.matches_dense,
         }
         for r in reports
     ]
-    return pd.DataFrame(rows).set_index(["layer", "rule"])
+    return shown(pd.DataFrame(rows).set_index(["layer", "rule"]))
 
 
 def _message(report: TPReport) -> int:
@@ -47,14 +49,14 @@ def message_table(report: TPReport) -> pd.DataFrame:
     """Rank 0's collectives in order: pass, op, bytes in the trace, and ``b*s*h*itemsize``."""
     rows = [
         {
-            "pass": c["phase"],
-            "op": c["op"],
-            "bytes in the trace": c["nbytes"],
+            N_("pass"): c["phase"],
+            N_("op"): c["op"],
+            N_("bytes in the trace"): c["nbytes"],
             "b*s*h*itemsize": _message(report),
         }
         for c in report.collectives
     ]
-    return pd.DataFrame(rows)
+    return shown(pd.DataFrame(rows))
 
 
 def pass_formula(report: TPReport) -> dict[str, float] | None:
@@ -77,14 +79,14 @@ def pass_table(reports: Sequence[TPReport]) -> pd.DataFrame:
         by_pass, formula = r.per_rank_sent_bytes_by_phase[0], pass_formula(r) or {}
         rows.append(
             {
-                "mode": r.mode,
-                "forward": r.forward_collectives,
-                "backward": r.backward_collectives,
-                "sent forward (B)": by_pass["forward"],
-                "formula forward (B)": formula.get("forward"),
-                "sent backward (B)": by_pass["backward"],
-                "formula backward (B)": formula.get("backward"),
-                "matches dense": r.matches_dense,
+                N_("mode"): r.mode,
+                N_("forward"): r.forward_collectives,
+                N_("backward"): r.backward_collectives,
+                N_("sent forward (B)"): by_pass["forward"],
+                N_("formula forward (B)"): formula.get("forward"),
+                N_("sent backward (B)"): by_pass["backward"],
+                N_("formula backward (B)"): formula.get("backward"),
+                N_("matches dense"): r.matches_dense,
             }
         )
-    return pd.DataFrame(rows).set_index("mode")
+    return shown(pd.DataFrame(rows).set_index("mode"))
