@@ -9,13 +9,13 @@ in the lesson's body and the final quiz, sharing the questions (and a predict-th
 from __future__ import annotations
 
 import dataclasses
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_int
 from ..core.i18n import _
+from ..core.width import width
 from .predict import QUESTION_TYPES, PredictThenRun, Question
 from .questions import Feedback, MultipleChoice, check_text, unit_label
 from .shuffle import check_learner, learner_seed, permutation
@@ -134,7 +134,7 @@ class Quiz:
 
 def underline(title: str, mark: str = "=") -> str:
     """``mark`` as wide as ``title`` in a terminal: a CJK character takes two columns."""
-    return mark * sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in title)
+    return mark * width(title)
 
 
 def shuffled(q: Question, learner: str, bank: str) -> Question:
