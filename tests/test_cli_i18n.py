@@ -120,3 +120,29 @@ def test_every_commands_help_formats_in_both_languages(lang):
             assert text.startswith("用法：") and CJK.search(text), prog
         else:  # the --lang options name 简体中文 in English too
             assert text.startswith("usage: ") and not CJK.search(text.replace("简体中文", "")), prog
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "--model", "llama3-8b", "--gpus", "64", "--zero", "3"),
+        ("memory", "--model", "llama3-8b", "--gpus", "64", "--zero", "3", "--convention",
+         "deepspeed", "--gpus-per-node", "8", "--offload", "optimizer"),
+        ("memory", "--model", "llama3-8b", "--gpus", "64", "--zero", "1", "--convention",
+         "megatron"),
+        ("memory", "--params", "7e9", "--gpus", "8", "--zero", "2", "--convention", "deepspeed",
+         "--gpus-per-node", "4"),
+    ],
+)  # fmt: skip
+def test_the_memory_calculator_speaks_chinese(args):
+    """Its formulas, headers and row labels in Chinese (the JSON keys, symbols, citations and
+    dtype names such as param16 stay as written), and its lines fit the output area."""
+    from helpers import english_phrases
+
+    from edu_parallel.core.width import MAX_TEXT_COLUMNS, width
+
+    out = cli(*args, lang="zh")
+    assert out.returncode == 0, out.stderr
+    allowed = {"DeepSpeed 0.16.5 (commit", "et al. 2019,", "et al. 2021, ZeRO-Offload"}
+    assert not english_phrases(out.stdout, allow=allowed), out.stdout
+    assert max(map(width, out.stdout.splitlines())) <= MAX_TEXT_COLUMNS

@@ -92,3 +92,10 @@ def test_fitted_keeps_the_formatter_name_and_doc():
 
     assert format_demo.__name__ == "format_demo" and format_demo.__doc__ == "Doc."
     assert max(map(width, format_demo(100).split("\n"))) <= MAX_TEXT_COLUMNS
+
+
+def test_a_labelled_line_continues_under_its_text():
+    out = fit("formula        " + PROSE).split("\n")
+    assert out[0].startswith("formula        job")
+    assert all(line.startswith(" " * 15) and line[15] != " " for line in out[1:])
+    assert all(width(line) <= MAX_TEXT_COLUMNS for line in out)

@@ -22,7 +22,8 @@ from typing import Any
 
 from ..core.errors import Problems, bad_value, conflicts, needs
 from ..core.i18n import N_, _
-from ..core.width import fitted
+from ..core.width import fitted, ljust
+from ..core.width import width as text_width
 from ..memory.activations import shape_activation_estimate
 from ..memory.communication import comm_estimate
 from ..memory.conventions import CONVENTIONS, largest_module_params
@@ -263,12 +264,13 @@ def format_memory(d: dict[str, Any]) -> str:
             f"cpu_bytes_per_node  {per_node:.12g}  "
             + _("({gb}, DeepSpeed's CPU)").format(gb=_gb(per_node))
         )
-    width = max(12, *(len(c) for c in (*d["breakdown"], *d["cpu_breakdown"])))
-    lines.append(f"breakdown      {'category':<{width}} GPU          CPU")
     categories = list(d["breakdown"]) + [c for c in d["cpu_breakdown"] if c not in d["breakdown"]]
-    for category in categories:
+    shown = [_(c) for c in categories]  # the named ones are messages (memory/conventions.py)
+    width = max(12, *map(text_width, [_("category"), *shown]))
+    lines.append(f"breakdown      {ljust(_('category'), width)} GPU          CPU")
+    for category, label in zip(categories, shown, strict=True):
         gpu, cpu = d["breakdown"].get(category, 0), d["cpu_breakdown"].get(category, 0)
-        lines.append(f"               {category:<{width}} {_gb(gpu):<12} {_gb(cpu)}")
+        lines.append(f"               {ljust(label, width)} {_gb(gpu):<12} {_gb(cpu)}")
     lines.append(
         "comm           "
         + _("{gb} sent per GPU per step: {formula}").format(

@@ -65,7 +65,8 @@ def cut(text: str, columns: int) -> str:
 
 _WIDE = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"  # CJK, Hangul, fullwidth forms
 _TOKENS = re.compile(rf"\s+|[{_WIDE}]|[^\s{_WIDE}]+")
-_NO_BREAK_BEFORE = set("，。：；、！？）》」』,.:;!?)")
+_LABEL = re.compile(r" *[^ ]{1,24} {2,}(?=[^ ])")  # a one-word label, then its column
+_NO_BREAK_BEFORE = set("，。：；、！？）》」』】,.:;!?)]}")
 
 
 def wrap_text(text: str, columns: int, indent: str = "", hanging: str = "") -> list[str]:
@@ -80,7 +81,7 @@ def wrap_text(text: str, columns: int, indent: str = "", hanging: str = "") -> l
     lead = indent
     for token in _TOKENS.findall(text):
         if token.isspace():
-            line += [" "] if line else []
+            line += [token] if line else []  # a run of spaces kept: it may align a column
             continue
         if line and width(lead + "".join(line) + token) > columns:
             carried = []  # closing punctuation never starts a line: its word comes along
@@ -96,7 +97,8 @@ def wrap_text(text: str, columns: int, indent: str = "", hanging: str = "") -> l
 
 def fit(text: str, columns: int = MAX_TEXT_COLUMNS) -> str:
     """``text`` with every line wider than ``columns`` wrapped at a space, its continuation
-    indented two columns under the line's own indent; lines that fit are kept as they are."""
+    indented two columns under the line's own indent (under its text, after a one-word label
+    and two spaces or more: ``"formula        ..."``); lines that fit are kept as they are."""
     out = []
     for line in text.split("\n"):
         if width(line) <= columns:
@@ -104,7 +106,9 @@ def fit(text: str, columns: int = MAX_TEXT_COLUMNS) -> str:
             continue
         body = line.lstrip(" ")
         indent = line[: len(line) - len(body)]
-        out += wrap_text(body, columns, indent=indent, hanging=indent + "  ") or [line]
+        label = _LABEL.match(line)  # "formula        text": the text continues under itself
+        hanging = " " * width(label.group(0)) if label else indent + "  "
+        out += wrap_text(body, columns, indent=indent, hanging=hanging) or [line]
     return "\n".join(out)
 
 

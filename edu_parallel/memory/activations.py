@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
+from ..core.i18n import _
 from .model_states import GB, RECOMPUTE
 from .presets import ModelShape
 
@@ -131,12 +132,12 @@ def _gpt_coefficient(a: int, s: int, h: int, t: int, sp: bool, rc: str) -> tuple
     """Korthikanti's per-layer coefficient of sbh and its source (eqs. (1)-(3), Table 2)."""
     attention_core = 5 * a * s / h  # softmax input/output and dropout mask: 5as²b / (sbh)
     if rc == "full":
-        return 2.0, "sbh·2  [Korthikanti et al. 2022, Table 2, full recompute]"
+        return 2.0, _("sbh·2  [Korthikanti et al. 2022, Table 2, full recompute]")
     if sp:  # eq. (3): every part divided by t (LayerNorm/dropout sharded along the sequence)
         if rc == "selective":
             return (
                 34 / t,
-                "sbh·34/t  [Korthikanti et al. 2022, Table 2, sequence parallel + selective]",
+                _("sbh·34/t  [Korthikanti et al. 2022, Table 2, sequence parallel + selective]"),
             )
         return (
             34 / t + attention_core / t,
@@ -145,19 +146,22 @@ def _gpt_coefficient(a: int, s: int, h: int, t: int, sp: bool, rc: str) -> tuple
     if t > 1:  # eq. (2): 10sbh (LayerNorm inputs, dropout masks, layer inputs) stays replicated
         if rc == "selective":
             return 10 + 24 / t, (
-                "sbh·(10 + 24/t)  [Korthikanti et al. 2022, Table 2, tensor parallel + selective]"
+                _(
+                    "sbh·(10 + 24/t)  [Korthikanti et al. 2022, Table 2, tensor parallel +"
+                    " selective]"
+                )
             )
         return 10 + 24 / t + attention_core / t, (
             "sbh·(10 + 24/t + 5as/(ht))  [Korthikanti et al. 2022, eq. (2)]"
         )
     if rc == "selective":
-        return 34.0, "sbh·34  [Korthikanti et al. 2022, Table 2, selective]"
+        return 34.0, _("sbh·34  [Korthikanti et al. 2022, Table 2, selective]")
     return 34 + attention_core, "sbh·(34 + 5as/h)  [Korthikanti et al. 2022, eq. (1)]"
 
 
 def _llama_text(t: int, sp: bool, rc: str) -> str:
     if rc == "full":
-        return "sbh·2  [full recompute: the layer input, Korthikanti et al. 2022, Table 2]"
+        return _("sbh·2  [full recompute: the layer input, Korthikanti et al. 2022, Table 2]")
     core = "" if rc == "selective" else (" + 2as/h" if t == 1 else " + 2as/(ht)")
     if t == 1:
         body = f"12 + 4k/a + 6f/h{core}"
@@ -165,7 +169,9 @@ def _llama_text(t: int, sp: bool, rc: str) -> str:
         body = f"(12 + 6f/h)/t + 4k'/a{core}"
     else:
         body = f"8 + (4 + 6f/h)/t + 4k'/a{core}"
-    return f"sbh·({body})  [Llama layer: RMSNorm, GQA, SwiGLU, no dropout; module docstring]"
+    return _(
+        "sbh·({body})  [Llama layer: RMSNorm, GQA, SwiGLU, no dropout; module docstring]"
+    ).format(body=body)
 
 
 def activation_estimate(
@@ -226,7 +232,9 @@ def activation_estimate(
         per_layer, text = sum(terms.values()), _llama_text(t, sp, recompute)
         shape = f"s={s}, b={b}, h={h}, a={a}, k={k}, f={f}, t={t}"
     total = L * per_layer
-    formula = f"per layer {text}; {shape}: {per_layer:.6g} B x L={L} = {total / GB:.4g} GB"
+    formula = _("per layer {text}; {shape}: {per_layer} B x L={layers} = {gb} GB").format(
+        text=text, shape=shape, per_layer=f"{per_layer:.6g}", layers=L, gb=f"{total / GB:.4g}"
+    )
     return ActivationEstimate(total, per_layer, formula, arch, terms)
 
 

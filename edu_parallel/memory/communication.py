@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
 from .conventions import CONVENTIONS
 from .model_states import COMM_BYTES_PER_ELEMENT, GB, PRECISIONS, _check_parallel
 
@@ -83,13 +84,15 @@ def comm_estimate(
     grads_pass = ring * g * Psi
     if zero == 0:
         breakdown = {"all_reduce_grads": 2 * grads_pass}
-        text = "2·(N-1)/N·eΨ (all-reduce)" if g == e else "2·(N-1)/N·4Ψ (all-reduce, fp32 grads)"
+        text = (
+            _("2·(N-1)/N·eΨ (all-reduce)") if g == e else _("2·(N-1)/N·4Ψ (all-reduce, fp32 grads)")
+        )
     elif zero in (1, 2):
         breakdown = {"reduce_scatter_grads": grads_pass, "all_gather_params": one_pass}
         text = (
-            "(N-1)/N·eΨ (reduce-scatter) + (N-1)/N·eΨ (all-gather) = 2·(N-1)/N·eΨ"
+            _("(N-1)/N·eΨ (reduce-scatter) + (N-1)/N·eΨ (all-gather) = 2·(N-1)/N·eΨ")
             if g == e
-            else "(N-1)/N·4Ψ (reduce-scatter, fp32 grads) + (N-1)/N·eΨ (all-gather)"
+            else _("(N-1)/N·4Ψ (reduce-scatter, fp32 grads) + (N-1)/N·eΨ (all-gather)")
         )
     else:
         breakdown = {
@@ -97,15 +100,16 @@ def comm_estimate(
             "all_gather_params_backward": one_pass,
             "reduce_scatter_grads": one_pass,
         }
-        text = "3·(N-1)/N·eΨ (all-gather fwd + all-gather bwd + reduce-scatter) = 1.5x DP"
+        text = _("3·(N-1)/N·eΨ (all-gather fwd + all-gather bwd + reduce-scatter) = 1.5x DP")
     total = sum(breakdown.values())
     stage = "DP" if zero == 0 else f"ZeRO-{zero}"
     source = "Rajbhandari et al. 2019, §7.2"
     if g != e:
-        source += "; Megatron-LM arguments.py: bf16 all-reduces gradients in fp32"
-    formula = (
-        f"{stage}: {text}; e={e} B, Ψ={Psi:.4g}, N={N}: {total / GB:.4g} GB per GPU per step "
-        f"[{source}]"
+        source += _("; Megatron-LM arguments.py: bf16 all-reduces gradients in fp32")
+    formula = _(
+        "{stage}: {text}; e={e} B, Ψ={psi}, N={n}: {gb} GB per GPU per step [{source}]"
+    ).format(
+        stage=stage, text=text, e=e, psi=f"{Psi:.4g}", n=N, gb=f"{total / GB:.4g}", source=source
     )
     return CommEstimate(bytes_per_gpu=total, breakdown=breakdown, formula=formula)
 

@@ -58,6 +58,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import N_, _
 from .estimate import GB, MemoryEstimate
 from .presets import ModelShape, check_experts
 
@@ -224,7 +225,7 @@ def deepspeed_estimate(
     if zero == 2:
         cpu, gpu = deepspeed_zero2(total, per_node, nodes, cpu_offload)
         sharded = 0 if cpu_offload else int(18 * total / gpus)
-        breakdown = {"param16": 2 * total} | ({"sharded 18Ψ/N": sharded} if sharded else {})
+        breakdown = {"param16": 2 * total} | ({N_("sharded 18Ψ/N"): sharded} if sharded else {})
         text = "2Ψ" if cpu_offload else "2Ψ + int(18Ψ/N)"
         cpu_text = "Ψ·max(4N, 16)·1.5" if cpu_offload else "Ψ·4·gpus_per_node·1.5"
         where = DEEPSPEED_ZERO2
@@ -234,8 +235,8 @@ def deepspeed_estimate(
             total, largest, per_node, nodes, cpu_offload, params_off, zero_init
         )
         shard = 0 if params_off else int((2 if cpu_offload else 18) * total / gpus)
-        name = "param16 2Ψ/N" if cpu_offload else "sharded 18Ψ/N"
-        breakdown = {"largest layer 4·L": layer} | ({name: shard} if not params_off else {})
+        name = N_("param16 2Ψ/N") if cpu_offload else N_("sharded 18Ψ/N")
+        breakdown = {N_("largest layer 4·L"): layer} | ({name: shard} if not params_off else {})
         text = "4L" + ("" if params_off else " + int(2Ψ/N)" if cpu_offload else " + int(18Ψ/N)")
         k = 18 if params_off else 16
         if not cpu_offload:
@@ -244,10 +245,21 @@ def deepspeed_estimate(
             cpu_text = f"Ψ·{k}/nodes·1.5" if zero_init else f"Ψ·max(4·gpus_per_node, {k}/nodes)·1.5"
         flags += f", cpu_offload_params={params_off}, zero_init={zero_init}, L={largest}"
         where = DEEPSPEED_ZERO3
-    formula = (
-        f"DeepSpeed ZeRO-{zero}, offload={offload}: GPU {text} = {gpu / GB:.4g} GB; "
-        f"CPU per node {cpu_text} = {cpu / GB:.4g} GB; Ψ = {total}, N = {gpus} ({flags})"
-        f"  [{DEEPSPEED_SOURCE}, {where}]"
+    formula = _(
+        "DeepSpeed ZeRO-{zero}, offload={offload}: GPU {text} = {gpu} GB; CPU per node {cpu_text}"
+        " = {cpu} GB; Ψ = {total}, N = {gpus} ({flags})  [{source}, {where}]"
+    ).format(
+        zero=zero,
+        offload=offload,
+        text=text,
+        gpu=f"{gpu / GB:.4g}",
+        cpu_text=cpu_text,
+        cpu=f"{cpu / GB:.4g}",
+        total=total,
+        gpus=gpus,
+        flags=flags,
+        source=DEEPSPEED_SOURCE,
+        where=where,
     )
     return MemoryEstimate(
         params=params,
@@ -262,7 +274,7 @@ def deepspeed_estimate(
         bytes_per_gpu=gpu,
         cpu_bytes_per_gpu=cpu / per_node,
         breakdown=breakdown,
-        cpu_breakdown={"host memory per node": cpu},
+        cpu_breakdown={N_("host memory per node"): cpu},
         formula=formula,
         convention="deepspeed",
         cpu_bytes_per_node=cpu,

@@ -59,6 +59,7 @@ import math
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int, check_positive
+from ..core.i18n import _
 from .conventions import MEGATRON_PRECISIONS, MEGATRON_SOURCE, check_convention, deepspeed_estimate
 from .estimate import GB, MemoryEstimate
 
@@ -199,26 +200,43 @@ def model_state_bytes(
         terms += [f"{_coefficient(shard)}Ψ/N"] if shard else []
         return (" + ".join(terms) or "0") + f" = {total / GB:.4g} GB"
 
-    stage = "DP (no ZeRO)" if zero == 0 else f"ZeRO-{zero}"
+    stage = _("DP (no ZeRO)") if zero == 0 else f"ZeRO-{zero}"
     K = sum(nbytes for _n, nbytes, kind in _categories(convention, precision) if kind == "optim")
     if convention == "megatron":
-        optimizer = "distributed optimizer" if zero else "non-distributed optimizer"
-        formula = (
-            f"Megatron {optimizer}, {precision}: GPU "
-            f"{side(c['gpu_whole'], c['gpu_shard'], gpu_total)} (d = N = {N}); "
-            f"Ψ = params/(tp·pp) = {params:.4g}/{model_parallel} = {Psi:.4g}  [{MEGATRON_SOURCE}]"
+        optimizer = _("distributed optimizer") if zero else _("non-distributed optimizer")
+        formula = _(
+            "Megatron {optimizer}, {precision}: GPU {gpu} (d = N = {n}); Ψ = params/(tp·pp) ="
+            " {params}/{mp} = {psi}  [{source}]"
+        ).format(
+            optimizer=optimizer,
+            precision=precision,
+            gpu=side(c["gpu_whole"], c["gpu_shard"], gpu_total),
+            n=N,
+            params=f"{params:.4g}",
+            mp=model_parallel,
+            psi=f"{Psi:.4g}",
+            source=MEGATRON_SOURCE,
         )
     else:
         formula = ""
-    formula = formula or (
-        f"{stage}, {precision} Adam (K={K}), offload={offload}: "
-        f"GPU {side(c['gpu_whole'], c['gpu_shard'], gpu_total)}"
-        + (f"; CPU {side(c['cpu_whole'], c['cpu_shard'], cpu_total)}" if offload != "none" else "")
-        + f"; Ψ = params/(tp·pp) = {params:.4g}/{model_parallel} = {Psi:.4g}, "
-        f"N = gpus/(tp·pp) = {N}  [Rajbhandari et al. 2019, §3.1, Fig. 1"
+    cpu = side(c["cpu_whole"], c["cpu_shard"], cpu_total)
+    formula = formula or _(
+        "{stage}, {precision} Adam (K={k}), offload={offload}: GPU {gpu}{cpu}; Ψ = params/(tp·pp)"
+        " = {params}/{mp} = {psi}, N = gpus/(tp·pp) = {n}  [{sources}]"
+    ).format(
+        stage=stage,
+        precision=precision,
+        k=K,
+        offload=offload,
+        gpu=side(c["gpu_whole"], c["gpu_shard"], gpu_total),
+        cpu=f"; CPU {cpu}" if offload != "none" else "",
+        params=f"{params:.4g}",
+        mp=model_parallel,
+        psi=f"{Psi:.4g}",
+        n=N,
+        sources="Rajbhandari et al. 2019, §3.1, Fig. 1"
         + ("; Ren et al. 2021, ZeRO-Offload" if offload != "none" else "")
-        + ("; Rajbhandari et al. 2021, ZeRO-Infinity" if offload == "all" else "")
-        + "]"
+        + ("; Rajbhandari et al. 2021, ZeRO-Infinity" if offload == "all" else ""),
     )
     return MemoryEstimate(
         params=params,
