@@ -9,7 +9,8 @@
   candidate's time (NCCL 2.30.7 ``src/graph/tuning.cc``, via
   :func:`~edu_parallel.models.nccl.selection.nccl_choose`); :func:`nccl_winner_table`: the winner
   per size on each system (errata E9: it changes with size and topology);
-  :func:`nccl_applicability_table`: where each (algorithm, protocol) runs, and why not elsewhere.
+  :func:`nccl_applicability_table`: where each (algorithm, protocol) runs, and why not elsewhere;
+* :func:`links_table`: each link preset beside its datasheet and the arithmetic from it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..core.i18n import N_, _
 from ..core.shown import shown
 from .choose import choose_allreduce
 from .cost import predict
+from .links import ARITHMETIC, LINKS
 from .nccl.constants import ALGOS, ARRIVED, PROTOS
 from .nccl.selection import nccl_choose
 from .nccl.tuning import NcclSystem
@@ -107,3 +109,21 @@ def nccl_applicability_table(coll: str, systems: Sequence[NcclSystem]) -> pd.Dat
                 row[name] = _("runs") if (algo, proto) in c.times else c.excluded[(algo, proto)]
             rows.append(row)
     return shown(pd.DataFrame(rows).set_index("algorithm/protocol"))
+
+
+def links_table() -> pd.DataFrame:
+    """One row per link preset: the datasheet figure, the arithmetic that turns it into bytes per
+    second in one direction, the result, its source and what the model leaves out (each cell
+    whole: a :class:`~edu_parallel.core.shown.ShownFrame` never cuts a citation to '...')."""
+    rows = [
+        {
+            N_("preset"): name,
+            N_("datasheet"): ARITHMETIC[name][0],
+            N_("arithmetic (B/s)"): ARITHMETIC[name][1],
+            N_("GB/s each way"): round(link.bandwidth_Bps / 1e9, 3),
+            N_("source"): link.source,
+            N_("what the model leaves out"): link.note,
+        }
+        for name, link in LINKS.items()
+    ]
+    return shown(pd.DataFrame(rows).set_index("preset"))
