@@ -168,6 +168,15 @@ def bad_value(name: str, value: Any, valid: str) -> ValueError:
     )
 
 
+def bad_combination(expression: str, valid: str) -> ValueError:
+    """The one-line error for values that are each valid but not together: ``expression`` shows
+    them as written (``tp * pp = 2 * 3 = 6``, symbols and numbers, never translated), ``valid``
+    what they must be (``a divisor of world_size=4``, through the catalog)."""
+    return ValueError(
+        _("{expression} is not valid: expected {valid}").format(expression=expression, valid=valid)
+    )
+
+
 def needs(name: str, value: Any, other: str, why: str) -> ValueError:
     """The one-line error for an argument that means nothing unless ``other`` is given:
     ``--flops=1e+15 is not valid: expected no value without --link: ...``. A value that would be
