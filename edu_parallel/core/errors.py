@@ -290,11 +290,15 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def one_of(options: Iterable[Any]) -> str:
+    """What a choice must be, in the learner's language: ``one of a, b, c`` (each option as
+    ``str`` gives it: pass ``map(repr, ...)`` for quoted ones). The one home of the phrase."""
+    return _("one of {options}").format(options=", ".join(map(str, options)))
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
     options = list(choices)
     if value not in options:
-        raise bad_value(
-            name, value, _("one of {options}").format(options=", ".join(repr(c) for c in options))
-        )
+        raise bad_value(name, value, one_of(map(repr, options)))
     return value
