@@ -37,7 +37,7 @@ def test_run_ring_help_in_chinese_keeps_options_and_values():
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "用法：edu-parallel run ring" in text and "选项" in text
-    assert "全归约算法" in text and "进程总数" in text  # the glossary's terms
+    assert "AllReduce 算法" in text and "进程总数" in text  # the glossary's terms
     for kept in (
         "--world-size",
         "--backend",

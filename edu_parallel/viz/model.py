@@ -64,7 +64,7 @@ ARROW_HOVER = {
 
 
 def phase_label(phase: str | None) -> str:
-    """A plan phase or collective as the learner reads it (``"reduce-scatter"`` -> 归约散射)."""
+    """A plan phase or collective as the learner reads it (``"reduce-scatter"``, translated)."""
     if phase is None:
         return ""
     return _(PHASE_NAMES[phase]) if phase in PHASE_NAMES else phase
