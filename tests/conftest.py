@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import LEARNER
 from lab_driver import ZH_LESSON, why_no_browser
+from zh_outputs import SCANNED, english_in_outputs
 
 from edu_parallel import Cluster
 from edu_parallel.core.i18n import LANG_VAR
@@ -52,6 +53,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config._edu_parallel_note = (
             f"{len(names)} lessons run in the real-browser pass ({BROWSER_PASS}), not under nbval"
         )
+
+
+class ZhOutputScan:
+    """A cell of a scanned Chinese lesson (``zh_outputs.SCANNED``) fails on English output. A
+    plugin, not a hook of this file: a conftest's item hooks apply only below its folder, and the
+    lessons run from ``notebooks/``."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        path = getattr(item, "path", None)
+        if (
+            call.when != "call"
+            or not report.passed
+            or path is None
+            or path.parent.name != "zh"
+            or path.stem not in SCANNED
+            or not hasattr(item, "test_outputs")
+        ):
+            return
+        found = english_in_outputs(item.cell.source, item.test_outputs or [])
+        if found:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{path.parent.name}/{path.name} cell {item.cell_num}: English in the Chinese"
+                f" output: {found[:10]}"
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(ZhOutputScan(), "edu-parallel-zh-output-scan")
 
 
 RUN_ALL = "run_all_s"  # the user property a browser test records its Run All seconds in

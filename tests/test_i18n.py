@@ -131,6 +131,59 @@ def _planted(tmp_path: Path, source: str, translations: dict[str, str]) -> list[
     return i18n_catalog.problems([module], root=pkg, po_root=po_root, mo=mo)
 
 
+def test_a_lessons_code_cells_are_a_source_of_messages(tmp_path):
+    """A label a code cell prints goes through ``_()``: the catalog finds it in the lesson (a
+    magic and a markdown cell around it), keeps it in ``lessons/<stem>.po``, and asks for its
+    Chinese until it has one."""
+    book = tmp_path / "notebooks" / "05_planted.ipynb"
+    book.parent.mkdir()
+    cells = [
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["_('not code')"]},
+        {
+            "cell_type": "code",
+            "id": "a",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": ["%%time\n", "from edu_parallel.core.i18n import _\n", "x = 1"],
+        },
+        {
+            "cell_type": "code",
+            "id": "b",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": [
+                "print(_('bytes per rank: {n}').format(n=x))\n",
+                "print(_('bytes per rank: {n}'))",
+            ],
+        },
+    ]
+    book.write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    assert i18n_catalog.extract_messages(book) == [("bytes per rank: {n}", 3)]
+    pkg, po_root = tmp_path / "pkg", tmp_path / "po"
+    pkg.mkdir()
+    po = i18n_catalog.update(book, root=pkg, po_root=po_root)
+    assert po == po_root / "lessons" / "05_planted.po"
+    mo = tmp_path / "x.mo"
+    found = i18n_catalog.problems([book], root=pkg, po_root=po_root, mo=mo)
+    assert (
+        found[0] == "notebooks/05_planted.ipynb:3: no Chinese translation for 'bytes per rank: {n}'"
+    )
+    cat = i18n_catalog.read(po)
+    cat.get("bytes per rank: {n}").string = "每个 rank 的字节数：{n}"
+    i18n_catalog.write(cat, po)
+    i18n_catalog.compile_catalog(po_root, mo)
+    assert i18n_catalog.problems([book], root=pkg, po_root=po_root, mo=mo) == []
+
+
+def test_the_real_lessons_are_sources_of_the_catalog():
+    lessons = [m for m in i18n_catalog.modules() if m.suffix == ".ipynb"]
+    assert [m.stem for m in lessons] == [lesson.stem for lesson in LESSONS]
+
+
 SOURCE = (
     "from ..core.i18n import _\n\n\n"
     "def ask(n):\n"
@@ -386,11 +439,15 @@ def test_the_template_asks_for_both_languages():
 
 
 def test_the_catalogs_hold_no_stale_module():
-    """Every package .po belongs to a module that still has messages."""
+    """Every package .po belongs to a source (a module, or a lesson's code cells) that still has
+    messages."""
+    sources = [m for m in i18n_catalog.modules() if i18n_catalog.extract_messages(m)]
+    assert any(m.suffix == ".ipynb" for m in sources)  # the lessons' labels are sources too
+    homes = {i18n_catalog.po_path(m) for m in sources}
     stale = [
         p.relative_to(i18n_catalog.PO_ROOT).as_posix()
         for p in i18n_catalog.PO_ROOT.rglob("*.po")
-        if not (PACKAGE / p.relative_to(i18n_catalog.PO_ROOT).with_suffix(".py")).is_file()
+        if p not in homes
     ]
     assert not stale, stale
 

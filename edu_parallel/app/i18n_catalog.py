@@ -2,7 +2,10 @@
 
 One ``.po`` file per module that has messages, beside the others under ``locale/zh_CN/package/``
 (``quiz/banks/ddp.py`` -> ``locale/zh_CN/package/quiz/banks_ddp.po``), so that each module's
-messages are translated and reviewed in one place. ``--compile`` merges them into the one catalog
+messages are translated and reviewed in one place. A lesson's code cells are a source too: a label
+a cell prints goes through ``_()`` (``from edu_parallel.core.i18n import _``), and its messages
+live in ``locale/zh_CN/package/lessons/05_dp_bucketing_overlap.po``: the Chinese lesson runs the
+same code and prints them in Chinese. ``--compile`` merges them into the one catalog
 the package reads, ``edu_parallel/core/locale/zh_CN/LC_MESSAGES/edu_parallel.mo``.
 
     python -m edu_parallel.app.i18n_catalog --update edu_parallel/quiz/banks/ddp.py
@@ -16,13 +19,15 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_file
+from babel.messages.extract import extract, extract_from_file
 from babel.messages.mofile import read_mo, write_mo
 from babel.messages.pofile import read_po, write_po
 
@@ -31,27 +36,47 @@ from ..core.i18n import DOMAIN, LOCALE_DIR, reload_catalogs
 PACKAGE = Path(__file__).resolve().parents[1]
 REPO = PACKAGE.parent
 PO_ROOT = REPO / "locale" / "zh_CN" / "package"
+NOTEBOOKS = REPO / "notebooks"
 MO_PATH = LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / f"{DOMAIN}.mo"
 KEYWORDS = {"_": None, "N_": None}
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}|(%\([a-z_]+\)[sdr]|%[sdr])")  # str.format and %
 
 
 def modules(root: Path = PACKAGE) -> list[Path]:
-    """Every Python module of the package, in a stable order."""
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    """Every Python module of the package, then (for the package itself) every lesson whose
+    code cells are a source of messages, in a stable order."""
+    found = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    if root == PACKAGE:
+        found += sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    return found
 
 
-def extract(path: Path) -> list[tuple[str, int]]:
-    """The messages of one module as ``(msgid, line)``, in source order, first line per msgid."""
+def _found(pieces: Iterable[tuple[int, Any]]) -> list[tuple[str, int]]:
     seen: dict[str, int] = {}
-    for line, msg, _comments, _context in extract_from_file("python", path, KEYWORDS):
+    for line, msg in pieces:
         if isinstance(msg, str) and msg and msg not in seen:
             seen[msg] = line
     return list(seen.items())
 
 
+def extract_messages(path: Path) -> list[tuple[str, int]]:
+    """The messages of one source as ``(msgid, line)``, in source order, first line per msgid;
+    for a lesson, the line is the code cell's number (1 for its first cell)."""
+    if path.suffix != ".ipynb":
+        return _found((m[0], m[1]) for m in extract_from_file("python", path, KEYWORDS))
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    pieces = []
+    for number, cell in enumerate(cells, start=1):
+        if cell["cell_type"] == "code":
+            code = "".join(cell["source"]).encode("utf-8")
+            pieces += [(number, m[1]) for m in extract("python", io.BytesIO(code), KEYWORDS)]
+    return _found(pieces)
+
+
 def po_path(module: Path, root: Path = PACKAGE, po_root: Path = PO_ROOT) -> Path:
-    """Where ``module``'s translations live."""
+    """Where ``module``'s translations live (a lesson's: ``lessons/<stem>.po``)."""
+    if module.suffix == ".ipynb":
+        return po_root / "lessons" / f"{module.stem}.po"
     return po_root / module.resolve().relative_to(root).with_suffix(".po")
 
 
@@ -74,7 +99,7 @@ def update(
     translations kept. A message that moved here from another module keeps its translation from
     ``memory`` (every catalog merged, read before any is rewritten). Returns the ``.po`` path, or
     None when the module has no messages."""
-    found = extract(module)
+    found = extract_messages(module)
     out = po_path(module, root, po_root)
     old = read(out) if out.is_file() else Catalog(locale="zh_CN", domain=DOMAIN)
     if not found:
@@ -147,7 +172,7 @@ def problems(
     placeholder, every ``.po`` out of line with its module, and a stale ``.mo``. One line each."""
     out: list[str] = []
     for module in modules(root) if sources is None else sources:
-        found = extract(module)
+        found = extract_messages(module)
         if not found:
             continue
         path = po_path(module, root, po_root)

@@ -17,7 +17,7 @@ import torch
 
 from ..core.i18n import _
 from ..core.trace import Trace
-from ..core.width import fitted
+from ..core.width import fitted, ljust, rjust
 from ..engine.executor import Executor
 from .formulas import STRATEGIES, STRATEGY_NAMES, MapRun
 from .model import model_param_bytes, reference_step
@@ -199,14 +199,20 @@ def format_strategy_map(report: StrategyMapReport) -> str:
         top_k=c["top_k"],
     )
     cols = (
-        f"{'strategy':<9}{'rank':>5}{'params B':>11}{'activ. B':>11}{'sent B/step':>13}{'msgs':>6} "
-        " collectives"
+        ljust(_("strategy"), 9)
+        + rjust("rank", 5)
+        + rjust(_("params B"), 11)
+        + rjust(_("activ. B"), 11)
+        + rjust(_("sent B/step"), 13)
+        + rjust(_("msgs"), 6)
+        + "  "
+        + _("collectives called")
     )
     lines = [
         head,
         "",
         cols,
-        f"{'1 proc':<9}{'-':>5}{report.dense_param_bytes:>11,}"
+        ljust(_("1 proc"), 9) + f"{'-':>5}{report.dense_param_bytes:>11,}"
         f"{report.reference_activation_bytes:>11,}{0:>13,}{0:>6}  -",
     ]
     for run in report.runs.values():

@@ -1,0 +1,72 @@
+"""What a Chinese learner reads in a lesson's outputs: no English phrase (issue 31's scan).
+
+Each Chinese lesson runs under nbval (``conftest.py``); for the lessons of :data:`SCANNED`, every
+output of every cell is read as the learner reads it, and a run of three or more English words
+(``helpers.english_phrases``) fails the cell, naming the lesson, the cell and the phrase:
+
+- text: stdout, stderr and ``text/plain``; ``text/html`` without its tags and style sheet;
+- plotly figures: the title, the axis titles, the annotations and the legend's names.
+
+A label a code cell prints goes through ``_()`` (``app/i18n_catalog.py``), or comes from the
+package, which translates its own. What is code stays as written: a cell that prints source
+(``inspect.getsource``), and the names in :data:`ALLOW`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from helpers import english_phrases
+
+# the Chinese lessons whose outputs are scanned; the rest print labels of their code cells that are
+# still English, and join this set as their cells go through _()
+SCANNED = {"00_tour", "01_parallelism_map", "02_collectives"}
+
+ALLOW = (
+    "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
+)
+_TAGS = re.compile(r"<[^>]+>")
+_STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
+
+
+def _text(value: Any) -> str:
+    return value.get("text", "") if isinstance(value, dict) else str(value or "")
+
+
+def output_texts(out: dict) -> Iterator[tuple[str, str]]:
+    """``(what, text)`` for every piece of one output that a learner reads."""
+    if out.get("output_type") == "stream":
+        yield out.get("name", "stream"), out.get("text", "")
+        return
+    data = out.get("data", {})
+    fig = data.get("application/vnd.plotly.v1+json")
+    if fig is not None:
+        layout = fig.get("layout", {})
+        yield "title", _text(layout.get("title"))
+        for key, axis in layout.items():
+            if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+                yield key, _text(axis.get("title"))
+        for note in layout.get("annotations") or []:
+            yield "annotation", note.get("text", "")
+        for trace in fig.get("data", []):
+            if trace.get("showlegend", True) is not False and trace.get("name"):
+                yield "legend", trace["name"]
+    elif "text/html" in data:
+        yield "html", html.unescape(_TAGS.sub(" ", _STYLE.sub(" ", data["text/html"])))
+    elif "text/plain" in data:
+        yield "text/plain", data["text/plain"]
+
+
+def english_in_outputs(source: str, outputs: list[dict]) -> list[str]:
+    """``what: phrase`` for each English phrase in the outputs of a cell with ``source``."""
+    if "inspect.getsource" in source:
+        return []  # the cell shows code, which is written in English
+    found = []
+    for out in outputs:
+        for what, text in output_texts(out):
+            plain = re.sub(r"<br>|</?[bi]>", " ", text)
+            found += [f"{what}: {p}" for p in english_phrases(plain, allow=ALLOW)]
+    return found
