@@ -5,7 +5,9 @@ JupyterLab's output area is about 968 px wide with the default theme, so a figur
 shrunk, and its labels with it). Every label is at least :data:`MIN_FONT_PX` tall. Plotly's
 modebar (the toolbar, top right, ``.modebar {top: 2px}`` with 22 px buttons in plotly.js) covers
 the top :data:`MODEBAR_PX` of a figure, so a title starts below it. The play / pause buttons of an
-animation stay clear of the slider and its current-value label.
+animation stay clear of the slider and its current-value label. Every frame of an animation names
+every trace (:func:`whole_frames`): plotly.js redraws only the traces a frame names, and erases the
+other traces of the same kind and subplot, so a frame that moves only a cursor blanks the bars.
 
 :func:`fit_problems` checks a plotly or a matplotlib figure against these rules and returns one line
 per problem (empty: it fits). Plotly geometry: paper coordinates span the plot area, the figure's
@@ -49,6 +51,45 @@ def title_y(height: float, lines: int, font_px: float = 15) -> float:
 def buttons_px(labels: list[str], font_px: int = DEFAULT_FONT_PX) -> float:
     """Estimated width (px) of a row of plotly buttons with these labels."""
     return sum(GLYPH_EM * font_px * len(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
+
+
+def whole_frames(fig: Any) -> Any:
+    """Make every frame of ``fig`` name every trace, in the figure's order; returns ``fig``.
+
+    A frame that carries only some traces (``traces=[k]``) leaves the others out of the
+    transition, and plotly.js then removes their marks (every bar of a Gantt whose frames move
+    only the time cursor). A trace a frame did not carry gets a stub of its type (``{"type":
+    "bar"}``): the frame's data is merged into the trace, so the stub changes nothing and the
+    trace stays drawn. Frames that already name every trace, or carry no data, are kept."""
+    n = len(fig.data)
+    frames = list(fig.frames or ())
+    if all(_whole(f, n) for f in frames):
+        return fig
+    stubs = [{"type": t.type} for t in fig.data]
+    whole = []
+    for frame in frames:
+        if _whole(frame, n):
+            whole.append(frame)
+            continue
+        spec = frame.to_plotly_json()
+        carried = dict(zip(_frame_traces(frame), spec.get("data", []), strict=False))
+        spec["data"] = [carried.get(i, stubs[i]) for i in range(n)]
+        spec["traces"] = list(range(n))
+        whole.append(spec)
+    fig.frames = whole
+    return fig
+
+
+def _whole(frame: Any, n: int) -> bool:
+    """Whether a frame names all ``n`` traces, or none (a frame of layout only redraws them all)."""
+    return _frame_traces(frame) in ([], list(range(n)))
+
+
+def _frame_traces(frame: Any) -> list[int]:
+    """The trace indices a frame's data goes to (plotly: ``traces``, else 0, 1, ...)."""
+    data = frame.get("data") if isinstance(frame, dict) else frame.data
+    traces = frame.get("traces") if isinstance(frame, dict) else frame.traces
+    return list(traces) if traces is not None else list(range(len(data or ())))
 
 
 # ------------------------------------------------------------------ the checker
@@ -159,6 +200,14 @@ def _plotly_problems(fig: Any) -> list[str]:
         if bottom > margin.get("t", 100) + 0.5:
             out.append(f"{where} ends {bottom:.0f} px down, below margin.t={margin.get('t', 100)}")
     out += _controls_problems(layout, width or 700, height)
+    n = len(spec.get("data", []))
+    for i, frame in enumerate(spec.get("frames", [])):
+        if not _whole(frame, n):
+            out.append(
+                f"frames[{i}] carries traces {_frame_traces(frame)} of {n}: the others blank while"
+                " it plays (whole_frames)"
+            )
+            break  # one line: the first partial frame
     return list(dict.fromkeys(out))
 
 
@@ -203,8 +252,10 @@ def _controls_problems(layout: dict[str, Any], width: float, height: float) -> l
 
 def fit_layout(fig: Any) -> Any:
     """Put ``fig``'s title just below the modebar with room under it, and its slider right of its
-    play buttons; returns ``fig``. The top margin grows to hold the tallest title of any frame,
-    and the figure grows with it, so the plot area keeps its size."""
+    play buttons, and make every frame whole (:func:`whole_frames`); returns ``fig``. The top
+    margin grows to hold the tallest title of any frame, and the figure grows with it, so the plot
+    area keeps its size."""
+    whole_frames(fig)
     layout = fig.layout
     texts = [layout.title.text] + [f.layout.title.text for f in fig.frames if f.layout.title]
     if any(texts):
