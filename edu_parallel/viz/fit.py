@@ -23,13 +23,17 @@ import io
 import struct
 from typing import Any
 
+from ..core.width import width as display_width
+
 MAX_WIDTH_PX = 940  # JupyterLab 4: a 968 px output area gives its output 955 px (Chromium)
 MIN_FONT_PX = 11
 MODEBAR_PX = 30
 DEFAULT_FONT_PX = 12  # plotly's layout.font.size default
 LINE_HEIGHT = 1.3  # plotly.js line spacing, in font sizes
 BUTTON_PAD_PX = 12  # plotly.js updatemenus: text offset on each side of a button's label
-GLYPH_EM = 0.62  # average glyph width of the default font (Open Sans / Arial), in font sizes
+BUTTONS_GAP_PX = 16  # between the pause button and the slider's current-value label
+GLYPH_EM = 0.62  # average glyph width of the default font (Open Sans / Arial), in font sizes,
+# per display column (core/width.py): a CJK character takes two, about one font size
 PNG_DPI = 100
 MAX_WIDTH_IN = (MAX_WIDTH_PX - 20) / PNG_DPI  # a matplotlib figure; its tight bbox adds px
 LABEL_PT = MIN_FONT_PX * 72 / PNG_DPI + 0.1  # a matplotlib label of 11 px at PNG_DPI
@@ -49,8 +53,11 @@ def title_y(height: float, lines: int, font_px: float = 15) -> float:
 
 
 def buttons_px(labels: list[str], font_px: int = DEFAULT_FONT_PX) -> float:
-    """Estimated width (px) of a row of plotly buttons with these labels."""
-    return sum(GLYPH_EM * font_px * len(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
+    """Estimated width (px) of a row of plotly buttons with these labels, from their display
+    width (a CJK character takes two columns). Measured in Chromium at 12 px: "▶ play" and
+    "❚❚ pause" take 63 and 85 px (estimated 71 and 86), "▶ 播放" and "❚❚ 暂停" 62 and 72 px
+    (estimated 71 and 78)."""
+    return sum(GLYPH_EM * font_px * display_width(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
 
 
 def whole_frames(fig: Any) -> Any:
@@ -276,8 +283,10 @@ def fit_layout(fig: Any) -> Any:
         plot_w -= margin.r if margin.r is not None else 80
         menu = layout.updatemenus[0]
         labels = [b.label or "" for b in menu.buttons]
-        x = (buttons_px(labels, menu.font.size or DEFAULT_FONT_PX) + 16) / plot_w + (menu.x or 0)
+        need = buttons_px(labels, menu.font.size or DEFAULT_FONT_PX) + BUTTONS_GAP_PX
+        need += (menu.x or 0) * plot_w
         for slider in layout.sliders:
-            if x > (slider.x or 0):  # never nearer the buttons than its renderer placed it
-                slider.x, slider.len = x, max(0.2, 1 - x)
+            start = (slider.x or 0) * plot_w + (slider.pad.l or 0)
+            if need > start:  # never nearer the buttons than its renderer placed it
+                slider.pad.l = round((slider.pad.l or 0) + need - start)
     return fig
