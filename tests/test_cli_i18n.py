@@ -7,7 +7,7 @@ import argparse
 import re
 
 import pytest
-from helpers import cli
+from helpers import cli, english_phrases
 
 from edu_parallel.app.cli import argparse_in_language, build_parser
 from edu_parallel.core.i18n import language
@@ -28,6 +28,8 @@ def test_top_level_help_in_chinese():
         assert command in text
     for word in ARGPARSE_ENGLISH:
         assert word not in text
+    assert "显示程序的版本号并退出" in text  # --version's help, argparse's own words
+    assert not english_phrases(text), english_phrases(text)
 
 
 def test_run_ring_help_in_chinese_keeps_options_and_values():
@@ -35,7 +37,7 @@ def test_run_ring_help_in_chinese_keeps_options_and_values():
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "用法：edu-parallel run ring" in text and "选项" in text
-    assert "全归约算法" in text and "进程总数" in text  # the glossary's terms
+    assert "AllReduce 算法" in text and "进程总数" in text  # the glossary's terms
     for kept in (
         "--world-size",
         "--backend",
@@ -61,6 +63,9 @@ def test_run_ring_help_in_chinese_keeps_options_and_values():
         (("run", "ring", "--world-size", "x"), ("--world-size", "'x'", "int")),  # argparse's type
         (("run", "ring", "--world-size", "0"), ("--world-size=0", "[1, 16]")),  # the package's
         (("plan", "ring", "--world-size", "300"), ("--world-size=300", "`edu-parallel model`")),
+        (("exercise", "hint", "ring"), ("exercise='ring'", "以下之一：02, 03")),  # core.one_of
+        (("model", "ring"), ("COLLECTIVE='ring'", "以下之一：allreduce")),
+        (("run", "3d", "--world-size", "6", "--tp", "4"), ("--tp=4", "world_size=6 的约数")),
     ],
 )
 def test_errors_in_chinese_are_one_line(args, kept):
@@ -74,6 +79,8 @@ def test_errors_in_chinese_are_one_line(args, kept):
     for text in kept:
         assert text in line, text
     assert "error:" not in line and "invalid choice" not in line and "expected" not in line
+    prose = re.sub(r"以下之一：[^；]*", "以下之一：…", line)  # a list of choices is not prose
+    assert not english_phrases(prose), line
 
 
 @pytest.mark.parametrize(

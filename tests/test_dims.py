@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import checked_names, count_checks, fresh_python, no_process_cluster
+from helpers import checked_names, count_checks, english_phrases, fresh_python, no_process_cluster
 
 from edu_parallel import Cluster
 from edu_parallel.app import cli
@@ -17,6 +17,7 @@ from edu_parallel.comm.collective import collective_job
 from edu_parallel.core import dims as dims_module
 from edu_parallel.core import inputs
 from edu_parallel.core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
+from edu_parallel.core.i18n import language
 from edu_parallel.engine.cluster import local_dims
 from edu_parallel.engine.executor import Executor
 from edu_parallel.engine.torchrun import TorchrunExecutor
@@ -222,3 +223,32 @@ def test_a_bad_option_of_a_comm_concept_is_named_before_torch_loads() -> None:
         "error: --size='1XB' is not valid: expected a byte count > 0 and <= 1GiB, such as 4096, "
         "64KiB, 1MiB"
     ]
+
+
+# each bad combination ParallelDims names, with the fact its message must carry in both languages
+_BAD_DIMS = [
+    (dict(tp=3), "world_size=8"),
+    (dict(dp=3, tp=2), "dp * tp * pp = 3 * 2 * 1 = 6"),
+    (dict(tp=2, heads=3), "heads=3"),
+    (dict(tp=2, hidden=5), "hidden=5"),
+    (dict(pp=2, layers=3), "layers=3"),
+    (dict(pp=4, chunks=2, layers=4), "layers=4 / chunks=2"),
+    (dict(pp=2, chunks=3, layers=8), "pp * chunks = 6"),
+    (dict(pp=2, chunks=2, layers=8, microbatches=3), "pp=2"),
+    (dict(dp=0), "dp=0"),
+    (dict(ep=3), "ep=3"),
+]
+
+
+@pytest.mark.parametrize(("degrees", "fact"), _BAD_DIMS)
+def test_a_bad_combination_of_degrees_is_named_in_chinese(degrees, fact) -> None:
+    """The degree errors that a learner meets in lessons 07 to 10 and in ``run`` / ``planner``
+    come through the catalog: the zh message holds the same numbers and no English phrase."""
+    messages = {}
+    for lang in ("en", "zh"):
+        with language(lang), pytest.raises(ValueError) as err:
+            ParallelDims(8, **degrees)
+        messages[lang] = str(err.value)
+    assert fact in messages["en"] and fact in messages["zh"], messages
+    assert "is not valid" in messages["en"] and "无效" in messages["zh"], messages
+    assert not english_phrases(messages["zh"]), messages["zh"]

@@ -269,6 +269,49 @@ def test_the_chinese_lessons_use_the_glossarys_terms():
     assert not problems, "\n".join(problems)
 
 
+def _chinese_texts() -> dict[str, str]:
+    """Every Chinese text a learner reads: each message of the package's catalogs and of the
+    lessons' catalogs (the zh notebooks, pages and figures come from them), and the README."""
+    texts = {}
+    for po, cat in i18n_catalog.catalogs().items():
+        texts |= {f"{po.name}: {m.id!s:.50}": m.string for m in cat if m.id and m.string}
+    for lesson in LESSONS:
+        cat = notebook_i18n.read(notebook_i18n.catalog_path(lesson.stem))
+        texts |= {f"{lesson.stem} {m.context}": m.string for m in cat if m.id and m.string}
+    texts["README.md"] = (ROOT / "README.md").read_text(encoding="utf-8")
+    return {k: v if isinstance(v, str) else "\n".join(v) for k, v in texts.items()}
+
+
+def test_the_chinese_uses_the_outlines_words_not_their_variants():
+    """AllReduce, AllGather, ReduceScatter, all-to-all, bubble, 微批, 3D 并行: the outline's
+    forms (notebooks/GLOSSARY.md); 全归约 and the like only as the gloss at first use."""
+    texts = _chinese_texts()
+    assert len(texts) > 1000
+    problems = notebook_i18n.variant_problems(texts)
+    assert not problems, f"{len(problems)} texts:\n" + "\n".join(problems[:40])
+
+
+def test_a_planted_variant_is_named_and_its_gloss_is_not():
+    texts = {"ok": "环形 AllReduce（全归约）：先 ReduceScatter", "bad": "一次全交换和 20 个微批次"}
+    assert notebook_i18n.variant_problems(texts) == [
+        "bad: 全交换 (the outline writes all-to-all)",
+        "bad: 微批次 (the outline writes 微批)",
+    ]
+
+
+def test_each_lesson_glosses_the_outlines_collectives_at_first_use():
+    """A lesson that names AllReduce (or AllGather, ReduceScatter, all-to-all, bubble) explains
+    it once in Chinese: the gloss follows its first use in the lesson."""
+    missing = []
+    for lesson in LESSONS:
+        cat = notebook_i18n.read(notebook_i18n.catalog_path(lesson.stem))
+        zh = "\n".join(m.string for m in cat if m.id and isinstance(m.string, str))
+        for variant, form in notebook_i18n.variants():
+            if form.isascii() and form in zh and f"{form}（{variant}" not in zh:
+                missing.append(f"{lesson.stem}: {form} without （{variant}）")
+    assert not missing, missing
+
+
 def test_a_planted_change_to_an_english_cell_is_reported(tmp_path):
     stem = "03_ring_allreduce"
     books, catalogs = tmp_path / "notebooks", tmp_path / "catalogs"

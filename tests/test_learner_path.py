@@ -197,7 +197,7 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
             assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
             panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
-            assert "环形全归约" in panel, "the lesson's prose is not in Chinese"
+            assert "环形 AllReduce" in panel, "the lesson's prose is not in Chinese"
             assert not (said := page_problems(page, ZH_LESSON, "zh")), f"prose vs screen: {said}"
             played = lesson.play_every_animation()
             assert not played, f"animations that blank, or hide a label, or stay: {played}"

@@ -7,15 +7,17 @@ import json
 
 import pytest
 import torch
-from helpers import checked_names, cli, count_checks, no_process_cluster
+from helpers import checked_names, cli, count_checks, english_phrases, no_process_cluster
 
 from edu_parallel import Cluster
 from edu_parallel.app.cli import main
 from edu_parallel.core.dims import ParallelDims
+from edu_parallel.core.i18n import language
+from edu_parallel.core.width import width
 from edu_parallel.parallel_3d import LAYOUTS, measure_3d, run_3d
 from edu_parallel.parallel_3d.config import ITEMSIZE, Config3D, Run3D
 from edu_parallel.parallel_3d.model import adam_step, layer_weights, reference_step
-from edu_parallel.parallel_3d.report import _compare, grad_tolerance, update_tolerance
+from edu_parallel.parallel_3d.report import _compare, format_3d, grad_tolerance, update_tolerance
 from edu_parallel.parallel_3d.step import step_job
 
 JSON_KEYS = {
@@ -320,3 +322,21 @@ def test_cli_runs_3d_and_names_bad_degrees() -> None:
     line = bad.stderr.strip()
     assert "\n" not in line and "Traceback" not in line
     assert "tp=3 is not valid: expected a divisor of heads=4" in line
+
+
+@pytest.mark.multiprocess
+def test_the_rank_table_reads_in_chinese_with_its_columns_aligned(reports) -> None:
+    """``run 3d``'s table: its header in the learner's language, as wide as every rank's row."""
+    report = reports[(4, 2, 1, 2, 1)]  # EP too: four byte columns
+    texts = {}
+    for lang in ("en", "zh"):
+        with language(lang):
+            texts[lang] = format_3d(report)
+    for lang, head in (("en", "model state"), ("zh", "模型状态")):
+        lines = texts[lang].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("rank") and head in line)
+        table = lines[start : start + 9]  # the header and the 8 ranks
+        assert {width(line) for line in table} == {width(table[0])}, texts[lang]
+    assert "EP 发送" in texts["zh"] and "空闲" in texts["zh"]
+    symbols = ("rank pp dp tp",)  # the mesh coordinates' names, as torch's DeviceMesh has them
+    assert not english_phrases(texts["zh"], allow=symbols), english_phrases(texts["zh"])

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from edu_parallel.app.course.notebook_i18n import variants
 from edu_parallel.core.i18n import language
 from edu_parallel.quiz import (
     MultipleChoice,
@@ -28,6 +29,13 @@ LETTER = re.compile(r"[A-Za-z]")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # choices that are names the learner meets in code or in NCCL's output, the same in both languages
 IDENTIFIERS = {"LL", "LL128", "Simple", "ring", "tree", "double-tree"}
+# a collective named alone reads in Chinese as the outline writes it (notebooks/GLOSSARY.md)
+OUTLINE_FORMS = {form for _variant, form in variants() if form.isascii()}
+
+
+def outline_form(en: str, zh: str) -> bool:
+    """``zh`` is the outline's form of the term ``en``: "reduce-scatter" as ReduceScatter."""
+    return zh in OUTLINE_FORMS and en.replace("-", "").lower() == zh.replace("-", "").lower()
 
 
 def never(*_args):
@@ -62,6 +70,8 @@ def compare(en: list, zh: list) -> None:
         for (what, e), (_what, z) in zip(texts(q_en), texts(q_zh), strict=True):
             if e in IDENTIFIERS:
                 assert z == e, (q_en.key, what)
+            elif outline_form(e, z):
+                continue
             elif LETTER.search(e):
                 assert z != e and CJK.search(z), f"{q_en.key} {what} not translated: {e!r}"
 

@@ -15,7 +15,7 @@ from edu_parallel.core.i18n import language
 from edu_parallel.viz.figure import new_figure
 from edu_parallel.viz.fonts import CJK_FAMILY, cjk_font_path, use_cjk_font
 
-TITLE = "环形全归约 ring all-reduce"
+TITLE = "环形 AllReduce（全归约）ring all-reduce"
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 

@@ -252,7 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="edu-parallel", description=_("Distributed training and communication, run for real.")
     )
-    parser.add_argument("--version", action="version", version=f"edu-parallel {package_version()}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"edu-parallel {package_version()}",
+        help=_("show program's version number and exit"),
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser(
         "run", help=_("run a concept on a local cluster of worker processes (or under torchrun)")

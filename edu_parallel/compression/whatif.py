@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..core.errors import bad_value, check_positive
+from ..core.errors import bad_value, check_positive, one_of
 from ..core.units import MIB
 from ..models.topology import LINKS
 
@@ -72,7 +72,7 @@ def step_time(
 ) -> dict[str, float]:
     """Seconds of one step of a ``psi``-parameter model with ``run``'s compressor on ``link``."""
     if link not in LINKS:
-        raise bad_value("link", link, "one of " + ", ".join(LINKS))
+        raise bad_value("link", link, one_of(LINKS))
     for name, value in (("psi", psi), ("tokens", tokens), ("flops_per_s", flops_per_s)):
         check_positive(name, value)
     check_positive("hbm_Bps", hbm_Bps)

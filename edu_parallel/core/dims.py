@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import Checked, Problems, bad_value, check_int
+from .errors import Checked, Problems, bad_combination, bad_value, check_int
+from .i18n import _
 
 # Ranks of a local cluster: processes on one machine, where more only makes a 2-core laptop crawl.
 # Under torchrun the ranks are the launcher's and there is no such limit.
@@ -63,30 +64,37 @@ class ParallelDims(Checked):
         deg = {k: self._int(k, 1, n, out) for k in ("tp", "pp", "ep")}
         for name, value in deg.items():
             if value is not None and n % value:
-                out.add(bad_value(name, value, f"a divisor of world_size={n}"))
+                out.add(
+                    bad_value(name, value, _("a divisor of {what}").format(what=f"world_size={n}"))
+                )
         tp, pp, ep = deg["tp"], deg["pp"], deg["ep"]
         dp = self.dp
         if tp is not None and pp is not None and not out:
             if dp == -1:
                 if n % (tp * pp):
                     out.add(
-                        f"tp * pp = {tp} * {pp} = {tp * pp} is not valid: expected a divisor of"
-                        f" world_size={n}"
+                        bad_combination(
+                            f"tp * pp = {tp} * {pp} = {tp * pp}",
+                            _("a divisor of {what}").format(what=f"world_size={n}"),
+                        )
                     )
                 else:
                     dp = n // (tp * pp)
             elif isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
-                out.add(bad_value("dp", dp, "a positive integer, or -1 for the rest"))
+                out.add(bad_value("dp", dp, _("a positive integer, or -1 for the rest")))
             if isinstance(dp, int) and not isinstance(dp, bool) and dp >= 1:
                 if dp * tp * pp != n:
                     out.add(
-                        f"dp * tp * pp = {dp} * {tp} * {pp} = {dp * tp * pp} is not valid:"
-                        f" expected world_size={n}"
+                        bad_combination(
+                            f"dp * tp * pp = {dp} * {tp} * {pp} = {dp * tp * pp}",
+                            f"world_size={n}",
+                        )
                     )
                 else:
                     object.__setattr__(self, "dp", dp)
                     if ep is not None and (dp * tp) % ep:
-                        out.add(bad_value("ep", ep, f"a divisor of dp * tp = {dp * tp}"))
+                        divides = _("a divisor of {what}").format(what=f"dp * tp = {dp * tp}")
+                        out.add(bad_value("ep", ep, divides))
         out.extend(self._check_model(tp, pp))
         return out.lines
 
@@ -101,24 +109,27 @@ class ParallelDims(Checked):
         m = shape.get("microbatches")
         if tp is not None:
             if heads is not None and heads % tp:
-                out.add(f"tp={tp} is not valid: expected a divisor of heads={heads}")
+                out.add(bad_value("tp", tp, _("a divisor of {what}").format(what=f"heads={heads}")))
             if hidden is not None and hidden % tp:
-                out.add(f"tp={tp} is not valid: expected a divisor of hidden={hidden}")
+                divides = _("a divisor of {what}").format(what=f"hidden={hidden}")
+                out.add(bad_value("tp", tp, divides))
         if pp is not None and chunks is not None and layers is not None:
             if pp * chunks > layers:
-                out.add(
-                    f"pp={pp} is not valid: expected at most layers={layers}"
-                    + (f" / chunks={chunks}" if chunks > 1 else "")
-                    + " (every stage holds at least one layer)"
-                )
+                top = f"layers={layers}" + (f" / chunks={chunks}" if chunks > 1 else "")
+                valid = _("at most {top} (every stage holds at least one layer)").format(top=top)
+                out.add(bad_value("pp", pp, valid))
             elif layers % (pp * chunks):
-                what = f"pp * chunks = {pp * chunks}" if chunks > 1 else f"pp={pp}"
-                out.add(f"{what} is not valid: expected a divisor of layers={layers}")
+                divides = _("a divisor of {what}").format(what=f"layers={layers}")
+                if chunks > 1:
+                    out.add(bad_combination(f"pp * chunks = {pp * chunks}", divides))
+                else:
+                    out.add(bad_value("pp", pp, divides))
         if pp is not None and chunks is not None and chunks > 1 and m is not None and m % pp:
-            out.add(
-                f"microbatches={m} is not valid: expected a multiple of pp={pp} (the interleaved"
-                " schedule sends microbatches round in groups of pp)"
-            )
+            valid = _(
+                "a multiple of {what} (the interleaved schedule sends microbatches round in"
+                " groups of pp)"
+            ).format(what=f"pp={pp}")
+            out.add(bad_value("microbatches", m, valid))
         return out.lines
 
     @classmethod

@@ -168,6 +168,15 @@ def bad_value(name: str, value: Any, valid: str) -> ValueError:
     )
 
 
+def bad_combination(expression: str, valid: str) -> ValueError:
+    """The one-line error for values that are each valid but not together: ``expression`` shows
+    them as written (``tp * pp = 2 * 3 = 6``, symbols and numbers, never translated), ``valid``
+    what they must be (``a divisor of world_size=4``, through the catalog)."""
+    return ValueError(
+        _("{expression} is not valid: expected {valid}").format(expression=expression, valid=valid)
+    )
+
+
 def needs(name: str, value: Any, other: str, why: str) -> ValueError:
     """The one-line error for an argument that means nothing unless ``other`` is given:
     ``--flops=1e+15 is not valid: expected no value without --link: ...``. A value that would be
@@ -281,11 +290,15 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def one_of(options: Iterable[Any]) -> str:
+    """What a choice must be, in the learner's language: ``one of a, b, c`` (each option as
+    ``str`` gives it: pass ``map(repr, ...)`` for quoted ones). The one home of the phrase."""
+    return _("one of {options}").format(options=", ".join(map(str, options)))
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` or raise a ValueError listing them."""
     options = list(choices)
     if value not in options:
-        raise bad_value(
-            name, value, _("one of {options}").format(options=", ".join(repr(c) for c in options))
-        )
+        raise bad_value(name, value, one_of(map(repr, options)))
     return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import bad_value
+from .errors import bad_value, one_of
 
 # Binary (IEC) and decimal (SI) suffixes, lower case; nccl-tests reports sizes in bytes and
 # bandwidth in GB/s (1e9). The quizzes read byte answers with the same table.
@@ -67,7 +67,7 @@ def format_bytes(n: float) -> str:
 def check_dtype(name: str) -> str:
     """Return the canonical dtype name or raise a ValueError listing the valid ones."""
     if name not in DTYPES:
-        raise bad_value("dtype", name, "one of " + ", ".join(DTYPES))
+        raise bad_value("dtype", name, one_of(DTYPES))
     return name
 
 

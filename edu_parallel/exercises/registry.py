@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.errors import bad_value
+from ..core.errors import bad_value, one_of
 from .problems.broadcast_chain import EXERCISE as BROADCAST_CHAIN
 from .problems.bucketed_reducer import EXERCISE as BUCKETED_REDUCER
 from .problems.mesh_groups import EXERCISE as MESH_GROUPS
@@ -43,5 +43,5 @@ def get_exercise(exercise: str | int | Exercise) -> Exercise:
     if isinstance(exercise, int) and not isinstance(exercise, bool):
         key = f"{exercise:02d}"
     if key not in EXERCISES:
-        raise bad_value("exercise", exercise, "one of " + ", ".join(EXERCISES))
+        raise bad_value("exercise", exercise, one_of(EXERCISES))
     return EXERCISES[key]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import bad_value, check_int, one_of
 from ..core.i18n import _
 from ..core.units import format_bytes
 from .cost import ALLREDUCE_ALGOS, NAME_ALIASES, Prediction, predict
@@ -160,7 +160,7 @@ def crossover_size(world_size: int, link: Any, a: str = "ring", b: str = "tree")
     n = check_int("world_size", world_size, 2)
     for param, value in (("a", a), ("b", b)):
         if NAME_ALIASES.get(value, value) not in ALLREDUCE_ALGOS:
-            raise bad_value(param, value, "one of " + ", ".join(ALLREDUCE_ALGOS))
+            raise bad_value(param, value, one_of(ALLREDUCE_ALGOS))
 
     def gap(s: float) -> float:
         return predict(a, n, s, link).time_s - predict(b, n, s, link).time_s

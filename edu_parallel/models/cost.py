@@ -36,7 +36,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.errors import bad_value, check_int, check_non_negative, check_positive
+from ..core.errors import bad_value, check_int, check_non_negative, check_positive, one_of
+from ..core.i18n import _
 from ..core.metrics import bus_factor
 from ..plans.collectives import CLI_NAMES
 from ..plans.plan import COLLECTIVES
@@ -104,7 +105,11 @@ def link_preset(name: str, param: str = "link") -> Link:
     key = LINK_ALIASES.get(name, name) if isinstance(name, str) else name
     if key not in LINKS:
         aliases = ", ".join(f"{a}={t}" for a, t in LINK_ALIASES.items())
-        raise bad_value(param, name, f"one of {', '.join(LINKS)} (aliases: {aliases})")
+        raise bad_value(
+            param,
+            name,
+            _("{options} (aliases: {aliases})").format(options=one_of(LINKS), aliases=aliases),
+        )
     return LINKS[key]
 
 
@@ -242,7 +247,7 @@ def predict(
     if key == "ps-sharded":  # allreduce.ALGOS' two-server parameter server
         key, servers = "ps", min(2, n) if servers is None else servers
     if key not in NAMES:
-        raise bad_value("name", name, "one of " + ", ".join(NAMES))
+        raise bad_value("name", name, one_of(NAMES))
     S = check_non_negative("nbytes", nbytes, "a finite number of bytes >= 0")
     where, reduce_Bps = _resolve(link, reduce_Bps)
     g = 1.0 / check_positive("reduce_Bps", reduce_Bps) if reduce_Bps is not None else 0.0

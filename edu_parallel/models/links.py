@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.errors import bad_value, check_non_negative, check_positive
+from ..core.errors import bad_value, check_non_negative, check_positive, one_of
 
 SCOPES = ("", "intra-node", "inter-node")
 
@@ -45,7 +45,7 @@ class Link:
         bw = check_positive("bandwidth_Bps", self.bandwidth_Bps)
         object.__setattr__(self, "bandwidth_Bps", bw)
         if self.scope not in SCOPES:
-            raise bad_value("scope", self.scope, "one of " + ", ".join(map(repr, SCOPES)))
+            raise bad_value("scope", self.scope, one_of(map(repr, SCOPES)))
 
     def message_s(self, nbytes: float) -> float:
         """Hockney: ``alpha + nbytes / bandwidth``."""

@@ -27,7 +27,7 @@ from ..core.dims import ParallelDims
 from ..core.i18n import _
 from ..core.trace import Trace
 from ..core.units import format_bytes
-from ..core.width import fitted
+from ..core.width import fitted, rjust
 from ..engine.executor import Executor
 from ..planner.traffic import mesh_group_bytes
 from ..task.mlp import EPS
@@ -35,6 +35,7 @@ from .config import ITEMSIZE, Config3D, Run3D
 from .measure import GROUP_TYPES, bubble_fraction, measure_3d
 from .model import reference_step
 from .step import step_job
+from .tables import GROUP_HEADERS
 
 RTOL, ATOL = 1e-4, 1e-6  # float32, sums in another order
 
@@ -213,6 +214,14 @@ def format_3d(report: Report3D) -> str:
             " gradient |difference| {diff})"
         )
     )
+    sent = [_(GROUP_HEADERS[f"{k.upper()} sent"]) for k in kinds]
+    header = (
+        f"{'rank':>4} {'pp':>2} {'dp':>2} {'tp':>2} "
+        + " ".join(rjust(h, 12) for h in (_("model state"), _("activations")))
+        + "".join(" " + rjust(h, 10) for h in sent)
+        + " "
+        + rjust(_("idle"), 8)
+    )
     lines = [
         check.format(
             layout=report.layout,
@@ -220,9 +229,7 @@ def format_3d(report: Report3D) -> str:
             loss=f"{report.loss:.6f}",
             diff=f"{report.max_abs_error:.1e}",
         ),
-        f"{'rank':>4} {'pp':>2} {'dp':>2} {'tp':>2} {'model state':>12} {'activations':>12}"
-        + "".join(f" {k.upper() + ' sent':>10}" for k in kinds)
-        + f" {'idle':>8}",
+        header,
     ]
     for r in report.rows:
         sent = r["sent_bytes_by_group"]

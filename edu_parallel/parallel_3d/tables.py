@@ -17,7 +17,7 @@ from ..core.shown import shown
 from .measure import GROUP_TYPES
 
 # the headers built per group type ("DP sent", "TP planner", ...), each a message of its own
-_GROUP_HEADERS = {
+GROUP_HEADERS = {
     "DP sent": N_("DP sent"),
     "TP sent": N_("TP sent"),
     "PP sent": N_("PP sent"),
@@ -49,7 +49,7 @@ def ranks_table(report: Any) -> pd.DataFrame:
         row[N_("messages")] = sum(r["messages_by_group"].values())
         row[N_("idle ms")] = round(r["idle_s"] * 1e3, 1)
         rows.append(row)
-    return shown(pd.DataFrame(rows).set_index("rank"), messages=_GROUP_HEADERS)
+    return shown(pd.DataFrame(rows).set_index("rank"), messages=GROUP_HEADERS)
 
 
 def layouts_table(reports: Sequence[Any]) -> pd.DataFrame:
@@ -70,4 +70,4 @@ def layouts_table(reports: Sequence[Any]) -> pd.DataFrame:
         row[N_("bubble measured")] = round(rep.bubble_fraction_measured, 3)
         row[N_("bubble (p-1)/(M+p-1)")] = round(rep.bubble_fraction_model, 3)
         rows.append(row)
-    return shown(pd.DataFrame(rows).set_index("layout"), messages=_GROUP_HEADERS)
+    return shown(pd.DataFrame(rows).set_index("layout"), messages=GROUP_HEADERS)

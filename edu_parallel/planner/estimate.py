@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dims import ParallelDims
-from ..core.errors import bad_value
+from ..core.errors import bad_combination, bad_value
 from ..memory.activations import shape_activation_estimate
 from ..memory.model_states import model_state_bytes
 from ..memory.presets import ModelShape, active_params, get_preset
@@ -250,11 +250,13 @@ class Estimator:
         out = ConfigEstimate(dp, tp, pp, ep, chunks, zero, micro_batch, microbatches, recompute)
         reason = self.factor_problems(dp, tp, pp, chunks, microbatches, ep)
         if dp * micro_batch * microbatches != self.global_batch:
-            reason += ("; " if reason else "") + (
-                f"dp * micro_batch * microbatches = {dp} * {micro_batch} * {microbatches} ="
-                f" {dp * micro_batch * microbatches} is not valid: expected"
-                f" global_batch={self.global_batch}"
+            batch = dp * micro_batch * microbatches
+            problem = bad_combination(
+                f"dp * micro_batch * microbatches = {dp} * {micro_batch} * {microbatches}"
+                f" = {batch}",
+                f"global_batch={self.global_batch}",
             )
+            reason += ("; " if reason else "") + str(problem)
         if reason:
             out.reason = reason
             return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import Checked, bad_value, check_int
+from ..core.errors import Checked, bad_value, check_int, one_of
 from ..models.cost import link_preset
 from ..models.topology import MAX_TOPOLOGY_RANKS, Link, Topology
 
@@ -67,7 +67,7 @@ def gpu_preset(name: Any) -> GPU:
     if isinstance(name, GPU):
         return name
     if name not in GPUS:
-        raise bad_value("gpu", name, "one of " + ", ".join(repr(g) for g in GPUS))
+        raise bad_value("gpu", name, one_of(map(repr, GPUS)))
     return GPUS[name]
 
 

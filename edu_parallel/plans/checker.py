@@ -9,7 +9,7 @@ grid with the problems marked.
 
 from __future__ import annotations
 
-from ..core.errors import bad_value
+from ..core.errors import bad_value, one_of
 from ..core.i18n import _
 from ..core.width import cut, ljust
 from .plan import COLLECTIVES, OPS, REDUCTIONS, Plan, PlanError, Problem
@@ -23,7 +23,7 @@ def initial_items(plan: Plan) -> list[list[int]]:
     """Items each (rank, chunk) holds before step 0: its own input, where the collective has one."""
     n, c, root = plan.world_size, plan.num_chunks, plan.root
     if plan.collective not in COLLECTIVES:
-        raise bad_value("collective", plan.collective, "one of " + ", ".join(COLLECTIVES))
+        raise bad_value("collective", plan.collective, one_of(COLLECTIVES))
     if plan.collective in ("all_gather", "gather"):  # rank r contributes chunk r only
         return [[_bit(r, k, c) if k == r else 0 for k in range(c)] for r in range(n)]
     if plan.collective in ("broadcast", "scatter"):  # only the root has data

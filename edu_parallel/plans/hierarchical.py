@@ -44,7 +44,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import bad_combination, bad_value, check_int
+from ..core.i18n import _
 from .plan import MAX_PLAN_RANKS, Plan, Step, Transfer
 
 
@@ -52,9 +53,9 @@ def _check_shape(nodes: int, gpus_per_node: int) -> tuple[int, int]:
     k = check_int("nodes", nodes, 1, MAX_PLAN_RANKS)
     g = check_int("gpus_per_node", gpus_per_node, 1, MAX_PLAN_RANKS)
     if k * g > MAX_PLAN_RANKS:
-        raise ValueError(
-            f"nodes * gpus_per_node = {k} * {g} = {k * g} is not valid: expected at most"
-            f" {MAX_PLAN_RANKS} ranks"
+        raise bad_combination(
+            f"nodes * gpus_per_node = {k} * {g} = {k * g}",
+            _("at most {n} ranks").format(n=MAX_PLAN_RANKS),
         )
     return k, g
 

@@ -37,7 +37,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.dims import ParallelDims
-from ..core.errors import check_int
+from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from .plan import Plan, Step, Transfer, plan_ranks
 
 MAX_PIPELINE = 64  # chunks per tree
@@ -106,7 +107,7 @@ def depths(parents: Sequence[int]) -> list[int]:
         while parents[v] >= 0:
             d, v = d + 1, parents[v]
             if d > len(parents):
-                raise ValueError(f"parents={list(parents)} is not valid: expected a tree (cycle)")
+                raise bad_value("parents", list(parents), _("a tree (this one has a cycle)"))
         out.append(d)
     return out
 

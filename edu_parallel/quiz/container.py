@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import bad_value, check_int
+from ..core.errors import bad_value, check_int, one_of
 from ..core.i18n import _
 from ..core.width import width
 from .predict import QUESTION_TYPES, PredictThenRun, Question
@@ -92,7 +92,7 @@ class Quiz:
         for q in self.questions:
             if q.key == key:
                 return q
-        raise bad_value("key", key, "one of " + ", ".join(repr(q.key) for q in self.questions))
+        raise bad_value("key", key, one_of(repr(q.key) for q in self.questions))
 
     def answer(self, index: int, value: Any) -> Feedback:
         """Check ``value`` against question ``index`` and record the feedback."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.errors import bad_value
+from ..core.errors import bad_value, one_of
 from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds, contributors
 from ..core.trace import SNAPSHOT_LIMIT, Trace
@@ -64,7 +64,7 @@ ARROW_HOVER = {
 
 
 def phase_label(phase: str | None) -> str:
-    """A plan phase or collective as the learner reads it (``"reduce-scatter"`` -> 归约散射)."""
+    """A plan phase or collective as the learner reads it (``"reduce-scatter"``, translated)."""
     if phase is None:
         return ""
     return _(PHASE_NAMES[phase]) if phase in PHASE_NAMES else phase
@@ -175,7 +175,7 @@ class RingFrames:
         if self.mode == "value":
             return _("cell: value of the chunk's first element (blue < 0 < red)")
         if labels not in LEGEND_LABELS:
-            raise bad_value("labels", labels, "one of " + ", ".join(LEGEND_LABELS))
+            raise bad_value("labels", labels, one_of(LEGEND_LABELS))
         return _(LEGEND_LABELS[labels]).format(n=self.world_size)
 
 

@@ -215,6 +215,30 @@ def glossary(path: Path = GLOSSARY) -> list[tuple[re.Pattern, str, str]]:
     return rows
 
 
+_NOT_USED = re.compile(r"^\|\s*([^|]+?)\s*\|\s*([^|（]+)(?:（[^|]*）)?\s*\|\s*([^|]+?)\s*\|$", re.M)
+
+
+def variants(path: Path = GLOSSARY) -> list[tuple[str, str]]:
+    """The glossary's "not used · 不用" table as (variant, the outline's form): ``("全归约",
+    "AllReduce")``. A variant stands only as the gloss right after its form: AllReduce（全归约）."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index("| not used · 不用 |")
+    end = text.find("\n\n", start)
+    table = text[start:] if end < 0 else text[start:end]
+    return [(v, form.strip()) for _en, form, v in _NOT_USED.findall(table) if v != "---"]
+
+
+def variant_problems(texts: dict[str, str], path: Path = GLOSSARY) -> list[str]:
+    """``where: variant (write form)`` for each variant of the glossary used outside its gloss in
+    ``texts`` (``{where: Chinese text}``)."""
+    out = []
+    for where, text in texts.items():
+        for variant, form in variants(path):
+            if variant in text.replace(f"{form}（{variant}", ""):
+                out.append(f"{where}: {variant} (the outline writes {form})")
+    return out
+
+
 def strip_code(text: str) -> str:
     """Markdown without code spans, code blocks and link targets (names stay English there)."""
     text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)

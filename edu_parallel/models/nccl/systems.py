@@ -16,7 +16,8 @@ what its hardware can do, after the vendors' descriptions:
 
 from __future__ import annotations
 
-from ...core.errors import bad_value
+from ...core.errors import bad_value, one_of
+from ...core.i18n import _
 from ..links import LINKS
 from ..topology import Topology
 from .tuning import NcclSystem
@@ -54,8 +55,8 @@ def nccl_system(system: NcclSystem | str) -> NcclSystem:
     if isinstance(system, NcclSystem):
         return system
     if not isinstance(system, str) or system not in NCCL_SYSTEMS:
-        valid = "one of " + ", ".join(NCCL_SYSTEMS)
+        valid = one_of(NCCL_SYSTEMS)
         if not isinstance(system, str):
-            valid = "an NcclSystem or " + valid
+            valid = _("an NcclSystem or {valid}").format(valid=valid)
         raise bad_value("system", system, valid)
     return NCCL_SYSTEMS[system]
