@@ -2,8 +2,8 @@
 
 :class:`LabServer` starts the course command on a free loopback port, in a fresh workspace, with a
 known token; :class:`Lesson` opens one lesson in JupyterLab and does what a learner does: Run All,
-scroll through, press Play, answer the quiz. Every reading comes from the page (the DOM that the
-learner sees), never from the kernel.
+scroll through, press Play (and pause) on every animation, answer the quiz. Every reading comes
+from the page (the DOM that the learner sees), never from the kernel.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import mplfonts
 import pytest
 from helpers import free_port
+from lab_animation import play_problems
 from lab_text import truncated_cells, wrapped_text
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
@@ -287,25 +288,16 @@ class Lesson:
             if p.evaluate("g => ((g._transitionData || {})._frames || []).length > 1")
         ]
 
-    def press_play(self, plot) -> tuple[str, str]:
-        """Press the animation's Play button; the slider's label before and 3 s after."""
-        plot.scroll_into_view_if_needed()
-        label = "g => [...g.querySelectorAll('.slider-group text.slider-label')].map(t => t.textContent).join('')"  # noqa: E501
-        frame = "g => String((g._fullLayout.sliders[0] || {}).active ?? '')"
-        before = plot.evaluate(label) + "#" + plot.evaluate(frame)
-        buttons = [
-            b
-            for b in plot.query_selector_all(".updatemenu-button")
-            if "▶" in (b.text_content() or "") or "play" in (b.text_content() or "").lower()
-        ]
-        assert buttons, f"{self.name}: an animation without a Play button"
-        button = buttons[0]
-        button.click()
-        deadline, after = time.monotonic() + 6, before
-        while after == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-            after = plot.evaluate(label) + "#" + plot.evaluate(frame)
-        return before, after
+    def play_every_animation(self) -> list[str]:
+        """Press Play on every animation, sample it while it plays, press pause
+        (:func:`lab_animation.play_problems`): one line per problem, an animation that Play did
+        not move included."""
+        out = []
+        for i, plot in enumerate(self.animations()):
+            name = f"{self.name} animation {i + 1}"
+            problems, moved = play_problems(plot, name=name)
+            out += problems + ([] if moved else [f"{name}: Play did not move it"])
+        return out
 
     def quiz_questions(self) -> list:
         """The quiz questions on the page (body and end), as element handles, in page order."""

@@ -282,6 +282,30 @@ def test_the_page_draws_offline_in_chromium_from_the_sites_plotly_js(site, chrom
         assert any("Plotly is not defined" in e for e in errors)
 
 
+@pytest.mark.browser
+@pytest.mark.multiprocess
+def test_the_pages_animations_play_and_pause_with_no_page_error(site, chromium):
+    """Play, sampled while it runs, then pause, on every animation of the page from disk: its
+    marks stay drawn (lab_animation.py) and pausing raises no page error (app/animation_js.py)."""
+    from lab_animation import collect_page_errors, play_problems
+
+    tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        errors = collect_page_errors(tab)
+        tab.goto(site[1][0].page.resolve().as_uri(), wait_until="load")
+        plots = [
+            p
+            for p in tab.query_selector_all(".js-plotly-plot")
+            if p.evaluate("g => ((g._transitionData || {})._frames || []).length > 1")
+        ]
+        assert plots, "the tour page has no animation to play"
+        for plot in plots:
+            assert play_problems(plot, samples=4, every_s=0.4) == ([], True)
+        assert errors == []
+    finally:
+        tab.close()
+
+
 def test_links_between_lessons_point_to_the_pages():
     stems = ["03_ring_allreduce", "05_dp_bucketing_overlap", "index"]
     text = (

@@ -279,6 +279,26 @@ def test_checker_fails_buttons_over_the_slider():
     assert fit_problems(fig) == []
 
 
+def test_a_frame_that_moves_some_traces_is_named_and_made_whole():
+    """plotly.js erases the traces a frame leaves out while it plays (lesson 09's bars blanked
+    under a moving cursor): the checker names such a frame, and whole_frames gives every frame
+    every trace, the ones it moved as they were and the others as a stub of their type."""
+    from edu_parallel.viz.fit import whole_frames
+
+    go = _go()
+    bars, cursor = go.Bar(x=[1, 2], y=[3, 4]), go.Scatter(x=[0, 0], y=[0, 1])
+    frames = [go.Frame(name=str(k), data=[go.Scatter(x=[k, k])], traces=[1]) for k in range(3)]
+    fig = go.Figure([bars, cursor], frames=frames, layout=dict(width=600))
+    assert fit_problems(fig) == [
+        "frames[0] carries traces [1] of 2: the others blank while it plays (whole_frames)"
+    ]
+    whole_frames(fig)
+    assert fit_problems(fig) == []
+    assert [list(f.traces) for f in fig.frames] == [[0, 1]] * 3
+    assert [f.data[0].to_plotly_json() for f in fig.frames] == [{"type": "bar"}] * 3
+    assert [list(f.data[1].x) for f in fig.frames] == [[0, 0], [1, 1], [2, 2]]
+
+
 def test_checker_reads_matplotlib_pngs():
     from edu_parallel.viz.figure import new_figure
 

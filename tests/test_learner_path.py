@@ -4,9 +4,10 @@ Playwright drives Debian's ``chromium`` (``apt install chromium``; Playwright's 
 download is not used) against a real ``edu-parallel lab`` in a fresh workspace. For every lesson it
 runs all cells from the Run menu and waits until the kernel is idle, then reads the page as a
 learner sees it: no error or stderr box, every plotly figure drawn, every widget rendered (no
-"Loading widget", no raw ``VBox(...)``), no output wider than its area; it presses Play on an
-animation and sees the frame move, and answers quiz questions right and wrong, a predict-then-run
-question included, and reads the grading. A failure saves a screenshot and names it.
+"Loading widget", no raw ``VBox(...)``), no output wider than its area; it presses Play on every
+animation, sees the frame move and its marks stay drawn (``lab_animation.py``), presses pause,
+and answers quiz questions right and wrong, a predict-then-run question included, and reads the
+grading; no page error (``pageerror``) all along. A failure saves a screenshot and names it.
 
 Without Chromium or Playwright the tests skip and say why; in CI (``CI=true``) that is a failure.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lab_animation import collect_page_errors
 from lab_driver import (
     ZH_LESSON,
     LabServer,
@@ -76,6 +78,12 @@ def page(browser, lab):
     page.close()
 
 
+@pytest.fixture(scope="module")
+def page_errors(page) -> list[str]:
+    """The page's uncaught errors (``pageerror``); each lesson clears it first."""
+    return collect_page_errors(page)
+
+
 def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
     """A question answered wrong, then right, and a predict-then-run question graded by its run.
 
@@ -105,7 +113,10 @@ def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_a_learner_runs_every_cell_and_sees_every_output(page, lab, shots, name, run_all_times):
+def test_a_learner_runs_every_cell_and_sees_every_output(
+    page, page_errors, lab, shots, name, run_all_times
+):
+    page_errors.clear()
     lesson = Lesson(page, lab, name, shots)
     try:
         seconds = lesson.run_all(RUN_ALL_LIMIT_S)
@@ -121,9 +132,9 @@ def test_a_learner_runs_every_cell_and_sees_every_output(page, lab, shots, name,
         assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
         assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
         assert not (said := page_problems(page, name, "en")), f"prose against screen: {said}"
-        for plot in lesson.animations()[:1]:
-            before, after = lesson.press_play(plot)
-            assert before != after, f"Play did not move the animation (still {before})"
+        played = lesson.play_every_animation()
+        assert not played, f"animations that blank, or hide a label, or stay: {played}"
+        assert not page_errors, f"page errors in Run All, Play and pause: {page_errors}"
         _answer_the_quiz(lesson, Path(name).stem)
     except BaseException:
         print(f"screenshot: {lesson.screenshot('failure')}")
@@ -176,6 +187,7 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             )
             close_unedited_tab(page)
             page.click(".jp-BreadCrumbs-home")
+            errors = collect_page_errors(page)
             lesson = Lesson(page, server, ZH_LESSON, shots)
             run_all_times(ZH_LESSON, lesson.run_all(RUN_ALL_LIMIT_S))
             scan = lesson.scan()
@@ -187,6 +199,9 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
             assert "环形 AllReduce" in panel, "the lesson's prose is not in Chinese"
             assert not (said := page_problems(page, ZH_LESSON, "zh")), f"prose vs screen: {said}"
+            played = lesson.play_every_animation()
+            assert not played, f"animations that blank, or hide a label, or stay: {played}"
+            assert not errors, f"page errors in Run All, Play and pause: {errors}"
             with language("zh"):
                 bank = get_quiz("03_ring_allreduce", learner=LEARNER)
                 right_word = _("Correct! {expected}").split("{")[0].strip()

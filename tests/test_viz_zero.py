@@ -301,6 +301,27 @@ def test_side_by_side_traces_share_the_y_axis_and_hold_their_last_state():
     assert sum(b.showlegend for b in fig.data) == per_panel
 
 
+def test_a_run_with_no_event_in_its_steps_shows_what_setup_allocated_from_frame_0():
+    """ZeRO-1 gathers and buffers nothing during a step: every memory event of its run is setup
+    (step None). Beside runs with step events, its panel shows what setup allocated at every
+    frame, frame 0 included, and says so, instead of starting from an empty "start"."""
+    t_dp = dp_trace(world=2, full=8 * MiB)
+    setup_only = Trace(
+        meta={"concept": "zero", "world_size": 2},
+        events=[e for e in t_dp.events if e.step is None],
+    )
+    fig = memory_bars_animation({"DP": t_dp, "ZeRO-1": setup_only})
+    per_panel = len(fig.data) // 2
+    setup = {"param16": 8 * MiB, "master32": 16 * MiB, "adam_m": 16 * MiB, "adam_v": 16 * MiB}
+    held = {(r, cat): b for r in (0, 1) for cat, b in setup.items()}
+    for frame in [fig, *fig.frames]:
+        shown = {key: b for key, (_, b) in bars(frame.data[per_panel:]).items() if b}
+        assert shown == held
+    caption = fig.layout.xaxis2.title.text
+    assert caption.startswith("no memory event in the step") and "start" not in caption
+    assert "events of step 0" in fig.layout.title.text  # the DP panel's step names the title
+
+
 def test_animation_rejects_bad_input():
     with pytest.raises(ValueError, match="trace_or_traces"):
         memory_bars_animation({})

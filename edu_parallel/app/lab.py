@@ -30,6 +30,7 @@ from pathlib import Path
 from ..core.errors import check_int
 from ..core.i18n import LANG_VAR, _, get_language, normalize_language
 from ..engine.lifetime import die_with_parent
+from . import animation_js
 from .course.lessons import INDEX
 from .fonts import cjk_font_note
 from .lab_quiet import kernel_args, remove_runtime_dir, short_runtime_dir, trust_course
@@ -95,6 +96,7 @@ def lab_command(
         "--LabApp.news_url=None",  # no news feed fetched (the prompt is disabled: LAB_CONFIG)
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         *kernel_args(),  # kernels over local IPC, not unencrypted TCP (lab_quiet.py)
+        *animation_js.lab_args(),  # pausing an animation is no console error (animation_js.py)
     ]
     page = start_page(lang) if (root_dir / start_page(lang)).exists() else INDEX
     if (root_dir / page).exists():

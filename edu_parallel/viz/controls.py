@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.i18n import N_, _
-from .fit import DEFAULT_FONT_PX, buttons_px
+from .fit import BUTTONS_GAP_PX, DEFAULT_FONT_PX, buttons_px
 from .style import ERROR_HTML
 
 PLAY_LABELS = (N_("▶ play"), N_("❚❚ pause"))
@@ -44,8 +44,11 @@ def play_controls(
     of the names; ``prefix`` None hides the current value; the default prefix and the buttons'
     labels are translated). ``y`` places the buttons in paper
     coordinates, the slider just above them unless ``slider_y`` says otherwise. The slider starts
-    right of the buttons: at ``slider_x`` (paper), or computed from ``plot_px``, the plot area's
-    width in px (the buttons' width is estimated from their labels, :func:`.fit.buttons_px`)."""
+    right of the buttons: at ``slider_x`` (paper), or else where the buttons start, padded (its
+    ``pad.l``, in px) by the buttons' width in px (:func:`.fit.buttons_px`, from the labels'
+    display width: 播放 is wider than "play") and a gap, so that its current-value label is never
+    under the pause button, however plotly narrows the plot area for a legend. ``plot_px`` is
+    accepted for the callers that pass it; px need no plot width."""
     play = {
         "frame": {"duration": duration_ms, "redraw": redraw},
         "transition": {"duration": transition_ms},
@@ -57,9 +60,9 @@ def play_controls(
     play_labels = [_(label) for label in PLAY_LABELS]
     if prefix == STEP_PREFIX:
         prefix = _(STEP_PREFIX)
-    if slider_x is None:
-        buttons = buttons_px(play_labels, font_size or DEFAULT_FONT_PX) + 16
-        slider_x = 0.16 if plot_px is None else min(0.5, buttons / plot_px)
+    pad_l = 0.0
+    if slider_x is None:  # the menu has no font of its own: plotly draws it in the default size
+        slider_x, pad_l = 0.0, round(buttons_px(play_labels, DEFAULT_FONT_PX) + BUTTONS_GAP_PX)
     font = {} if font_size is None else {"font": {"size": font_size}}
     current = {"visible": False} if prefix is None else {"prefix": prefix, **font}
     steps = [
@@ -87,6 +90,7 @@ def play_controls(
                 "active": 0,
                 "x": slider_x,
                 "len": 1.0 - slider_x,
+                "pad": {"t": 20, "l": pad_l},
                 "y": y + 0.02 if slider_y is None else slider_y,
                 "yanchor": "top",
                 "currentvalue": current,

@@ -5,7 +5,9 @@ JupyterLab's output area is about 968 px wide with the default theme, so a figur
 shrunk, and its labels with it). Every label is at least :data:`MIN_FONT_PX` tall. Plotly's
 modebar (the toolbar, top right, ``.modebar {top: 2px}`` with 22 px buttons in plotly.js) covers
 the top :data:`MODEBAR_PX` of a figure, so a title starts below it. The play / pause buttons of an
-animation stay clear of the slider and its current-value label.
+animation stay clear of the slider and its current-value label. Every frame of an animation names
+every trace (:func:`whole_frames`): plotly.js redraws only the traces a frame names, and erases the
+other traces of the same kind and subplot, so a frame that moves only a cursor blanks the bars.
 
 :func:`fit_problems` checks a plotly or a matplotlib figure against these rules and returns one line
 per problem (empty: it fits). Plotly geometry: paper coordinates span the plot area, the figure's
@@ -21,13 +23,17 @@ import io
 import struct
 from typing import Any
 
+from ..core.width import width as display_width
+
 MAX_WIDTH_PX = 940  # JupyterLab 4: a 968 px output area gives its output 955 px (Chromium)
 MIN_FONT_PX = 11
 MODEBAR_PX = 30
 DEFAULT_FONT_PX = 12  # plotly's layout.font.size default
 LINE_HEIGHT = 1.3  # plotly.js line spacing, in font sizes
 BUTTON_PAD_PX = 12  # plotly.js updatemenus: text offset on each side of a button's label
-GLYPH_EM = 0.62  # average glyph width of the default font (Open Sans / Arial), in font sizes
+BUTTONS_GAP_PX = 16  # between the pause button and the slider's current-value label
+GLYPH_EM = 0.62  # average glyph width of the default font (Open Sans / Arial), in font sizes,
+# per display column (core/width.py): a CJK character takes two, about one font size
 PNG_DPI = 100
 MAX_WIDTH_IN = (MAX_WIDTH_PX - 20) / PNG_DPI  # a matplotlib figure; its tight bbox adds px
 LABEL_PT = MIN_FONT_PX * 72 / PNG_DPI + 0.1  # a matplotlib label of 11 px at PNG_DPI
@@ -47,8 +53,50 @@ def title_y(height: float, lines: int, font_px: float = 15) -> float:
 
 
 def buttons_px(labels: list[str], font_px: int = DEFAULT_FONT_PX) -> float:
-    """Estimated width (px) of a row of plotly buttons with these labels."""
-    return sum(GLYPH_EM * font_px * len(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
+    """Estimated width (px) of a row of plotly buttons with these labels, from their display
+    width (a CJK character takes two columns). Measured in Chromium at 12 px: "▶ play" and
+    "❚❚ pause" take 63 and 85 px (estimated 71 and 86), "▶ 播放" and "❚❚ 暂停" 62 and 72 px
+    (estimated 71 and 78)."""
+    return sum(GLYPH_EM * font_px * display_width(lab) + 2 * BUTTON_PAD_PX + 2 for lab in labels)
+
+
+def whole_frames(fig: Any) -> Any:
+    """Make every frame of ``fig`` name every trace, in the figure's order; returns ``fig``.
+
+    A frame that carries only some traces (``traces=[k]``) leaves the others out of the
+    transition, and plotly.js then removes their marks (every bar of a Gantt whose frames move
+    only the time cursor). A trace a frame did not carry gets a stub of its type (``{"type":
+    "bar"}``): the frame's data is merged into the trace, so the stub changes nothing and the
+    trace stays drawn. Frames that already name every trace, or carry no data, are kept."""
+    n = len(fig.data)
+    frames = list(fig.frames or ())
+    if all(_whole(f, n) for f in frames):
+        return fig
+    stubs = [{"type": t.type} for t in fig.data]
+    whole = []
+    for frame in frames:
+        if _whole(frame, n):
+            whole.append(frame)
+            continue
+        spec = frame.to_plotly_json()
+        carried = dict(zip(_frame_traces(frame), spec.get("data", []), strict=False))
+        spec["data"] = [carried.get(i, stubs[i]) for i in range(n)]
+        spec["traces"] = list(range(n))
+        whole.append(spec)
+    fig.frames = whole
+    return fig
+
+
+def _whole(frame: Any, n: int) -> bool:
+    """Whether a frame names all ``n`` traces, or none (a frame of layout only redraws them all)."""
+    return _frame_traces(frame) in ([], list(range(n)))
+
+
+def _frame_traces(frame: Any) -> list[int]:
+    """The trace indices a frame's data goes to (plotly: ``traces``, else 0, 1, ...)."""
+    data = frame.get("data") if isinstance(frame, dict) else frame.data
+    traces = frame.get("traces") if isinstance(frame, dict) else frame.traces
+    return list(traces) if traces is not None else list(range(len(data or ())))
 
 
 # ------------------------------------------------------------------ the checker
@@ -159,6 +207,14 @@ def _plotly_problems(fig: Any) -> list[str]:
         if bottom > margin.get("t", 100) + 0.5:
             out.append(f"{where} ends {bottom:.0f} px down, below margin.t={margin.get('t', 100)}")
     out += _controls_problems(layout, width or 700, height)
+    n = len(spec.get("data", []))
+    for i, frame in enumerate(spec.get("frames", [])):
+        if not _whole(frame, n):
+            out.append(
+                f"frames[{i}] carries traces {_frame_traces(frame)} of {n}: the others blank while"
+                " it plays (whole_frames)"
+            )
+            break  # one line: the first partial frame
     return list(dict.fromkeys(out))
 
 
@@ -203,8 +259,10 @@ def _controls_problems(layout: dict[str, Any], width: float, height: float) -> l
 
 def fit_layout(fig: Any) -> Any:
     """Put ``fig``'s title just below the modebar with room under it, and its slider right of its
-    play buttons; returns ``fig``. The top margin grows to hold the tallest title of any frame,
-    and the figure grows with it, so the plot area keeps its size."""
+    play buttons, and make every frame whole (:func:`whole_frames`); returns ``fig``. The top
+    margin grows to hold the tallest title of any frame, and the figure grows with it, so the plot
+    area keeps its size."""
+    whole_frames(fig)
     layout = fig.layout
     texts = [layout.title.text] + [f.layout.title.text for f in fig.frames if f.layout.title]
     if any(texts):
@@ -225,8 +283,10 @@ def fit_layout(fig: Any) -> Any:
         plot_w -= margin.r if margin.r is not None else 80
         menu = layout.updatemenus[0]
         labels = [b.label or "" for b in menu.buttons]
-        x = (buttons_px(labels, menu.font.size or DEFAULT_FONT_PX) + 16) / plot_w + (menu.x or 0)
+        need = buttons_px(labels, menu.font.size or DEFAULT_FONT_PX) + BUTTONS_GAP_PX
+        need += (menu.x or 0) * plot_w
         for slider in layout.sliders:
-            if x > (slider.x or 0):  # never nearer the buttons than its renderer placed it
-                slider.x, slider.len = x, max(0.2, 1 - x)
+            start = (slider.x or 0) * plot_w + (slider.pad.l or 0)
+            if need > start:  # never nearer the buttons than its renderer placed it
+                slider.pad.l = round((slider.pad.l or 0) + need - start)
     return fig

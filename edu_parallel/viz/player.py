@@ -99,7 +99,6 @@ class RingPlayer(WidgetView):
         )
         self.run_button = w.Button(description=_("Run"), button_style="primary", icon="play")
         self.status = w.HTML()
-        self.caption = w.HTML()
         self.output = w.Output()
         self.play.observe(lambda ch: self._go(ch["new"]), names="value")
         self.step_slider.observe(lambda ch: self._go(ch["new"]), names="value")
@@ -111,8 +110,7 @@ class RingPlayer(WidgetView):
                 w.HBox([self.play, self.back_button, self.forward_button, self.step_slider]),
                 w.HBox([self.world_slider, self.size_dropdown, self.run_button]),
                 self.status,
-                self.caption,
-                self.output,
+                self.output,  # the figure's own title says which step it shows
             ]
         )
         self._describe_run()
@@ -177,5 +175,4 @@ class RingPlayer(WidgetView):
     def render(self) -> None:
         """Draw the current frame into ``self.figure`` and, in a kernel, the output area."""
         self.figure = self.drawing.figure(self.state.step)
-        self.caption.value = f"<b>{self.drawing.title(self.state.step)}</b>"
         show_in(self.output, self.figure)

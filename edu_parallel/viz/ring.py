@@ -20,7 +20,7 @@ from ..core.i18n import N_, _
 from ..core.trace import Trace
 from ..core.width import wrap_text
 from .controls import play_controls
-from .fit import MODEBAR_PX, title_y
+from .fit import MODEBAR_PX, title_y, whole_frames
 from .model import Arrow, RingFrames, StepView, arrow_hover, build_frames
 from .plotly_figure import Figure
 from .style import LABEL, MUTED, OP_COLORS, SOFT_INK, WIDTH, text_color
@@ -313,7 +313,7 @@ class RingDrawing:
         height = self.height + 60
         y = title_y(height, self.title_lines)
         fig.update_layout(margin=dict(self.margin, b=130), height=height, title_y=y)
-        return fig
+        return whole_frames(fig)
 
 
 def _sign(v: float) -> float:

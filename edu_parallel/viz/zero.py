@@ -69,6 +69,9 @@ class MemoryAnimation:
     scale: int = 1
     length: int = 0
     steps: list[int | None] = field(default_factory=list)
+    held: set[int] = field(default_factory=set)
+    """Panels whose run has no memory event inside a step (ZeRO-1: nothing is gathered or
+    buffered), drawn as what setup allocated, held through the step."""
 
     def frame_of(self, panel: int, k: int) -> LedgerFrame:
         """The ledger frame panel ``panel`` shows at animation frame ``k`` (held at its end)."""
@@ -198,7 +201,7 @@ def _animation_spec(
         raise bad_value(
             "trace_or_traces", trace_or_traces, _("a Trace or a non-empty {{name: Trace}}").format()
         )
-    ledgers, ranges, steps = [], [], []
+    ledgers, ranges, steps, held = [], [], [], set()
     for name, t in traces.items():
         lg = Ledger(t)
         if not lg.events:
@@ -210,12 +213,19 @@ def _animation_spec(
         chosen = step
         if step == -1:
             chosen = lg.steps()[-1] if lg.steps() else None
+        if step == -1 and chosen is None:  # every event is setup: its last state, all step long
+            held.add(len(ledgers))
+            last = len(lg.frames()) - 1
+            ranges.append((last, last))
+        else:
+            ranges.append(lg.step_range(chosen))
         ledgers.append(lg)
-        ranges.append(lg.step_range(chosen))
         steps.append(chosen)
     categories = order_categories(c for lg in ledgers for c in lg.categories)
     length = max(last - first + 1 for first, last in ranges)
-    spec = MemoryAnimation(list(traces), ledgers, ranges, categories, length=length, steps=steps)
+    spec = MemoryAnimation(
+        list(traces), ledgers, ranges, categories, length=length, steps=steps, held=held
+    )
     peak = max(
         (
             spec.frame_of(p, k).total(r)
@@ -231,7 +241,7 @@ def _animation_spec(
 
 def _steps_text(spec: MemoryAnimation) -> str:
     """The title: "Memory per rank by category" and which events it animates."""
-    steps = set(spec.steps)
+    steps = {s for p, s in enumerate(spec.steps) if p not in spec.held} or set(spec.steps)
     if steps == {None}:
         return _("Memory per rank by category, every memory event")
     if len(steps) == 1:
@@ -246,6 +256,8 @@ def _axis_key(panel: int) -> str:
 def _panel_caption(spec: MemoryAnimation, panel: int, k: int) -> str:
     first, last = spec.ranges[panel]
     frame = spec.frame_of(panel, k)
+    if panel in spec.held:
+        return _("no memory event in the step:") + "<br>" + _("what setup allocated, held")
     count = last - first
     pos = min(k, count)
     if pos == 0:

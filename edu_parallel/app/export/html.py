@@ -6,7 +6,8 @@ loads require.js, MathJax, mermaid and the widget manager from CDNs. Here:
 * every plotly output becomes a ``div`` + ``script`` (:func:`plotly.io.to_html` without plotly.js);
   plotly.js itself is one file of the site, :data:`PLOTLY_JS` beside the pages, loaded by a
   relative ``<script src>``, so figures and frame animations (play button, slider) work offline
-  and the 4.8 MB of plotly.js are written once per site, not once per page;
+  and the 4.8 MB of plotly.js are written once per site, not once per page; beside it, inline,
+  the package's script that keeps pausing an animation out of the console (``animation_js.py``);
 * the lab template's CSS (its stylesheet, light theme and code highlighting, 260 KB) is the
   site's :data:`LAB_CSS`, linked by every page (:func:`site_files` writes both);
 * every widget view (quiz, exercise panel, explorer, progress bar) becomes a one-line note, then
@@ -28,6 +29,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .. import animation_js
+
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -42,6 +45,7 @@ SITE_FILES = (PLOTLY_JS, LAB_CSS)  # what every page loads: see site_files
 PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}
 <script charset="utf-8" src="{{ resources.plotly_js_file }}"></script>
+<script>{{ resources.animation_js }}</script>
 {%- endblock html_head_js_requirejs -%}
 {% block notebook_css %}<link rel="stylesheet" href="{{ resources.lab_css_file }}">{% endblock %}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
@@ -204,6 +208,7 @@ def render_page(page: Any, title: str, root: str = "", nav: bool = True) -> str:
     resources = {
         "metadata": {"name": title},
         "plotly_js_file": root + PLOTLY_JS,
+        "animation_js": animation_js.script(),  # pausing is no console error (animation_js.py)
         "lab_css_file": root + LAB_CSS,
         "edu_nav": nav,
     }
