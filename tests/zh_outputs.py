@@ -23,10 +23,15 @@ from helpers import english_phrases
 
 # the Chinese lessons whose outputs are scanned; the rest print labels of their code cells that are
 # still English, and join this set as their cells go through _()
-SCANNED = {"00_tour", "01_parallelism_map", "02_collectives"}
+SCANNED = {"00_tour", "01_parallelism_map", "02_collectives", "03_ring_allreduce", "06_zero_fsdp"}
 
 ALLOW = (
     "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
+    # the names lesson 06's code gives its runs, the keys the learner indexes them by
+    "FSDP per layer",
+    "FSDP whole model",
+    "FSDP per layer, kept",
+    "FSDP per layer,",
 )
 _TAGS = re.compile(r"<[^>]+>")
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value, check_choice, check_int
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from .model_states import GB, RECOMPUTE
 from .presets import ModelShape
 
@@ -89,40 +89,40 @@ def _layer_terms(
     """Bytes per layer per GPU of each stored tensor (the module docstring's tables)."""
     sbh, core = s * b * h, a * s * s * b
     if rc == "full":
-        return {"layer input": 2.0 * sbh}
+        return {N_("layer input"): 2.0 * sbh}
     whole = 1 / t if sp else 1.0  # kept whole under TP, split along the sequence under SP
     split = 1 / t
     if arch == "gpt":  # Korthikanti et al. 2022, §4.1
         terms = {
-            "LayerNorm inputs": 4 * sbh * whole,
-            "QKV input": 2 * sbh * whole,
-            "Q and K": 4 * sbh * split,
+            N_("LayerNorm inputs"): 4 * sbh * whole,
+            N_("QKV input"): 2 * sbh * whole,
+            N_("Q and K"): 4 * sbh * split,
             "V": 2 * sbh * split,
-            "out-proj input": 2 * sbh * split,
-            "attention dropout mask": sbh * whole,
-            "MLP input": 2 * sbh * whole,
-            "GeLU input": 8 * sbh * split,
-            "GeLU output": 8 * sbh * split,
-            "MLP dropout mask": sbh * whole,
+            N_("out-proj input"): 2 * sbh * split,
+            N_("attention dropout mask"): sbh * whole,
+            N_("MLP input"): 2 * sbh * whole,
+            N_("GeLU input"): 8 * sbh * split,
+            N_("GeLU output"): 8 * sbh * split,
+            N_("MLP dropout mask"): sbh * whole,
         }
         attention_core = {
-            "softmax output": 2 * core * split,
-            "softmax dropout mask": core * split,
-            "dropout output": 2 * core * split,
+            N_("softmax output"): 2 * core * split,
+            N_("softmax dropout mask"): core * split,
+            N_("dropout output"): 2 * core * split,
         }
     else:  # Llama: RMSNorm, grouped-query attention, SwiGLU, no dropout
         kv_local = kv / t if t <= kv else 1  # K/V heads per rank (replicated when t > kv)
         terms = {
-            "RMSNorm inputs": 4 * sbh * whole,
-            "q/k/v input": 2 * sbh * whole,
+            N_("RMSNorm inputs"): 4 * sbh * whole,
+            N_("q/k/v input"): 2 * sbh * whole,
             "Q": 2 * sbh * split,
-            "K and V": 4 * sbh * kv_local / a,
-            "o_proj input": 2 * sbh * split,
-            "gate/up input": 2 * sbh * whole,
-            "gate and up outputs": 4 * s * b * f * split,
-            "SwiGLU output": 2 * s * b * f * split,
+            N_("K and V"): 4 * sbh * kv_local / a,
+            N_("o_proj input"): 2 * sbh * split,
+            N_("gate/up input"): 2 * sbh * whole,
+            N_("gate and up outputs"): 4 * s * b * f * split,
+            N_("SwiGLU output"): 2 * s * b * f * split,
         }
-        attention_core = {"softmax output": 2 * core * split}
+        attention_core = {N_("softmax output"): 2 * core * split}
     if rc != "selective":
         terms.update(attention_core)
     return terms
