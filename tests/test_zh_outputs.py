@@ -52,6 +52,7 @@ def test_chinese_outputs_code_and_the_allowed_names_pass():
         stream("与 dist.all_reduce 一致： True | 每个 rank 发送的字节数： [48, 48, 48, 48]\n"),
         stream("size count type\n"),  # nccl-tests' column names
         plotly("每个 rank 的显存（按类别）", "AllReduce（全归约）", "每个专家的平均负载 16"),
+        plotly("列并行的 nn.Linear(h, ffn)", "dY (s, ffn/t)", "X (s, h)"),  # shapes are symbols
     ]
     assert english_in_outputs("print(x)", chinese) == []
     code = [stream("def traced_hello(ctx: RankContext, nbytes: int) -> list[float]:\n")]

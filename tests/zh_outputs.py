@@ -9,7 +9,7 @@ output of every cell is read as the learner reads it, and a run of three or more
 
 A label a code cell prints goes through ``_()`` (``app/i18n_catalog.py``), or comes from the
 package, which translates its own. What is code stays as written: a cell that prints source
-(``inspect.getsource``), and the names in :data:`ALLOW`.
+(``inspect.getsource``), a tensor's shape (``X (s, h)``), and the names in :data:`ALLOW`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from helpers import english_phrases
 
 # the Chinese lessons whose outputs are scanned; the rest print labels of their code cells that are
 # still English, and join this set as their cells go through _()
-SCANNED = {"00_tour", "01_parallelism_map", "02_collectives", "03_ring_allreduce", "06_zero_fsdp"}
+SCANNED = {
+    "00_tour",
+    "01_parallelism_map",
+    "02_collectives",
+    "03_ring_allreduce",
+    "06_zero_fsdp",
+    "07_tensor_parallel",
+}
 
 ALLOW = (
     "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
@@ -34,6 +41,8 @@ ALLOW = (
     "FSDP per layer,",
 )
 _TAGS = re.compile(r"<[^>]+>")
+# a tensor and its shape, as the figures label them: X (s, h), dY (s, ffn/t)
+_SHAPE = re.compile(r"\b[A-Za-z]{1,3}\s+\((?:[a-z0-9/]+,\s*)+[a-z0-9/]+\)")
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
 
 
@@ -72,6 +81,6 @@ def english_in_outputs(source: str, outputs: list[dict]) -> list[str]:
     found = []
     for out in outputs:
         for what, text in output_texts(out):
-            plain = re.sub(r"<br>|</?[bi]>", " ", text)
+            plain = _SHAPE.sub(" ", re.sub(r"<br>|</?[bi]>", " ", text))
             found += [f"{what}: {p}" for p in english_phrases(plain, allow=ALLOW)]
     return found
