@@ -8,7 +8,8 @@ One check, a function of a page (a lab's lesson cell, or a planted page in
   labels and current value, the buttons' labels, text on bars and points) and of its controls
   (the buttons of an update menu, the slider's rail and grip). Two labels that overlap by more
   than :data:`SLACK_PX` in both directions are named, and so is a control that covers a label
-  that is not its own. The boxes are the browser's (``getBoundingClientRect``), so a wider
+  that is not its own, and a point's marker drawn over a data label (an annotation, text on a
+  bar or point). The boxes are the browser's (``getBoundingClientRect``), so a wider
   Chinese label is measured as it is drawn.
 """
 
@@ -35,6 +36,9 @@ _OVERLAPS = """(scope, slack) => {
     ['slider rail', '.slider-group rect.slider-rail'],
     ['slider grip', '.slider-group rect.slider-grip'],
   ];
+  // a marker drawn on a data label (a star on a point's number, a triangle on a bar's name)
+  const MARKERS = '.scatterlayer path.point';
+  const DATA_LABELS = ['annotation', 'bar text', 'point text'];
   const shown = e => {
     for (let n = e; n && n.nodeType === 1; n = n.parentNode) {
       const s = getComputedStyle(n);
@@ -67,6 +71,9 @@ _OVERLAPS = """(scope, slack) => {
         controls.push({kind, text, e, r: e.getBoundingClientRect()});
       }
     }
+    for (const e of plot.querySelectorAll(MARKERS)) {
+      if (shown(e)) controls.push({kind: 'marker', text: '', e, r: e.getBoundingClientRect()});
+    }
     const cut = (a, b) => [Math.min(a.right, b.right) - Math.max(a.left, b.left),
                            Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top)];
     const said = l => `${l.kind} '${l.text.slice(0, 40)}'`;
@@ -82,6 +89,7 @@ _OVERLAPS = """(scope, slack) => {
     for (const c of controls) {
       for (const l of labels) {
         if (c.e.contains(l.e)) continue;  // a button's own label
+        if (c.kind === 'marker' && !DATA_LABELS.includes(l.kind)) continue;
         const [w, h] = cut(c.r, l.r);
         if (w > slack && h > slack) {
           const what = c.text ? `${c.kind} '${c.text.slice(0, 20)}'` : c.kind;

@@ -78,6 +78,27 @@ def test_an_annotation_on_a_bars_text_is_named(page):
     assert any("bar text '20'" in f and "'▼ bucket issued'" in f for f in found), found
 
 
+def test_a_marker_on_a_points_number_is_named(page):
+    """Lesson 05's sweep: the star of the default drawn over the number of buckets."""
+    fig = go.Figure(
+        go.Scatter(
+            x=[1, 2, 3],
+            y=[3, 2, 2],
+            text=["8", "2", "1"],
+            mode="markers+text",
+            textposition="top center",
+        )
+    )
+    fig.add_scatter(x=[2], y=[2.04], mode="markers", marker=dict(symbol="star", size=18))
+    fig.update_layout(width=700, height=400, title="sweep")
+    found = _draw(page, fig)
+    assert any("the marker covers point text '2'" in f for f in found), found
+    fig.update_traces(selector=1, y=[2])
+    fig.update_traces(selector=0, text=["8", "", "1"])
+    fig.update_traces(selector=1, mode="markers+text", text=["2"], textposition="top center")
+    assert _draw(page, fig) == []
+
+
 def test_a_subtitle_over_a_panels_title_is_named(page):
     """Lesson 11's case: the figure's subtitle drawn where the first subplot's title sits."""
     from plotly.subplots import make_subplots
