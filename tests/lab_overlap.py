@@ -8,9 +8,9 @@ One check, a function of a page (a lab's lesson cell, or a planted page in
   labels and current value, the buttons' labels, text on bars and points) and of its controls
   (the buttons of an update menu, the slider's rail and grip). Two labels that overlap by more
   than :data:`SLACK_PX` in both directions are named, and so is a control that covers a label
-  that is not its own, and a point's marker drawn over a data label (an annotation, text on a
-  bar or point). The boxes are the browser's (``getBoundingClientRect``), so a wider
-  Chinese label is measured as it is drawn.
+  that is not its own, and a point's marker drawn over a data label of another trace (an
+  annotation, text on a bar or point; a trace's text on its own markers is meant). The boxes
+  are the browser's (``getBoundingClientRect``), so a wider Chinese label is measured as drawn.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ _OVERLAPS = """(scope, slack) => {
     ['axis title', 'text[class$="title"][class^="x"], text[class$="title"][class^="y"]'],
     ['legend', '.legend text.legendtext, .legend text.legendtitletext'],
     ['button', '.updatemenu-button text'],
-    ['slider', '.slider-group text.slider-label, .slider-group text.slider-currentvalue'],
+    ['slider', '.slider-group text.slider-label, .slider-group text.slider-current-value'],
     ['bar text', 'text.bartext'],
     ['point text', '.textpoint text'],
   ];
   const CONTROLS = [
     ['button', '.updatemenu-button'],
-    ['slider rail', '.slider-group rect.slider-rail'],
-    ['slider grip', '.slider-group rect.slider-grip'],
+    ['slider rail', '.slider-group rect.slider-rail-rect'],
+    ['slider grip', '.slider-group rect.slider-grip-rect'],
   ];
   // a marker drawn on a data label (a star on a point's number, a triangle on a bar's name)
   const MARKERS = '.scatterlayer path.point';
@@ -72,7 +72,9 @@ _OVERLAPS = """(scope, slack) => {
       }
     }
     for (const e of plot.querySelectorAll(MARKERS)) {
-      if (shown(e)) controls.push({kind: 'marker', text: '', e, r: e.getBoundingClientRect()});
+      if (!shown(e)) continue;
+      controls.push({kind: 'marker', text: '', e, r: e.getBoundingClientRect(),
+                     trace: e.closest('.trace')});
     }
     const cut = (a, b) => [Math.min(a.right, b.right) - Math.max(a.left, b.left),
                            Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top)];
@@ -90,6 +92,8 @@ _OVERLAPS = """(scope, slack) => {
       for (const l of labels) {
         if (c.e.contains(l.e)) continue;  // a button's own label
         if (c.kind === 'marker' && !DATA_LABELS.includes(l.kind)) continue;
+        // a trace's own text on its own markers (a grid's cell, a mesh node's name) is meant
+        if (c.kind === 'marker' && c.trace && c.trace.contains(l.e)) continue;
         const [w, h] = cut(c.r, l.r);
         if (w > slack && h > slack) {
           const what = c.text ? `${c.kind} '${c.text.slice(0, 20)}'` : c.kind;

@@ -99,6 +99,24 @@ def test_a_marker_on_a_points_number_is_named(page):
     assert _draw(page, fig) == []
 
 
+def test_a_traces_text_on_its_own_markers_passes(page):
+    """A grid's cell or a mesh node's name is text drawn on its own marker, by design."""
+    fig = go.Figure(
+        go.Scatter(
+            x=[0, 1, 2],
+            y=[0, 0, 0],
+            text=["r0", "r1", "r2"],
+            mode="markers+text",
+            textposition="middle center",
+            marker=dict(size=30, symbol="square"),
+        )
+    )
+    fig.update_layout(width=700, height=400, title="mesh")
+    assert _draw(page, fig) == []
+    fig.add_scatter(x=[1], y=[0], mode="markers", marker=dict(size=30, symbol="circle"))
+    assert [f for f in _draw(page, fig) if "point text 'r1'" in f], "another trace's marker"
+
+
 def test_a_subtitle_over_a_panels_title_is_named(page):
     """Lesson 11's case: the figure's subtitle drawn where the first subplot's title sits."""
     from plotly.subplots import make_subplots

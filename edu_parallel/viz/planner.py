@@ -236,7 +236,7 @@ def pareto_figure(
         fit_mems.append(marked.memory_bytes_per_gpu / 1e9)
     x_lo, x_hi = min(fit_mems) / OFF_AXIS_PAD, max(*fit_mems, budget) * OFF_AXIS_PAD**2
     shown = [c for _i, c in (oom if infeasible else [])] + result.feasible
-    shown = [c for c in shown if c.memory_bytes_per_gpu / 1e9 <= x_hi]
+    shown = [c for c in shown if c.memory_bytes_per_gpu / 1e9 <= x_hi] or shown
     off = [c for _i, c in (oom if infeasible else []) if c.memory_bytes_per_gpu / 1e9 > x_hi]
     times = [c.step_time_s for c in shown]
     mems = [c.memory_bytes_per_gpu / 1e9 for c in shown]
