@@ -182,7 +182,8 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
                 annotation_text=phase,
                 # above the panel, clear of its markers; every other one a line higher, so a
                 # narrow pass's name (reduce_grads after backward) does not run into the next
-                annotation_position="outside top left",
+                annotation_position="top left",
+                annotation_yanchor="bottom",
                 annotation_yshift=BAND_LINE_PX * (k % 2),
             )
         units = list(dict.fromkeys(p.unit for p in pts))

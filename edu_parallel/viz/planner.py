@@ -7,7 +7,9 @@ import torch; plotly is imported inside):
   coloured by activation recomputation; the Pareto front (no other configuration is both smaller
   and faster, :meth:`PlannerResult.pareto`) as a line; the best starred; out-of-memory ones as
   faint grey crosses right of the GPU memory line; a ``highlight`` (e.g. a published layout) as a
-  diamond. Hover shows the configuration.
+  diamond. Hover shows the configuration. The memory axis spans the configurations that fit and
+  the budget line (not the out-of-memory ones, up to 100x further); its title counts the crosses
+  left off it.
 * :func:`time_terms_figure`: the step time of the top configurations split into the planner's
   exposed terms (compute, TP, EP for a mixture of experts, PP, DP, bubble;
   :mod:`edu_parallel.planner.estimate`), stacked, so the learner sees why one wins.
