@@ -28,6 +28,7 @@ import mplfonts
 import pytest
 from helpers import free_port
 from lab_animation import play_problems
+from lab_overlap import overlapping_labels
 from lab_text import truncated_cells, wrapped_text
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
@@ -182,6 +183,7 @@ class Scan:
     too_wide: list[str] = field(default_factory=list)
     wrapped: list[str] = field(default_factory=list)  # text outputs the area wraps (lab_text.py)
     truncated: list[str] = field(default_factory=list)  # table cells cut with no hover text
+    overlaps: list[str] = field(default_factory=list)  # a figure's labels on labels (lab_overlap)
 
 
 _SCAN_CELL = """cell => {
@@ -277,6 +279,7 @@ class Lesson:
             scan.too_wide += seen["wide"]
             scan.wrapped += wrapped_text(cell)
             scan.truncated += truncated_cells(cell)
+            scan.overlaps += overlapping_labels(cell)
         return scan
 
     def animations(self) -> list:

@@ -57,9 +57,10 @@ def ring(n: int, nbytes: int):
 @pytest.fixture(scope="module")
 def runs(cluster4):
     """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 06, 08, 11)."""
-    from edu_parallel.comm import run_collective
+    from edu_parallel.comm import cluster_traffic_runner, run_collective
     from edu_parallel.compression import run_compress
     from edu_parallel.expert_parallel import run_moe
+    from edu_parallel.models import traffic_table
     from edu_parallel.strategy_map.report import run_strategy_map
 
     moe = dict(top_k=2, capacity_factor=1.25, tokens=16, hidden=8)
@@ -78,6 +79,12 @@ def runs(cluster4):
         "moe_skew": run_moe(cluster4, experts=8, skew=4.0, **moe),
         "map": run_strategy_map(cluster4),
         "curves": pd.concat([r.curve() for r in compress]),
+        "traffic": traffic_table(
+            ["ring", "naive", "ps", "rabenseifner"],
+            [2, 4, 8],
+            4096,
+            cluster_traffic_runner(cluster4),
+        ),
     }
 
 
@@ -119,6 +126,7 @@ BUILDERS = {
     "bucket_fill_animation": lambda r: [viz.bucket_fill_animation(ddp_trace())],
     "bytes_bars": lambda r: [viz.bytes_bars(ring(4, 64)), viz.bytes_bars(ring(8, 256))],
     "bytes_bars_plotly": lambda r: [viz.bytes_bars_plotly(ring(8, 256))],
+    "busiest_rank_figure": lambda r: [viz.busiest_rank_figure(r["traffic"])],
     "bytes_by_n_figure": lambda r: [viz.bytes_by_n_figure(bytes_by_n_table())],
     "collective_sequence": lambda r: [viz.collective_sequence(r["fsdp"])],
     "crossover_figure": lambda r: [viz.crossover_figure(64, "ib-ndr-400")],

@@ -262,7 +262,12 @@ def test_a_given_config_must_fit_the_executor() -> None:
 
 @needs_fsdp2
 def test_sequence_picture_and_table_from_json(layer) -> None:
-    from edu_parallel.viz.fsdp import collective_sequence, comparison_rows, sequence_points
+    from edu_parallel.viz.fsdp import (
+        BAND_LINE_PX,
+        collective_sequence,
+        comparison_rows,
+        sequence_points,
+    )
 
     data = json.loads(json.dumps(layer.to_json_dict()))  # what the CLI prints
     assert data["concept"] == "fsdp" and data["matches_zero3"] is True
@@ -280,6 +285,14 @@ def test_sequence_picture_and_table_from_json(layer) -> None:
     gathers = next(t for t in fig.data if t.xaxis == "x2" and t.name == "all_gather")
     assert sum(w > 0 for w in gathers.marker.line.width) == 2  # the two backward prefetches
     assert {a.text for a in fig.layout.annotations} >= {"forward", "backward", "reduce_grads"}
+    # the passes are named above the panel (not on its top row of markers), every other one a
+    # line higher (a narrow pass's name ran into the next), the panels' titles above both lines
+    passes = [
+        a for a in fig.layout.annotations if a.text in ("forward", "backward", "reduce_grads")
+    ]
+    assert {a.yanchor for a in passes} == {"bottom"} and all(a.y == 1 for a in passes)
+    assert [a.yshift or 0 for a in passes[:3]] == [0, BAND_LINE_PX, 0]
+    assert all(a.yshift > 2 * BAND_LINE_PX for a in fig.layout.annotations[:2])
     rows = comparison_rows({"FSDP per layer": data})
     assert [r["collectives_per_step"] for r in rows] == [3, 9]
     assert rows[0]["peak_gathered"] == 2 * PSI and rows[1]["peak_gathered"] == 2 * UNIT

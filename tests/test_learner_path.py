@@ -4,10 +4,11 @@ Playwright drives Debian's ``chromium`` (``apt install chromium``; Playwright's 
 download is not used) against a real ``edu-parallel lab`` in a fresh workspace. For every lesson it
 runs all cells from the Run menu and waits until the kernel is idle, then reads the page as a
 learner sees it: no error or stderr box, every plotly figure drawn, every widget rendered (no
-"Loading widget", no raw ``VBox(...)``), no output wider than its area; it presses Play on every
-animation, sees the frame move and its marks stay drawn (``lab_animation.py``), presses pause,
-and answers quiz questions right and wrong, a predict-then-run question included, and reads the
-grading; no page error (``pageerror``) all along. A failure saves a screenshot and names it.
+"Loading widget", no raw ``VBox(...)``), no output wider than its area, no label of a figure on
+another (``lab_overlap.py``); it presses Play on every animation, sees the frame move and its marks
+stay drawn (``lab_animation.py``), presses pause, and answers quiz questions right and wrong, a
+predict-then-run question included, and reads the grading; no page error (``pageerror``) all
+along. A failure saves a screenshot and names it.
 
 Without Chromium or Playwright the tests skip and say why; in CI (``CI=true``) that is a failure.
 """
@@ -131,6 +132,7 @@ def test_a_learner_runs_every_cell_and_sees_every_output(
         assert not scan.too_wide, f"outputs wider than their area: {scan.too_wide}"
         assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
         assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
+        assert not scan.overlaps, f"figure labels that overlap: {scan.overlaps}"
         assert not (said := page_problems(page, name, "en")), f"prose against screen: {said}"
         played = lesson.play_every_animation()
         assert not played, f"animations that blank, or hide a label, or stay: {played}"
@@ -196,6 +198,7 @@ def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
             assert scan.plotly_rendered == scan.plotly_outputs, "a plotly figure was not drawn"
             assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
             assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
+            assert not scan.overlaps, f"figure labels that overlap: {scan.overlaps}"
             panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
             assert "环形 AllReduce" in panel, "the lesson's prose is not in Chinese"
             assert not (said := page_problems(page, ZH_LESSON, "zh")), f"prose vs screen: {said}"

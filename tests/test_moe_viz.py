@@ -44,6 +44,13 @@ def test_heatmap_load_bars_and_animation() -> None:
     bars = expert_load_bars(rep)
     assert [list(b.y) for b in bars.data] == [[1, 0, 0, 1], [1, 0, 1, 0], [1, 1, 0, 0]]
     assert bars.layout.meta["capacity_line"] == 2 and bars.layout.barmode == "stack"
+    # the lines' names sit right of the plot (not on the last expert's bar), one above its
+    # line and one below, so they never meet: N x capacity = 2 over a mean load of 1.5
+    names = {a.text: a for a in bars.layout.annotations}
+    cap, mean = names["N x capacity = 2 x 1 = 2"], names["mean load 1.5"]
+    assert {(a.xref, a.x, a.xanchor) for a in (cap, mean)} == {("paper", 1, "left")}
+    assert (cap.y, cap.yanchor, mean.y, mean.yanchor) == (2, "bottom", 1.5, "top")
+    assert bars.layout.margin.r > 7 * len(cap.text)
     anim = dispatch_animation(rep)
     assert [f.name for f in anim.frames] == ["routed", "dispatched", "combined"]
     assert anim.layout.meta["slot_width"] == 4  # k + E/N + 1: top-1 column, e0 e1 columns, a gap

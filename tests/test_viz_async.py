@@ -24,7 +24,8 @@ from edu_parallel.viz import (
     staleness_figure,
     time_to_target_figure,
 )
-from edu_parallel.viz.async_timeline import CATEGORIES, timeline_frame
+from edu_parallel.viz.async_timeline import CATEGORIES, REGIME_COLORS, timeline_frame
+from edu_parallel.viz.style import RED
 
 T0 = 1.0
 MS = 1e-3
@@ -163,7 +164,16 @@ def test_time_to_target_figure_names_runs_that_missed():
     )
     fig = time_to_target_figure(table)
     assert sorted(t.name for t in fig.data) == ["async-ps", "sync"]
-    assert "backup (none)" in fig.layout.title.text
+    assert "never reached the target: backup with straggler none" in fig.layout.title.text
+    assert "every run reached the target" in time_to_target_figure(table.dropna()).layout.title.text
+    # each regime its own colour of the palette, the same in the loss curves: sync and backup
+    # were plotly's near-identical blue and purple
+    colors = {t.name: t.marker.color for t in fig.data}
+    assert colors == {r: REGIME_COLORS[r] for r in ("sync", "async-ps")}
+    assert len(set(REGIME_COLORS.values())) == 4 and REGIME_COLORS["backup"] == RED
+    curves = {r: pd.DataFrame({"step": [1], "time_s": [0.1], "loss": [1.0]}) for r in REGIME_COLORS}
+    lines = {t.name: t.line.color for t in loss_curves_figure(curves).data}
+    assert lines == REGIME_COLORS
 
 
 def test_the_real_run_draws():

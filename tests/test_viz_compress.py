@@ -8,6 +8,7 @@ import pytest
 from edu_parallel.compression import CompressConfig, Measured, run_compress, what_if
 from edu_parallel.compression.config import messages_per_step, wire_bytes_per_step
 from edu_parallel.viz import bytes_by_n_figure, curves_figure, residual_figure, whatif_figure
+from edu_parallel.viz.compress import log_ticks
 
 pytestmark = pytest.mark.multiprocess
 
@@ -33,6 +34,12 @@ def test_curves_against_steps_and_bytes(curves):
     assert list(topk.x) == pytest.approx(sent)
     assert sent[-1] * 1e6 == pytest.approx(6 * runs[1].wire_bytes_per_step)
     assert fig.layout.xaxis2.type == "log" and "trace" in fig.layout.xaxis2.title.text
+    # the log axis is labelled 1, 2, 5 per decade in the figure's type (plotly's own minor
+    # labels 2, 3, ... 9 are tiny), over the decades the runs span
+    ticks = list(fig.layout.xaxis2.tickvals)
+    assert ticks[0] <= min(df["sent_MB"]) and max(df["sent_MB"]) <= ticks[-1]
+    assert ticks == log_ticks(df["sent_MB"]) and 0.2 in log_ticks([0.1, 9])
+    assert log_ticks([1, 1e6]) == [10.0**e for e in range(7)]  # one per decade over many
     assert any(s.y0 == 0.8 for s in fig.layout.shapes)  # the target line
     assert [t.showlegend for t in lines].count(True) == 2  # one legend entry per run
     assert fig.layout.width <= 968  # fits JupyterLab's output area
@@ -95,5 +102,9 @@ def test_whatif_figure_stacks_the_model():
     assert totals == pytest.approx(list(eth.step_s * 1e3))
     labels = [t for t in fig.data if t.type == "scatter"]
     assert [float(x[:-1]) for x in labels[1].text] == pytest.approx(list(eth.speedup), rel=0.05)
+    # the panels' titles sit just above the plot; the title and subtitle above them (lesson 11
+    # had the subtitle on the first panel's title): 120 px of top margin
+    assert [a.text for a in fig.layout.annotations[:2]] == ["nvlink4-h100", "eth-25g"]
+    assert fig.layout.margin.t >= 120
     with pytest.raises(ValueError, match="df="):
         whatif_figure(df.drop(columns="speedup"))

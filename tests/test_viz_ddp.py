@@ -12,12 +12,15 @@ buckets at 13.5, after backward (b0 14-24, b1 24-34). Rank 1 runs everything 0.2
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
 from edu_parallel.core.trace import Event, Trace
 from edu_parallel.data_parallel.overlap import gpu_retime
 from edu_parallel.viz import bucket_fill_animation, cap_label, streams_figure, sweep_figure
+from edu_parallel.viz.ddp import ISSUED_ABOVE
 
 PLAN = (
     "buckets first=1048576 cap=26214400\n"
@@ -133,7 +136,13 @@ def test_streams_rows_bars_and_issue_markers() -> None:
         assert list(bars.text) == [f"b{b}"] * 2
     issued = by_name(fig, "bucket issued")
     assert list(issued.x) == pytest.approx([8.5, 12.5, 8.7, 12.7])
-    assert list(issued.y) == ["r0 comm", "r0 comm", "r1 comm", "r1 comm"]
+    # on the top edge of the comm row (rows 1 and 3 of the reversed axis), clear of the bar's label
+    rows = list(fig.layout.yaxis.categoryarray)
+    assert issued.yaxis == "y2" and tuple(fig.layout.yaxis2.range) == tuple(fig.layout.yaxis.range)
+    assert list(issued.y) == pytest.approx(
+        [rows.index(r) - ISSUED_ABOVE for r in ["r0 comm", "r0 comm", "r1 comm", "r1 comm"]]
+    )
+    assert 0.4 < ISSUED_ABOVE < 0.5  # above the bar (0.8 of a row), below the compute row's bar
     waits = by_name(fig, "compute waits on a bucket")
     assert list(waits.x)[:2] == pytest.approx([13.0, 20.0])
     back = by_name(fig, "backward")
@@ -143,6 +152,28 @@ def test_streams_rows_bars_and_issue_markers() -> None:
     assert [v for s in shade for v in (s.x0, s.x1)] == pytest.approx([5.0, 13.0, 5.2, 13.2])
     assert "wall-clock" in fig.layout.xaxis.title.text
     fonts_ok(fig)
+
+
+def test_bars_that_run_at_once_keep_one_label() -> None:
+    """Measured all-reduces of a rank can overlap in time (an async one waits later): the later
+    bar's label would be drawn on the earlier's, so it has none (its hover still names it)."""
+    trace = ddp_trace()
+    late = [e for e in trace.events if e.kind == "collective" and e.attrs["bucket"] == 1]
+    early = {
+        (e.rank, e.step): e
+        for e in trace.events
+        if e.kind == "collective" and e.attrs["bucket"] == 0
+    }
+    shifted = [  # half a millisecond after b0, on the same row: the two centres 10 px apart
+        dataclasses.replace(e, start=early[k].start + 0.5 * MS, end=early[k].end + 0.5 * MS)
+        for e in late
+        if (k := (e.rank, e.step))
+    ]
+    trace = Trace(trace.meta, [e for e in trace.events if e not in late] + shifted)
+    fig = streams_figure(trace, step=0)
+    assert list(by_name(fig, "b0 all-reduce").text) == ["b0", "b0"]
+    assert list(by_name(fig, "b1 all-reduce").text) == ["", ""]
+    assert list(by_name(streams_figure(ddp_trace(), step=0), "b1 all-reduce").text) == ["b1"] * 2
 
 
 def test_streams_hidden_fraction_differs_between_overlap_and_bucketed() -> None:
@@ -283,7 +314,9 @@ def test_sweep_marks_the_default() -> None:
     labels = ["1 param each", "1 MiB", "2 MiB", "DDP default", "25 MiB"]
     assert list(measured.x) == labels  # the table's order: smallest cap to largest
     assert list(measured.y) == [120.0, 90.0, 80.0, 85.0, 95.0]
-    assert list(measured.text) == ["16", "8", "4", "2", "1"]  # buckets per step
+    # buckets per step; the default's count is the star's, drawn above it (not under it)
+    assert list(measured.text) == ["16", "8", "4", "", "1"]
+    assert [(list(t.text), t.textposition) for t in stars] == [(["2"], "top center")] * 2
     assert list(fig.layout.xaxis.categoryarray) == labels
     assert fig.layout.yaxis.title.text == "step (ms), measured here"
     assert fig.layout.yaxis2.title.text == "step (µs), GPU model"

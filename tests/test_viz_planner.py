@@ -65,6 +65,28 @@ def test_every_feasible_config_is_plotted_once_and_oom_ones_beyond_the_budget(re
     assert traces(pareto_figure(result, infeasible=False), "out of memory") == []
 
 
+def test_the_memory_axis_spans_the_configurations_that_fit_and_counts_the_rest(result):
+    """Out-of-memory configurations reach far past the budget; the axis is ranged to the fitting
+    ones and the budget line, so they are not squeezed into a corner, and its title says how many
+    crosses lie off it, to the right."""
+    fig = pareto_figure(result)
+    lo, hi = (10**v for v in fig.layout.xaxis.range)
+    fits = [c.memory_bytes_per_gpu / 1e9 for c in result.feasible]
+    budget = result.memory_budget / 1e9
+    assert lo < min(fits) and max(*fits, budget) < hi < 2 * budget
+    (oom,) = traces(fig, "out of memory")
+    off = [x for x in oom.x if x > hi]
+    assert off and max(oom.x) > 10 * hi  # there were crosses to leave out
+    title = fig.layout.xaxis.title.text
+    assert f"{len(off):,} out-of-memory configurations (up to {max(off):,.0f} GB)" in title
+    ylo, yhi = (10**v for v in fig.layout.yaxis.range)
+    points = [zip(t.x, t.y, strict=True) for t in fig.data if t.customdata is not None]
+    on = [y for xy in points for x, y in xy if x <= hi]
+    assert ylo < min(on) and max(on) < yhi
+    none_off = pareto_figure(result, infeasible=False).layout.xaxis.title.text
+    assert none_off == "memory per GPU (GB, log scale)"
+
+
 def test_best_is_starred_and_hover_names_the_config(result):
     fig = pareto_figure(result)
     (best,) = traces(fig, "best")

@@ -5,6 +5,7 @@
   :class:`RingPlayer` re-runs the engine from a widget.
 * Bytes and time: :func:`bytes_bars` / :func:`bytes_bars_plotly` against the formula,
   :func:`timeline` (a Gantt of each rank's events), ``cost.py``'s crossover plot,
+  :func:`busiest_rank_figure` (the busiest rank's load per algorithm against N),
   :func:`nccl_choice_figure` (NCCL's algorithm and protocol per size, errata E9).
 * Pipelines: :func:`pipeline_gantt` with a time cursor, :func:`activation_memory_figure`,
   :func:`bubble_vs_microbatches_figure`, and the :class:`PipelineWidget` explorer.
@@ -58,6 +59,7 @@ _LAZY = {
     "bytes_bars": "bars",
     "bytes_bars_plotly": "bars",
     "default_formula": "bars",
+    "busiest_rank_figure": "busiest",
     "before_after": "collective",
     "bytes_by_n_figure": "compress",
     "curves_figure": "compress",

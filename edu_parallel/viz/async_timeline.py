@@ -27,7 +27,22 @@ from ..core.schema import STEP_START_MARK
 from ..core.trace import Event, Trace
 from .fit import fit_layout
 from .plotly_figure import Figure
-from .style import COMPUTE, IDLE, IDLE_FILL, ORANGE, PHASE_COLORS, RED, WAITING, WIDTH
+from .style import (
+    BLUE,
+    COMPUTE,
+    GREEN,
+    IDLE,
+    IDLE_FILL,
+    ORANGE,
+    PHASE_COLORS,
+    RED,
+    WAITING,
+    WIDTH,
+)
+
+# one colour per regime in every figure of lesson 12, far apart (plotly's defaults drew sync
+# and backup in near-identical blue and purple)
+REGIME_COLORS = {"sync": BLUE, "async-ps": ORANGE, "local-sgd": GREEN, "backup": RED}
 
 # what a bar of the timeline is, by (kind, op, phase); None: not drawn. Communication that
 # includes waiting is grey: most of it is the wait.
@@ -184,7 +199,16 @@ def loss_curves_figure(curves: dict[str, pd.DataFrame], title: str | None = None
                 pd.DataFrame({"x": c[col], "loss": c["loss"], "run": label, "axis": axis})
             )
     data = pd.concat(frames, ignore_index=True)
-    fig = px.line(data, x="x", y="loss", color="run", facet_col="axis", width=WIDTH, height=420)
+    fig = px.line(
+        data,
+        x="x",
+        y="loss",
+        color="run",
+        color_discrete_map=REGIME_COLORS,
+        facet_col="axis",
+        width=WIDTH,
+        height=420,
+    )
     fig = Figure(fig)  # displays without plotly's renderer set-up (plotly_figure.py)
     fig.update_xaxes(matches=None, title="")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
@@ -210,13 +234,22 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         x="straggler",
         y="time to target (s)",
         color="regime",
+        color_discrete_map=REGIME_COLORS,
         barmode="group",
         width=WIDTH,
     )
     fig = Figure(fig)  # displays without plotly's renderer set-up (plotly_figure.py)
-    note = ", ".join(f"{r.regime} ({r.straggler})" for r in missed.itertuples()) or _("none")
+    # "straggler none" is a setting: the note names it as one, and says "every run" for no run
+    note = ", ".join(
+        _("{regime} with straggler {straggler}").format(regime=r.regime, straggler=r.straggler)
+        for r in missed.itertuples()
+    )
     head = title or _("Time to the target accuracy, measured")
-    never = _("never reached it: {runs}").format(runs=note)
+    never = (
+        _("never reached the target: {runs}").format(runs=note)
+        if note
+        else _("every run reached the target")
+    )
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{never}</sup>", x=0),
         xaxis_title=_("straggler"),

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..compression.config import METHODS
@@ -73,6 +74,18 @@ def line_style(label: str, i: int) -> dict[str, Any]:
     return dict(color=METHOD_COLORS.get(method, series_color(i)), width=2, dash=dash)
 
 
+def log_ticks(values: Any) -> list[float]:
+    """Tick values for a log axis over the positive ``values``: 1, 2, 5 per decade over at most
+    three decades, else one per decade. Plotly's own log ticks label 2, 3, ... 9 in small type."""
+    positive = [float(v) for v in values if v > 0]
+    if not positive:
+        return []
+    first = math.floor(math.log10(min(positive)))
+    last = math.ceil(math.log10(max(positive)))
+    steps = (1, 2, 5) if last - first <= 3 else (1,)
+    return [m * 10.0**e for e in range(first, last + 1) for m in steps]
+
+
 def curves_figure(
     curves: Any, y: str = "accuracy", target: float | None = None, title: str | None = None
 ) -> Any:
@@ -121,6 +134,7 @@ def curves_figure(
     fig.update_xaxes(
         title_text=_("MB sent per rank (cumulative, from the trace; log scale)"),
         type="log",
+        tickvals=log_ticks(curves["sent_MB"]),
         row=1,
         col=2,
     )
@@ -205,7 +219,11 @@ def bytes_by_n_figure(df: Any, title: str | None = None) -> Any:
             _("all-gather (top-k, sign): every rank receives every other rank's piece"),
         ),
         xaxis=dict(title=_("ranks N"), type="log", tickvals=sorted(set(df["N"]))),
-        yaxis=dict(title=_("bytes per rank per step"), type="log"),
+        yaxis=dict(
+            title=_("bytes per rank per step"),
+            type="log",
+            tickvals=log_ticks([*df["sent B/step"], *df["formula B/step"]]),
+        ),
         width=WIDTH,
         height=height,
         margin=margin,
@@ -257,7 +275,9 @@ def whatif_figure(df: Any, title: str | None = None) -> Any:
         )
         fig.update_yaxes(range=[0, max(part["step_s"]) * 1e3 * 1.2], row=1, col=col)
     fig.update_yaxes(title_text=_("ms per step (model)"), row=1, col=1)
-    height, margin = 500, dict(l=70, r=20, t=90, b=170)
+    # the subtitle ends about 75 px down: the panels' titles (annotations just above each
+    # panel) start below it
+    height, margin = 530, dict(l=70, r=20, t=120, b=170)
     fig.update_layout(
         barmode="stack",
         title=title_layout(

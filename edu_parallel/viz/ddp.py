@@ -50,6 +50,9 @@ COMPUTE_COLORS = {op: PHASE_COLORS[op] for op in COMPUTE_NAMES}
 # communication, one colour per bucket: red first, none of the compute row's colours
 BUCKET_COLORS = (RED, TEAL, PURPLE, BROWN, YELLOW, PINK, GREY)
 SYNC_SHADE = tint(YELLOW, 0.55)  # behind the synchronising micro-batch's backward
+PLOT_PX = WIDTH - 110  # the plot area's width: the figure less its left and right margins
+LABEL_PX_PER_CHAR, LABEL_GAP_PX = 8, 4  # a bar label "b3" at 12 px, and the room between two
+ISSUED_ABOVE = 0.45  # the issued triangle sits this many rows above its comm bar's centre
 
 
 def bucket_color(bucket: int) -> str:
@@ -149,6 +152,23 @@ def _compute_hover(e: Event) -> str:
     return head + flops
 
 
+def _crowded_labels(comm: list[Event], x: Any, span: float) -> set[int]:
+    """The all-reduces (by ``id``) whose bar label would be drawn on an earlier one's: measured
+    all-reduces of one rank can run at once, and their bars overlap; hover still names them."""
+    px = PLOT_PX / max(span, 1e-12)  # pixels per axis unit, about
+    hidden: set[int] = set()
+    for rank in {e.rank for e in comm}:
+        last = None  # the centre and half width (px) of the last label drawn on this row
+        for e in sorted((e for e in comm if e.rank == rank), key=lambda e: e.start):
+            centre = (x(e.start) + x(e.end)) / 2 * px
+            half = LABEL_PX_PER_CHAR * len(f"b{e.attrs['bucket']}") / 2
+            if last is not None and centre - last[0] < last[1] + half + LABEL_GAP_PX:
+                hidden.add(id(e))
+            else:
+                last = (centre, half)
+    return hidden
+
+
 def streams_figure(
     trace: Trace, ranks: list[int] | None = None, step: int | None = None, title: str | None = None
 ) -> Any:
@@ -194,6 +214,7 @@ def streams_figure(
                 hoverinfo="text",
             )
     comm = [e for r in ranks for e in grad_syncs(per_rank[r])]
+    unlabelled = _crowded_labels(comm, x, (end - origin) * factor)
     for b in sorted({e.attrs["bucket"] for e in comm}):
         evs = [e for e in comm if e.attrs["bucket"] == b]
         fig.add_bar(
@@ -203,7 +224,7 @@ def streams_figure(
             orientation="h",
             name=_("b{bucket} all-reduce").format(bucket=b),
             marker=dict(color=bucket_color(b), line=dict(color="white", width=1)),
-            text=[f"b{b}"] * len(evs),
+            text=["" if id(e) in unlabelled else f"b{b}" for e in evs],
             textposition="inside",
             insidetextanchor="middle",
             hovertext=[
@@ -225,9 +246,10 @@ def streams_figure(
             hoverinfo="text",
         )
     issued = [e for e in comm if e.attrs.get("issued") is not None]
-    fig.add_scatter(
+    fig.add_scatter(  # on the comm bar's top edge, clear of its label (an axis of row numbers)
         x=[x(e.attrs["issued"]) for e in issued],
-        y=[f"r{e.rank} comm" for e in issued],
+        y=[rows.index(f"r{e.rank} comm") - ISSUED_ABOVE for e in issued],
+        yaxis="y2",
         mode="markers",
         name=_("bucket issued"),
         marker=dict(symbol="triangle-down", size=12, color="black", line=dict(color="white")),
@@ -279,7 +301,7 @@ def streams_figure(
     )
     buckets = len({e.attrs["bucket"] for e in comm})
     legend_rows = -(-(700 + 125 * buckets) // 850)  # a horizontal legend wraps at the width
-    margin = dict(l=90, r=20, t=90, b=95 + 24 * legend_rows)
+    margin = dict(l=90, r=WIDTH - PLOT_PX - 90, t=90, b=95 + 24 * legend_rows)
     height = max(160, 46 * len(rows)) + margin["t"] + margin["b"]
     fig.update_layout(
         title=title_layout(
@@ -296,7 +318,8 @@ def streams_figure(
         uniformtext=dict(minsize=11, mode="hide"),
         legend=legend_below(height, margin, 70),
         xaxis=dict(title=axis_title(trace, unit), rangemode="tozero"),
-        yaxis=dict(categoryorder="array", categoryarray=rows, autorange="reversed"),
+        yaxis=dict(categoryorder="array", categoryarray=rows, range=[len(rows) - 0.5, -0.5]),
+        yaxis2=dict(overlaying="y", range=[len(rows) - 0.5, -0.5], visible=False),
         meta=dict(origin_s=origin, factor=factor, unit=unit, step=step, hidden=frac),
     )
     return fit_layout(fig)

@@ -66,7 +66,7 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
             x=labels,
             y=list(df[col]),
             mode="lines+markers+text",
-            text=[f"{n}" for n in counts],
+            text=["" if d else f"{n}" for n, d in zip(counts, is_default, strict=True)],
             textposition="top center",
             textfont=dict(size=11),
             name=axis,
@@ -79,7 +79,10 @@ def sweep_figure(df: Any, title: str | None = None) -> Any:
         fig.add_scatter(
             x=[x for x, d in zip(labels, is_default, strict=True) if d],
             y=[v for v, d in zip(df[col], is_default, strict=True) if d],
-            mode="markers",
+            mode="markers+text",  # the star carries its count, above the star (not under it)
+            text=[f"{n}" for n, d in zip(counts, is_default, strict=True) if d],
+            textposition="top center",
+            textfont=dict(size=11),
             name=_("DDP default (1 MiB first bucket, then 25 MiB)"),
             legendgroup="default",
             showlegend=row == 1,

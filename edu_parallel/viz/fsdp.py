@@ -110,6 +110,9 @@ def _bands(points: list[SequencePoint]) -> list[tuple[str, int, int]]:
     return bands
 
 
+BAND_LINE_PX = 15  # one line of a pass's name above a panel
+
+
 def collective_sequence(report: Any, step: int = 1, title: str | None = None) -> Any:
     """Plotly figure: ZeRO-3 and FSDP2 collectives of one step side by side (see module doc)."""
     from plotly.subplots import make_subplots
@@ -167,7 +170,7 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
             )
             shown.add(op)
         # after the markers: plotly drops shapes of a subplot that has no trace yet
-        for phase, x0, x1 in _bands(pts):
+        for k, (phase, x0, x1) in enumerate(_bands(pts)):
             fig.add_vrect(
                 x0=x0 - 0.5,
                 x1=x1 + 0.5,
@@ -177,7 +180,11 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
                 row=1,
                 col=col,
                 annotation_text=phase,
+                # above the panel, clear of its markers; every other one a line higher, so a
+                # narrow pass's name (reduce_grads after backward) does not run into the next
                 annotation_position="top left",
+                annotation_yanchor="bottom",
+                annotation_yshift=BAND_LINE_PX * (k % 2),
             )
         units = list(dict.fromkeys(p.unit for p in pts))
         fig.update_yaxes(categoryorder="array", categoryarray=units[::-1], row=1, col=col)
@@ -188,9 +195,12 @@ def collective_sequence(report: Any, step: int = 1, title: str | None = None) ->
             col=col,
             range=[-0.7, max(len(pts), 1) - 0.3],
         )
+    for panel_title in fig.layout.annotations[: len(PANELS)]:  # above the passes' two lines
+        panel_title.yshift = 2 * BAND_LINE_PX + 4
     fig.update_layout(
         title=title or _("Collectives of step {step} on rank 0: unit, op, pass").format(step=step),
-        height=380,
+        height=420,
+        margin=dict(t=140),
         width=WIDTH,
         legend_title_text=_("op"),
     )

@@ -20,10 +20,13 @@ from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.marks import traffic_matrix
 from ..core.trace import Trace
+from ..core.width import width as text_width
 from .controls import play_controls
 from .fit import fit_layout
 from .plotly_figure import Figure
-from .style import ALERT, EMPTY, WIDTH, series_color
+from .style import ALERT, EMPTY, WIDTH, legend_below, series_color
+
+LINE_NAME_GAP_PX, PX_PER_COLUMN = 6, 7  # a line's name right of the plot; 12 px text, per column
 
 DROPPED = ALERT  # an assignment over capacity
 STAGE_CAPTIONS = {
@@ -164,30 +167,41 @@ def expert_load_bars(report: Any, title: str | None = None) -> Any:
     )
     mean = sum(map(sum, routed)) / e
     line = n * cap
-    for y, text, dash, where in (
+    up, down = ("bottom", "top") if line >= mean else ("top", "bottom")
+    lines = (
         (
             line,
             _("N x capacity = {n} x {cap} = {line}").format(n=n, cap=cap, line=line),
             "dash",
-            "top right",
+            up,
         ),
-        (mean, _("mean load {mean}").format(mean=f"{mean:g}"), "dot", "bottom right"),
-    ):
-        fig.add_hline(
+        (mean, _("mean load {mean}").format(mean=f"{mean:g}"), "dot", down),
+    )
+    for y, text, dash, anchor in lines:
+        fig.add_hline(y=y, line_dash=dash, line_color="black")
+        # named right of the plot, clear of the bars: the higher line's name above its line,
+        # the lower's below, so the two never meet however close the lines are
+        fig.add_annotation(
+            x=1,
+            xref="paper",
+            xanchor="left",
+            xshift=LINE_NAME_GAP_PX,
             y=y,
-            line_dash=dash,
-            line_color="black",
-            annotation_text=text,
-            annotation_position=where,
-            annotation_bgcolor="rgba(255,255,255,0.8)",
+            yanchor=anchor,
+            text=text,
+            showarrow=False,
         )
     load = [sum(routed[s][j] for s in range(n)) for j in range(e)]
     head = f"<b>{title}</b><br>" if title else ""
+    names_px = LINE_NAME_GAP_PX + PX_PER_COLUMN * max(text_width(t) for _y, t, _d, _a in lines)
+    height, margin = 480, dict(l=70, r=names_px + 10, t=90, b=130)
     fig.update_layout(
         barmode="stack",
         plot_bgcolor="white",
-        width=760,
-        height=430,
+        width=min(WIDTH, 560 + margin["r"]),
+        height=height,
+        margin=margin,
+        legend=legend_below(height, margin, 50),
         title=dict(
             text=head
             + _("expert load: max/mean = {ratio}, {dropped} of {total} assignments dropped").format(
@@ -299,8 +313,8 @@ def dispatch_animation(report: Any, title: str | None = None) -> Any:
             fillcolor=series_color(r, wide=True),
             opacity=0.07,
             line_width=0,
-            annotation_text=f"rank {r}",
-            annotation_position="top left",
+            annotation_text=_("rank {rank}").format(rank=r),
+            annotation_position="outside top left",  # above the panel, clear of its first row
         )
     fig.update_layout(
         title=dict(text=head + captions["routed"], x=0.5),

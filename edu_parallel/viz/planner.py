@@ -7,7 +7,9 @@ import torch; plotly is imported inside):
   coloured by activation recomputation; the Pareto front (no other configuration is both smaller
   and faster, :meth:`PlannerResult.pareto`) as a line; the best starred; out-of-memory ones as
   faint grey crosses right of the GPU memory line; a ``highlight`` (e.g. a published layout) as a
-  diamond. Hover shows the configuration.
+  diamond. Hover shows the configuration. The memory axis spans the configurations that fit and
+  the budget line (not the out-of-memory ones, up to 100x further); its title counts the crosses
+  left off it.
 * :func:`time_terms_figure`: the step time of the top configurations split into the planner's
   exposed terms (compute, TP, EP for a mixture of experts, PP, DP, bubble;
   :mod:`edu_parallel.planner.estimate`), stacked, so the learner sees why one wins.
@@ -153,6 +155,9 @@ def _point_trace(configs: list[tuple[int, ConfigEstimate]], name: str, **style: 
     )
 
 
+OFF_AXIS_PAD = 1.3  # the memory axis runs from the smallest fit / 1.3 to the budget x 1.3²
+
+
 def pareto_figure(
     result: Any,
     *,
@@ -225,10 +230,18 @@ def pareto_figure(
                 marker=dict(symbol="diamond-open", size=18, color=ALERT, line=dict(width=3)),
             )
         )
+    budget = result.memory_budget / 1e9
+    # the axis spans the configurations that fit (and the budget line, a little past it): the
+    # out-of-memory ones reach 100x the budget and would squeeze every fitting one into a corner
+    fit_mems = [c.memory_bytes_per_gpu / 1e9 for c in result.feasible] or [budget]
+    if marked is not None and marked.memory_bytes_per_gpu is not None:  # a highlight stays in view
+        fit_mems.append(marked.memory_bytes_per_gpu / 1e9)
+    x_lo, x_hi = min(fit_mems) / OFF_AXIS_PAD, max(*fit_mems, budget) * OFF_AXIS_PAD**2
     shown = [c for _i, c in (oom if infeasible else [])] + result.feasible
+    shown = [c for c in shown if c.memory_bytes_per_gpu / 1e9 <= x_hi] or shown
+    off = [c for _i, c in (oom if infeasible else []) if c.memory_bytes_per_gpu / 1e9 > x_hi]
     times = [c.step_time_s for c in shown]
     mems = [c.memory_bytes_per_gpu / 1e9 for c in shown]
-    budget = result.memory_budget / 1e9
     is_gpu = result.memory_budget == result.cluster.gpu.memory_bytes
     fig.add_trace(
         go.Scatter(
@@ -267,13 +280,34 @@ def pareto_figure(
         legend=legend_below(height, margin, 60),
         xaxis=dict(
             type="log",
-            title_text=_("memory per GPU (GB, log scale)"),
+            title_text=_x_title(off),
             tickvals=log_ticks([*mems, budget]),
+            range=[math.log10(x_lo), math.log10(x_hi)],
         ),
-        yaxis=dict(type="log", title_text=_("step time (s, log scale)"), tickvals=log_ticks(times)),
+        yaxis=dict(
+            type="log",
+            title_text=_("step time (s, log scale)"),
+            tickvals=log_ticks(times),
+            range=[math.log10(min(times) / 1.3), math.log10(max(times) * 1.3)],
+        ),
         hovermode="closest",
     )
     return fit_layout(fig)
+
+
+def _x_title(off: list[Any]) -> str:
+    """The memory axis' title, and how many out-of-memory configurations lie right of it."""
+    title = _("memory per GPU (GB, log scale)")
+    if not off:
+        return title
+    most = max(c.memory_bytes_per_gpu for c in off) / 1e9
+    return (
+        title
+        + "; "
+        + _(
+            "{n} out-of-memory configurations (up to {most} GB) are off the axis, to the right"
+        ).format(n=f"{len(off):,}", most=f"{most:,.0f}")
+    )
 
 
 def time_terms_figure(
