@@ -53,6 +53,7 @@ def test_chinese_outputs_code_and_the_allowed_names_pass():
         stream("size count type\n"),  # nccl-tests' column names
         plotly("每个 rank 的显存（按类别）", "AllReduce（全归约）", "每个专家的平均负载 16"),
         plotly("列并行的 nn.Linear(h, ffn)", "dY (s, ffn/t)", "X (s, h)"),  # shapes are symbols
+        stream("GPipe 的 bubble（Huang et al. 2019）\n"),  # a citation
     ]
     assert english_in_outputs("print(x)", chinese) == []
     code = [stream("def traced_hello(ctx: RankContext, nbytes: int) -> list[float]:\n")]

@@ -9,7 +9,8 @@ output of every cell is read as the learner reads it, and a run of three or more
 
 A label a code cell prints goes through ``_()`` (``app/i18n_catalog.py``), or comes from the
 package, which translates its own. What is code stays as written: a cell that prints source
-(``inspect.getsource``), a tensor's shape (``X (s, h)``), and the names in :data:`ALLOW`.
+(``inspect.getsource``), a tensor's shape (``X (s, h)``), a paper cited by its authors
+(``Huang et al.``), and the names in :data:`ALLOW`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ SCANNED = {
     "03_ring_allreduce",
     "06_zero_fsdp",
     "07_tensor_parallel",
-}
+    "09_pipeline",
+}  # 13 quotes its sources' own titles (datasheets, papers, projects) in its tables
 
 ALLOW = (
     "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
@@ -42,6 +44,8 @@ ALLOW = (
 )
 _TAGS = re.compile(r"<[^>]+>")
 # a tensor and its shape, as the figures label them: X (s, h), dY (s, ffn/t)
+# a paper cited by its authors: (Huang et al. 2019)
+_CITED = re.compile(r"\b[A-Z][A-Za-z-]+ et al\.")
 _SHAPE = re.compile(r"\b[A-Za-z]{1,3}\s+\((?:[a-z0-9/]+,\s*)+[a-z0-9/]+\)")
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
 
@@ -81,6 +85,6 @@ def english_in_outputs(source: str, outputs: list[dict]) -> list[str]:
     found = []
     for out in outputs:
         for what, text in output_texts(out):
-            plain = _SHAPE.sub(" ", re.sub(r"<br>|</?[bi]>", " ", text))
+            plain = _CITED.sub(" ", _SHAPE.sub(" ", re.sub(r"<br>|</?[bi]>", " ", text)))
             found += [f"{what}: {p}" for p in english_phrases(plain, allow=ALLOW)]
     return found
