@@ -32,6 +32,8 @@ SCANNED = {
     "06_zero_fsdp",
     "07_tensor_parallel",
     "09_pipeline",
+    "04_ring_tree_ps",
+    "05_dp_bucketing_overlap",
 }  # 13 quotes its sources' own titles (datasheets, papers, projects) in its tables
 
 ALLOW = (
@@ -44,8 +46,8 @@ ALLOW = (
 )
 _TAGS = re.compile(r"<[^>]+>")
 # a tensor and its shape, as the figures label them: X (s, h), dY (s, ffn/t)
-# a paper cited by its authors: (Huang et al. 2019)
-_CITED = re.compile(r"\b[A-Z][A-Za-z-]+ et al\.")
+# a paper cited by its authors (Huang et al. 2019), a preset's source in its repr (source='...')
+_CITED = re.compile(r"\b[A-Z][A-Za-z-]+ et al\.|\bsource='[^']*'")
 _SHAPE = re.compile(r"\b[A-Za-z]{1,3}\s+\((?:[a-z0-9/]+,\s*)+[a-z0-9/]+\)")
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_int
+from ..core.i18n import _
 from .links import LINKS, Link
 
 __all__ = ["LINKS", "MAX_TOPOLOGY_RANKS", "Link", "Topology"]
@@ -191,9 +192,11 @@ class Topology:
 
     def describe(self) -> str:
         """E.g. ``2 nodes x 4 ranks, intra nvlink4-h100, inter ib-ndr-400, 4 NICs per node``."""
-        nics = self.nics_per_node
-        return (
-            f"{self.nodes} node{'s' if self.nodes != 1 else ''} x {self.gpus_per_node}"
-            f" rank{'s' if self.gpus_per_node != 1 else ''}, intra {self.intra.name}, inter"
-            f" {self.inter.name}, {nics} NIC{'s' if nics != 1 else ''} per node"
+        k, g, c = self.nodes, self.gpus_per_node, self.nics_per_node
+        return _("{nodes} x {ranks}, intra {intra}, inter {inter}, {nics} per node").format(
+            nodes=_("1 node") if k == 1 else _("{n} nodes").format(n=k),
+            ranks=_("1 rank") if g == 1 else _("{n} ranks").format(n=g),
+            intra=self.intra.name,
+            inter=self.inter.name,
+            nics=_("1 NIC") if c == 1 else _("{n} NICs").format(n=c),
         )

@@ -30,7 +30,8 @@ from typing import Any
 from ..core.errors import bad_value, check_choice, check_int
 from ..core.i18n import _
 from ..core.trace import Trace
-from ..core.width import MAX_TEXT_COLUMNS, ljust
+from ..core.width import MAX_TEXT_COLUMNS, ljust, rjust
+from ..core.width import width as display_width
 from ..plans.algorithms import ALGOS, build_plan, formula_bytes
 from ..plans.plan import MAX_PLAN_RANKS, Plan
 from .simulation import simulate
@@ -151,10 +152,18 @@ def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
     most :data:`~edu_parallel.core.width.MAX_TEXT_COLUMNS` wide. Where every rank of every row
     receives what it sends (each all-reduce here), one column shows both; else two, with as many
     ranks as fit (then "...")."""
-    lead = f"{'algo':<13}{'N':>3}{'steps':>6}{'msgs':>5}{'busiest':>8}{'load/D':>8}  "
+    lead = (
+        ljust(_("algo"), 13)
+        + rjust("N", 3)
+        + rjust(_("steps"), 6)
+        + rjust("msgs", 5)
+        + rjust(_("busiest"), 8)
+        + rjust("load/D", 8)
+        + "  "
+    )
     ok = [row for row in rows if row["supported"]]
     symmetric = all(row["sent"] == row["recv"] for row in ok)
-    room = MAX_TEXT_COLUMNS - len(lead)
+    room = MAX_TEXT_COLUMNS - display_width(lead)
     ranks = min(max_ranks, (room if symmetric else (room - 1) // 2) // 5 - 1)  # "x.xx " a rank
     width = 5 * ranks + 4  # and " ..."
     if symmetric:
@@ -162,7 +171,7 @@ def format_traffic_table(rows: list[dict[str, Any]], max_ranks: int = 8) -> str:
     else:
         sent = _("sent per rank / D")
         head = lead + ljust(sent, width) + " " + _("received per rank / D")
-    lines = [head, "-" * min(len(head), MAX_TEXT_COLUMNS)]
+    lines = [head, "-" * min(display_width(head), MAX_TEXT_COLUMNS)]
     for row in rows:
         if not row["supported"]:
             lines.append(f"{row['algo']:<13}{row['world_size']:>3}   n/a: {row['note']}")

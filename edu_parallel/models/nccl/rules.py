@@ -70,7 +70,8 @@ class NcclSystem:
         caps += [c for c, on in (("NVSwitch", self.nvswitch), ("NVLS", self.nvls)) if on]
         caps += ["IB SHARP"] if self.collnet else []
         name = self.name + ": " if self.name else ""
-        return fit(f"{name}{self.topology.describe()} ({', '.join(caps)})")
+        listed = _(" ({caps})").format(caps=_(", ").join(caps))  # 、 between them in Chinese
+        return fit(f"{name}{self.topology.describe()}{listed}")
 
 
 def why_not(coll: str, algo: str, proto: str, s: NcclSystem) -> str:
