@@ -54,6 +54,8 @@ def test_chinese_outputs_code_and_the_allowed_names_pass():
         plotly("每个 rank 的显存（按类别）", "AllReduce（全归约）", "每个专家的平均负载 16"),
         plotly("列并行的 nn.Linear(h, ffn)", "dY (s, ffn/t)", "X (s, h)"),  # shapes are symbols
         stream("GPipe 的 bubble（Huang et al. 2019）\n"),  # a citation
+        stream("r0 s0 router          compute router 512 B  [0.003, 0.016]\n"),  # a trace record
+        stream("布局 dp x tp x pp = 2 x 2 x 2，mb x M\n"),  # products of symbols
     ]
     assert english_in_outputs("print(x)", chinese) == []
     code = [stream("def traced_hello(ctx: RankContext, nbytes: int) -> list[float]:\n")]

@@ -9,8 +9,9 @@ output of every cell is read as the learner reads it, and a run of three or more
 
 A label a code cell prints goes through ``_()`` (``app/i18n_catalog.py``), or comes from the
 package, which translates its own. What is code stays as written: a cell that prints source
-(``inspect.getsource``), a tensor's shape (``X (s, h)``), a paper cited by its authors
-(``Huang et al.``), and the names in :data:`ALLOW`.
+(``inspect.getsource``), a trace's records, a tensor's shape (``X (s, h)``), a product of
+symbols (``dp x tp x pp``), a paper cited by its authors (``Huang et al.``), and the names in
+:data:`ALLOW`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ SCANNED = {
     "09_pipeline",
     "04_ring_tree_ps",
     "05_dp_bucketing_overlap",
+    "08_expert_parallel",
+    "10_3d_planner",
 }  # 13 quotes its sources' own titles (datasheets, papers, projects) in its tables
 
 ALLOW = (
@@ -43,11 +46,17 @@ ALLOW = (
     "FSDP whole model",
     "FSDP per layer, kept",
     "FSDP per layer,",
+    # the mesh coordinates' names, as torch's DeviceMesh has them (lesson 10)
+    "rank pp dp tp",
+    "rank (pp, dp, tp)",
 )
 _TAGS = re.compile(r"<[^>]+>")
 # a tensor and its shape, as the figures label them: X (s, h), dY (s, ffn/t)
 # a paper cited by its authors (Huang et al. 2019), a preset's source in its repr (source='...')
 _CITED = re.compile(r"\b[A-Z][A-Za-z-]+ et al\.|\bsource='[^']*'")
+# a product of symbols (dp x tp x pp, mb x M) and a trace's record (r0 s0 router ...)
+_PRODUCT = re.compile(r"[\w()]+(?: x [\w()]+)+")
+_TRACE_LINE = re.compile(r"^\s*r\d+ s\d+ .*$", re.MULTILINE)
 _SHAPE = re.compile(r"\b[A-Za-z]{1,3}\s+\((?:[a-z0-9/]+,\s*)+[a-z0-9/]+\)")
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
 
@@ -87,6 +96,8 @@ def english_in_outputs(source: str, outputs: list[dict]) -> list[str]:
     found = []
     for out in outputs:
         for what, text in output_texts(out):
-            plain = _CITED.sub(" ", _SHAPE.sub(" ", re.sub(r"<br>|</?[bi]>", " ", text)))
+            plain = re.sub(r"<br>|</?[bi]>", " ", text)
+            for symbols in (_TRACE_LINE, _SHAPE, _PRODUCT, _CITED):
+                plain = symbols.sub(" ", plain)
             found += [f"{what}: {p}" for p in english_phrases(plain, allow=ALLOW)]
     return found
