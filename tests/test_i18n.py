@@ -258,10 +258,20 @@ def test_a_planted_import_time_translation_is_caught(tmp_path):
     assert [h.rsplit(":", 1)[1] for h in _import_time_calls(path)] == ["2", "5", "6"]
 
 
+def _python_source(path: Path) -> str:
+    if path.suffix != ".ipynb":
+        return path.read_text(encoding="utf-8")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    lines = "\n".join(code).splitlines()
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+
+
 def _rebinds(path: Path) -> list[str]:
     """Places where ``_`` is assigned (``for x, _ in ...``, ``_ = ...``, a parameter ``_``) in a
-    scope that also calls ``_()``: there the call would not reach gettext."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    scope that also calls ``_()``: there the call would not reach gettext. A lesson is one scope:
+    its code cells share the kernel's namespace (IPython's magics left out)."""
+    tree = ast.parse(_python_source(path))
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
     comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
     out = []
@@ -307,6 +317,15 @@ def test_a_planted_rebinding_is_caught(tmp_path):
         "def g(rows):\n    return [n for n, _ in rows], _('the comprehension has its own _')\n"
     )
     assert _rebinds(path) == ["bad.py:3 rebinds _ where _() is called"]
+    book = tmp_path / "11_bad.ipynb"  # a lesson: one namespace across its cells
+    cells = [
+        {"cell_type": "code", "source": ["%%time\n", "from edu_parallel.core.i18n import _"]},
+        {"cell_type": "markdown", "source": ["_ = 'prose'"]},
+        {"cell_type": "code", "source": ["_, reports = sweep()\n"]},
+        {"cell_type": "code", "source": ["print(_('a label'))"]},
+    ]
+    book.write_text(json.dumps({"cells": cells}))
+    assert _rebinds(book) == ["11_bad.ipynb:2 rebinds _ where _() is called"]
 
 
 # --- the lessons -----------------------------------------------------------------------------

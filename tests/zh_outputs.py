@@ -23,21 +23,23 @@ from typing import Any
 
 from helpers import english_phrases
 
-# the Chinese lessons whose outputs are scanned; the rest print labels of their code cells that are
-# still English, and join this set as their cells go through _()
+# the Chinese lessons whose outputs are scanned: all but 13, whose tables quote their sources' own
+# titles (datasheets, papers, projects) in English
 SCANNED = {
     "00_tour",
     "01_parallelism_map",
     "02_collectives",
     "03_ring_allreduce",
-    "06_zero_fsdp",
-    "07_tensor_parallel",
-    "09_pipeline",
     "04_ring_tree_ps",
     "05_dp_bucketing_overlap",
+    "06_zero_fsdp",
+    "07_tensor_parallel",
     "08_expert_parallel",
+    "09_pipeline",
     "10_3d_planner",
-}  # 13 quotes its sources' own titles (datasheets, papers, projects) in its tables
+    "11_compression",
+    "12_sync_async",
+}
 
 ALLOW = (
     "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
@@ -49,6 +51,8 @@ ALLOW = (
     # the mesh coordinates' names, as torch's DeviceMesh has them (lesson 10)
     "rank pp dp tp",
     "rank (pp, dp, tp)",
+    # a straggler setting's name (AsyncConfig.straggler_label), the key lesson 12 indexes runs by
+    "random worker, exponential",
 )
 _TAGS = re.compile(r"<[^>]+>")
 # a tensor and its shape, as the figures label them: X (s, h), dY (s, ffn/t)

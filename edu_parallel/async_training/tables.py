@@ -129,8 +129,8 @@ def straggler_table(
                 N_("S x kept per step"): r.config.steps * r.config.kept_per_step,
                 N_("dropped"): r.dropped,
                 N_("staleness"): r.staleness_histogram,
-                f"wall, {calm} (s)": r.wall_s,
-                f"wall, {straggler} (s)": slow.wall_s,
+                _("wall, {setting} (s)").format(setting=calm): r.wall_s,
+                _("wall, {setting} (s)").format(setting=straggler): slow.wall_s,
                 N_("slower by (s)"): slow.wall_s - r.wall_s,
                 N_("straggler delays (s)"): sum(
                     e.duration for e in slow.trace.events if e.op == "delay"
