@@ -9,8 +9,10 @@ One check, a function of a page (a lab's lesson cell, or a planted page in
   (the buttons of an update menu, the slider's rail and grip). Two labels that overlap by more
   than :data:`SLACK_PX` in both directions are named, and so is a control that covers a label
   that is not its own, and a point's marker drawn over a data label of another trace (an
-  annotation, text on a bar or point; a trace's text on its own markers is meant). The boxes
-  are the browser's (``getBoundingClientRect``), so a wider Chinese label is measured as drawn.
+  annotation, text on a bar or point; a trace's text on its own markers is meant). A label that
+  starts or ends within :data:`EDGE_PX` of the figure's edge (or beyond it) is named too: its
+  first or last letter is cut. The boxes are the browser's (``getBoundingClientRect``), so a
+  wider Chinese label is measured as drawn.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 SLACK_PX = 2  # a glyph box is a little taller than its ink: two lines touching are not an overlap
+EDGE_PX = 1  # a label closer than this to the figure's left or right edge has its letters cut
 
-_OVERLAPS = """(scope, slack) => {
+_OVERLAPS = """(scope, [slack, edge]) => {
   const out = [];
   const LABELS = [
     ['annotation', '.annotation .annotation-text'],
@@ -76,6 +79,14 @@ _OVERLAPS = """(scope, slack) => {
       controls.push({kind: 'marker', text: '', e, r: e.getBoundingClientRect(),
                      trace: e.closest('.trace')});
     }
+    const svg = plot.querySelector('.main-svg');
+    const frame = svg ? svg.getBoundingClientRect() : null;
+    for (const l of frame ? labels : []) {
+      if (l.r.left < frame.left + edge || l.r.right > frame.right - edge) {
+        const side = l.r.left < frame.left + edge ? 'left' : 'right';
+        out.push(`${name}: ${l.kind} '${l.text.slice(0, 40)}' is cut at the figure's ${side} edge`);
+      }
+    }
     const cut = (a, b) => [Math.min(a.right, b.right) - Math.max(a.left, b.left),
                            Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top)];
     const said = l => `${l.kind} '${l.text.slice(0, 40)}'`;
@@ -107,7 +118,10 @@ _OVERLAPS = """(scope, slack) => {
 }"""
 
 
-def overlapping_labels(scope: Any, slack_px: float = SLACK_PX) -> list[str]:
-    """One line per pair of overlapping labels, or control over a label, in the plotly figures of
-    ``scope`` (an element handle: a cell, a figure, a page's body), naming the figure and both."""
-    return scope.evaluate(_OVERLAPS, slack_px)
+def overlapping_labels(
+    scope: Any, slack_px: float = SLACK_PX, edge_px: float = EDGE_PX
+) -> list[str]:
+    """One line per pair of overlapping labels, control over a label, or label cut at the edge,
+    in the plotly figures of ``scope`` (an element handle: a cell, a figure, a page's body),
+    naming the figure and the labels."""
+    return scope.evaluate(_OVERLAPS, [slack_px, edge_px])

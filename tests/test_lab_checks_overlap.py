@@ -166,3 +166,19 @@ def test_a_button_over_the_sliders_label_is_named(page):
     assert any("the button '▶ Play' covers slider 't = 0'" in f for f in found), found
     fig.update_layout(updatemenus=[dict(x=0.0, y=1.2, yanchor="bottom")], margin=dict(t=120))
     assert _draw(page, fig) == []
+
+
+def test_a_title_on_the_figures_left_edge_is_named_and_the_styled_one_passes(page):
+    """Lesson 05's subtitle read "ll-reduce hidden": a left-aligned title at the container's
+    x = 0 and no pad starts on the figure's edge; viz/style.title_layout pads it in."""
+    from edu_parallel.viz.style import title_layout
+
+    edge = _bars()
+    edge.update_layout(
+        title=dict(text="streams", x=0, xanchor="left", subtitle=dict(text="all-reduce hidden"))
+    )
+    found = _draw(page, edge)
+    assert any("title 'all-reduce hidden' is cut at the figure's left edge" in f for f in found)
+    styled = _bars()
+    styled.update_layout(title=title_layout("streams", "all-reduce hidden"), margin=dict(t=90))
+    assert _draw(page, styled) == []

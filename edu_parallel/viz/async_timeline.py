@@ -36,6 +36,7 @@ from .style import (
     ORANGE,
     PHASE_COLORS,
     RED,
+    TITLE_PAD_PX,
     WAITING,
     WIDTH,
 )
@@ -144,7 +145,7 @@ def regime_timeline(trace: Trace, window_s: float = 0.3, title: str | None = Non
     )
     waiting = _("share of the window spent waiting: {shares}").format(shares=sub)
     fig.update_layout(
-        title=dict(text=f"{head}<br><sup>{waiting}</sup>", x=0),
+        title=dict(text=f"{head}<br><sup>{waiting}</sup>", x=0, pad=dict(l=TITLE_PAD_PX)),
         barmode="overlay",
         width=WIDTH,
         height=140 + 45 * len(ranks),
@@ -251,7 +252,7 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         else _("every run reached the target")
     )
     fig.update_layout(
-        title=dict(text=f"{head}<br><sup>{never}</sup>", x=0),
+        title=dict(text=f"{head}<br><sup>{never}</sup>", x=0, pad=dict(l=TITLE_PAD_PX)),
         xaxis_title=_("straggler"),
         yaxis_title=_("time to target (s)"),
         legend_title_text=_("regime"),

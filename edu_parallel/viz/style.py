@@ -34,6 +34,7 @@ from .fit import MAX_WIDTH_PX
 WIDTH = MAX_WIDTH_PX  # every plotly figure: the lesson column's width
 FONT_PX = 12  # labels, legends, ticks (>= fit.MIN_FONT_PX)
 TITLE_FONT_PX = 15
+TITLE_PAD_PX = 10  # the title and subtitle start this far from the figure's left edge, not on it
 FONT = dict(size=FONT_PX)
 
 
@@ -41,7 +42,15 @@ def title_layout(text: str, subtitle: str | None = None) -> dict[str, Any]:
     """A left-aligned title (and subtitle) below the top edge, clear of plotly's modebar."""
     sub = {} if subtitle is None else dict(subtitle=dict(text=subtitle, font=FONT))
     return (
-        dict(text=text, x=0.0, xanchor="left", y=0.98, yanchor="top", font=dict(size=TITLE_FONT_PX))
+        dict(
+            text=text,
+            x=0.0,
+            xanchor="left",
+            y=0.98,
+            yanchor="top",
+            pad=dict(l=TITLE_PAD_PX),
+            font=dict(size=TITLE_FONT_PX),
+        )
         | sub
     )
 
