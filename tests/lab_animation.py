@@ -90,7 +90,7 @@ def _button(plot: Any, words: tuple[str, ...]) -> Any:
 
 
 def play_problems(
-    plot: Any, samples: int = 6, every_s: float = 0.5, name: str = "figure"
+    plot: Any, samples: int = 6, every_s: float = 0.3, name: str = "figure"
 ) -> tuple[list[str], bool]:
     """Press Play on an animated figure, sample it ``samples`` times ``every_s`` apart, press
     pause; returns one line per problem seen (a panel with no marks at frame 0, a sample where a
