@@ -69,7 +69,7 @@ def test_crossover_figure_marks_the_crossing() -> None:
     ax = fig.axes[0]
     assert len(ax.get_lines()) >= 4 and ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert any("ring = tree" in t.get_text() for t in ax.texts)
-    assert fig._repr_png_()[:4] == b"\x89PNG"
+    assert fig._repr_png_()[0][:4] == b"\x89PNG"
     fig2 = crossover_figure(2, LINK)
     assert any("faster at every size" in t.get_text() for t in fig2.axes[0].texts)
 

@@ -27,6 +27,7 @@ from edu_parallel.viz import (
     time_axis_label,
     timeline,
 )
+from edu_parallel.viz.figure import TEXT_KEY
 from edu_parallel.viz.model import ranks_text
 from edu_parallel.viz.ring import RingDrawing
 
@@ -384,12 +385,19 @@ def test_viz_imports_no_torch_and_no_plotting_library_at_import():
 
 
 def test_matplotlib_renderers_display_in_a_notebook_without_pyplot():
+    from matplotlib.axes import Axes
+
     from edu_parallel.viz import bytes_bars, step_grid
 
     trace = simulate(ring_allreduce_plan(3), 48, "int64", pattern="powers_of_two")[0]
     for fig in (step_grid(trace), bytes_bars(trace)):
-        png = fig._repr_png_()
+        png, meta = fig._repr_png_()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+        # the figure's visible text rides beside its pixels: its title and its axis labels
+        text = meta[TEXT_KEY]
+        labels = {f(ax) for ax in fig.axes for f in (Axes.get_title, Axes.get_xlabel)} - {""}
+        assert labels and labels <= set(text), (labels, text)
+        assert len(text) == len(set(text)) and "" not in text
 
 
 def _png_array(png: bytes):
@@ -422,7 +430,7 @@ def test_the_notebook_png_is_savefigs_tight_crop_drawn_once():
     for make in (lambda: step_grid(trace), lambda: bytes_bars(trace)):
         fig, ref = make(), make()
         canvas, dpi = fig.canvas, fig.dpi
-        mine, theirs = _png_array(fig._repr_png_()), _png_array(_savefig_tight(ref))
+        mine, theirs = _png_array(fig._repr_png_()[0]), _png_array(_savefig_tight(ref))
         assert fig.canvas is canvas and fig.dpi == dpi
         assert mine.shape == theirs.shape
         assert (np.abs(mine - theirs).max(axis=-1) > 60).mean() < 0.05  # anti-aliasing only

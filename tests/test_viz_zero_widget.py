@@ -58,7 +58,7 @@ def test_static_bars_equal_the_breakdown():
             tops[x] = max(tops.get(x, 0), p.get_y() + p.get_height())
     assert tops == {0: 16, 1: 7, 2: 5}
     assert [t.get_text() for t in ax.get_xticklabels()] == ["DP", "ZeRO-1", "ZeRO-3"]
-    assert fig._repr_png_()[:4] == b"\x89PNG"
+    assert fig._repr_png_()[0][:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="estimates"):
         memory_bars({})
     with pytest.raises(ValueError, match=r"estimates\['x'\]"):

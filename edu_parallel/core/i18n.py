@@ -133,9 +133,10 @@ def reload_catalogs() -> None:
 
 
 def _(message: str) -> str:
-    """``message`` in the current language (itself where the catalog has no translation)."""
+    """``message`` in the current language (itself where the catalog has no translation; "" stays
+    "", where gettext would give the catalog's header)."""
     lang = _current()
-    if lang == "en":
+    if lang == "en" or not message:
         return message
     return catalog(lang).gettext(message)
 

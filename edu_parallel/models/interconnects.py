@@ -52,39 +52,50 @@ FABRICS: dict[str, Fabric] = {
             8,
             "nvlink3-a100",
             "ib-hdr-200",
-            "NVIDIA DGX A100 user guide: 8 A100 on NVSwitch, 8 ConnectX-6 HDR 200 Gb/s compute"
-            " ports, one per GPU (DGX SuperPOD: rail-optimized)",
+            N_(
+                "NVIDIA DGX A100 user guide: 8 A100 on NVSwitch, 8 ConnectX-6 HDR 200 Gb/s compute"
+                " ports, one per GPU (DGX SuperPOD: rail-optimized)"
+            ),
         ),
         Fabric(
             "dgx-h100-rail",
             8,
             "nvswitch-h100",
             "ib-ndr-400",
-            "NVIDIA DGX H100 user guide: 8 H100 on 4 NVSwitch, 8 ConnectX-7 NDR 400 Gb/s compute"
-            " ports, one per GPU (DGX SuperPOD reference architecture: rail-optimized)",
+            N_(
+                "NVIDIA DGX H100 user guide: 8 H100 on 4 NVSwitch, 8 ConnectX-7 NDR 400 Gb/s"
+                " compute ports, one per GPU (DGX SuperPOD reference architecture: rail-optimized)"
+            ),
         ),
         Fabric(
             "hgx-h100-roce-rail",
             8,
             "nvswitch-h100",
             "roce-400g",
-            "NVIDIA Spectrum-X reference architecture: HGX H100, 8 x 400GbE RoCE NICs per node,"
-            " one per GPU, rail-optimized",
+            N_(
+                "NVIDIA Spectrum-X reference architecture: HGX H100, 8 x 400GbE RoCE NICs per node,"
+                " one per GPU, rail-optimized"
+            ),
         ),
         Fabric(
             "dgx-b200-rail",
             8,
             "nvlink5-b200",
             "ib-ndr-400",
-            "NVIDIA DGX B200 user guide: 8 B200 on NVLink 5, 8 ConnectX-7 400 Gb/s compute ports",
+            N_(
+                "NVIDIA DGX B200 user guide: 8 B200 on NVLink 5, 8 ConnectX-7 400 Gb/s compute"
+                " ports"
+            ),
         ),
         Fabric(
             "mi300x-rail",
             8,
             "xgmi-mi300x-gpu",
             "ib-ndr-400",
-            "AMD MI300X platform (ROCm docs mi300.md: 8 GPUs, 7 Infinity Fabric links each);"
-            " Azure ND MI300X v5: 8 x 400 Gb/s NDR InfiniBand per VM, one per GPU",
+            N_(
+                "AMD MI300X platform (ROCm docs mi300.md: 8 GPUs, 7 Infinity Fabric links each);"
+                " Azure ND MI300X v5: 8 x 400 Gb/s NDR InfiniBand per VM, one per GPU"
+            ),
         ),
     )
 }
@@ -178,7 +189,7 @@ def interconnect_table(
                 link.alpha_s * 1e6,
                 t,
                 busbw(t),
-                link.source,
+                _(link.source),
             )
         )
     for f in FABRICS.values():
@@ -194,7 +205,7 @@ def interconnect_table(
                 t,
                 busbw(t),
                 _("{topology}, one NIC per GPU; {source}").format(
-                    topology=topo.describe(), source=f.source
+                    topology=topo.describe(), source=_(f.source)
                 ),
             )
         )

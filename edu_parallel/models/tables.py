@@ -118,11 +118,11 @@ def links_table() -> pd.DataFrame:
     rows = [
         {
             N_("preset"): name,
-            N_("datasheet"): ARITHMETIC[name][0],
+            N_("datasheet"): _(ARITHMETIC[name][0]),
             N_("arithmetic (B/s)"): ARITHMETIC[name][1],
             N_("GB/s each way"): round(link.bandwidth_Bps / 1e9, 3),
-            N_("source"): link.source,
-            N_("what the model leaves out"): link.note,
+            N_("source"): _(link.source),
+            N_("what the model leaves out"): _(link.note),
         }
         for name, link in LINKS.items()
     ]

@@ -257,4 +257,9 @@ def time_to_target_figure(table: pd.DataFrame, title: str | None = None) -> Any:
         yaxis_title=_("time to target (s)"),
         legend_title_text=_("regime"),
     )
+    # px names the hover's fields by the table's columns, which are code keys
+    fig.update_traces(
+        hovertemplate=_("straggler {x}: {y} s").format(x="%{x}", y="%{y:.3g}")
+        + "<extra>%{fullData.name}</extra>"
+    )
     return fit_layout(fig)

@@ -2,7 +2,10 @@
 
 The renderers build :class:`matplotlib.figure.Figure` objects directly (no pyplot global state, safe
 headless). A bare Figure only displays once pyplot's inline backend is active; this subclass adds
-``_repr_png_`` so a renderer's result displays in Jupyter as the last expression of a cell.
+``_repr_png_`` so a renderer's result displays in Jupyter as the last expression of a cell. The
+PNG's output metadata carries the figure's visible text (:func:`figure_text`, under
+:data:`TEXT_KEY`): what a reader of the image reads, kept as text beside its pixels, where a scan of
+a lesson's outputs (the Chinese lessons' English check) or a page's alt text can read it.
 
 The PNG is cropped to the figure's tight bounding box, as ``savefig(bbox_inches="tight")`` crops
 it, from a single draw (:func:`tight_png`): ``savefig`` draws a figure twice for that (once to
@@ -19,6 +22,8 @@ from typing import Any
 
 from .fit import PNG_DPI
 from .fonts import use_cjk_font
+
+TEXT_KEY = "edu_parallel/text"  # the output metadata key of a PNG figure's visible text
 
 
 def tight_png(fig: Any, dpi: float = PNG_DPI) -> bytes:
@@ -100,10 +105,20 @@ def figure_class() -> type:
     class NotebookFigure(Figure):
         """A Figure that Jupyter renders as PNG."""
 
-        def _repr_png_(self) -> bytes:
-            return tight_png(self)
+        def _repr_png_(self) -> tuple[bytes, dict[str, list[str]]]:
+            png = tight_png(self)  # drawn: the text artists are laid out
+            return png, {TEXT_KEY: figure_text(self)}
 
     return NotebookFigure
+
+
+def figure_text(fig: Any) -> list[str]:
+    """The text of every visible text artist of ``fig`` (titles, axis and tick labels, legend
+    entries, annotations), once each, in the order matplotlib holds them."""
+    from matplotlib.text import Text
+
+    texts = (t.get_text().strip() for t in fig.findobj(Text) if t.get_visible())
+    return list(dict.fromkeys(t for t in texts if t))
 
 
 def new_figure(**kwargs: Any) -> Any:

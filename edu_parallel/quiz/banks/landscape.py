@@ -86,7 +86,7 @@ def q_port_gbps(d: LandscapeDraw, run: Runner) -> Numeric:
         explanation=_(
             "Network ports are quoted in bits per second per direction: {gbps} Gb/s / 8 ="
             " {gBps} GB/s ({source})."
-        ).format(gbps=d.gbps, gBps=f"{link.bandwidth_Bps / 1e9:g}", source=link.source),
+        ).format(gbps=d.gbps, gBps=f"{link.bandwidth_Bps / 1e9:g}", source=_(link.source)),
         params={"gbps": d.gbps},
         key="port_gbps",
     )
