@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import LEARNER
 from lab_driver import why_no_browser
-from zh_outputs import SCANNED, english_in_outputs
+from zh_outputs import english_in_outputs
 
 from edu_parallel import Cluster
 from edu_parallel.core.i18n import LANG_VAR
@@ -30,8 +30,9 @@ TIMES_VAR = "EDU_PARALLEL_BROWSER_TIMES"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run each English lesson once: in the real-browser pass when it runs, else under nbval.
-    The Chinese lessons run under nbval, which scans their outputs for English.
+    """Run each lesson once, in each language: in the real-browser pass when it runs, else under
+    nbval. The outputs of a Chinese lesson are scanned for English either way (``zh_outputs.py``:
+    the browser pass reads the notebook as the lab saves it; under nbval, :class:`ZhOutputScan`).
 
     The browser pass executes every lesson with Run All and fails on any error or stderr output,
     which is all nbval-lax checks, and more; running the lessons twice would only cost minutes.
@@ -40,12 +41,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     browser = any(item.path.name == BROWSER_PASS for item in items)
     if not browser or why_no_browser() is not None:
         return
-    lessons = [  # the English lessons; the Chinese ones stay under nbval, where their outputs are
-        # scanned for English (zh_outputs.py): zh/03 runs in both, 8 s
-        i
-        for i in items
-        if i.path.suffix == ".ipynb" and i.path.name[:2].isdigit() and i.path.parent.name != "zh"
-    ]
+    lessons = [i for i in items if i.path.suffix == ".ipynb" and i.path.name[:2].isdigit()]
     if lessons:
         config.hook.pytest_deselected(items=lessons)
         items[:] = [i for i in items if i not in lessons]
@@ -56,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class ZhOutputScan:
-    """A cell of a scanned Chinese lesson (``zh_outputs.SCANNED``) fails on English output. A
+    """A cell of a Chinese lesson run under nbval fails on English output (``zh_outputs.py``). A
     plugin, not a hook of this file: a conftest's item hooks apply only below its folder, and the
     lessons run from ``notebooks/``."""
 
@@ -70,7 +66,7 @@ class ZhOutputScan:
             or not report.passed
             or path is None
             or path.parent.name != "zh"
-            or path.stem not in SCANNED
+            or not path.stem[:2].isdigit()
             or not hasattr(item, "test_outputs")
         ):
             return

@@ -46,9 +46,6 @@ PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the current t
 FEEDBACK_WORDS = ("Correct!", "Not quite", "run failed", "cluster is closed", "is not valid")
 
 
-ZH_LESSON = "zh/03_ring_allreduce.ipynb"  # the Chinese lesson the browser pass runs
-
-
 def cjk_fontconfig(folder: Path) -> dict[str, str]:
     """Environment for Chromium that adds the package's CJK font (mplfonts' Noto Sans CJK SC) to
     the system's fonts, so that 中文 renders on a machine without CJK fonts (screenshots read).
@@ -212,6 +209,8 @@ class Lesson:
         ``zh`` in the file browser first, as a learner does."""
         self.name, self.shots, self.server, self.page = name, shots, server, page
         *folders, file = name.split("/")
+        if folders:  # from the workspace's top, wherever the last lesson left the file browser
+            page.click(".jp-BreadCrumbs-home")
         for folder in folders:
             page.locator(".jp-DirListing-itemText", has_text=folder).first.dblclick()
             page.wait_for_selector(f".jp-BreadCrumbs:has-text('{folder}')")
@@ -226,12 +225,25 @@ class Lesson:
             raise AssertionError(f"{name} opened with a dialog: {dialog.inner_text()!r}")
 
     def close(self) -> None:
-        """Close the tab without saving, and shut its kernel down (a closed tab keeps it)."""
+        """Close the tab without saving (what changed since a :meth:`save` is discarded), and
+        shut its kernel down (a closed tab keeps it)."""
+        dirty = self.page.query_selector(".lm-TabBar-tab.lm-mod-current.jp-mod-dirty")
         self.page.click(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
-        discard = self.page.wait_for_selector(".jp-Dialog button:has-text('Discard')")
-        discard.click()
-        self.page.wait_for_selector(".jp-Dialog", state="detached")
+        if dirty is not None:
+            discard = self.page.wait_for_selector(".jp-Dialog button:has-text('Discard')")
+            discard.click()
+            self.page.wait_for_selector(".jp-Dialog", state="detached")
         self.server.shutdown_kernels(self.name, wait=False)
+
+    def save(self) -> dict:
+        """File > Save, as in the menu; returns the notebook as JupyterLab wrote it, outputs and
+        their metadata included (what the learner's kernel sent, as the page shows it)."""
+        self.page.click("li.lm-MenuBar-item:has-text('File')")
+        self.page.click("li[data-command='docmanager:save']")
+        self.page.wait_for_selector(
+            ".lm-TabBar-tab.lm-mod-current.jp-mod-dirty", state="detached", timeout=30_000
+        )
+        return json.loads((self.server.folder / self.name).read_text(encoding="utf-8"))
 
     def screenshot(self, label: str) -> Path:
         path = self.shots / f"{Path(self.name).stem}_{label}.png"
@@ -291,14 +303,14 @@ class Lesson:
             if p.evaluate("g => ((g._transitionData || {})._frames || []).length > 1")
         ]
 
-    def play_every_animation(self) -> list[str]:
-        """Press Play on every animation, sample it while it plays, press pause
-        (:func:`lab_animation.play_problems`): one line per problem, an animation that Play did
-        not move included."""
+    def play_every_animation(self, samples: int = 6) -> list[str]:
+        """Press Play on every animation, sample it ``samples`` times while it plays, press
+        pause (:func:`lab_animation.play_problems`): one line per problem, an animation that Play
+        did not move included."""
         out = []
         for i, plot in enumerate(self.animations()):
             name = f"{self.name} animation {i + 1}"
-            problems, moved = play_problems(plot, name=name)
+            problems, moved = play_problems(plot, samples=samples, name=name)
             out += problems + ([] if moved else [f"{name}: Play did not move it"])
         return out
 

@@ -15,12 +15,16 @@ Without Chromium or Playwright the tests skip and say why; in CI (``CI=true``) t
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from lab_animation import collect_page_errors
 from lab_driver import (
-    ZH_LESSON,
+    FEEDBACK_WORDS,
     LabServer,
     Lesson,
     chromium_browser,
@@ -28,6 +32,7 @@ from lab_driver import (
     close_unedited_tab,
 )
 from lab_prose import page_problems
+from zh_outputs import english_in_notebook
 
 from edu_parallel.core.i18n import _, language
 from edu_parallel.quiz import MultipleChoice, PredictThenRun, get_quiz
@@ -36,6 +41,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 LESSONS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+# every lesson in each language: the English ones, then the Chinese ones in the Chinese lab
+PASS = [*LESSONS, *(f"zh/{name}" for name in LESSONS)]
+# samples of a playing animation: six in English span the frames where a figure once blanked; the
+# Chinese figure is the same code on the same data with other labels, so two samples (the marks
+# stay, the frame moves) and its frame-0 checks (labels, buttons over the slider) cover what the
+# language changes
+PLAY_SAMPLES = {"en": 6, "zh": 2}
 RUN_ALL_LIMIT_S = 240
 LEARNER = "browser-test"  # the learner seed of the lab's kernels: the same shuffled options
 
@@ -57,11 +69,37 @@ def _lab_env(root: Path) -> dict[str, str]:
     return env
 
 
+@dataclass
+class Course:
+    """One ``edu-parallel lab`` in a language, and the one page a learner keeps open on it; each
+    lesson opens in a tab of that page, as a learner opens them one after another."""
+
+    lang: str
+    server: LabServer
+    page: object
+    page_errors: list[str]  # the page's uncaught errors (``pageerror``); each lesson clears it
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, browser):
-    root = tmp_path_factory.mktemp("learner")
-    with LabServer(root / "course", _lab_env(root)) as server:
-        yield server
+def courses(tmp_path_factory, browser) -> Iterator[Callable[[str], Course]]:
+    """``course(lang)``: the lab in ``lang`` (``--lang zh`` for Chinese), started the first time
+    a test asks for it, and kept for the rest of the module."""
+    opened: dict[str, Course] = {}
+    with ExitStack() as stack:
+
+        def course(lang: str) -> Course:
+            if lang not in opened:
+                root = tmp_path_factory.mktemp(f"learner-{lang}")
+                args = ("--lang", lang) if lang != "en" else ()
+                server = stack.enter_context(LabServer(root / "course", _lab_env(root), args))
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                stack.callback(page.close)
+                page.goto(server.url("/lab/workspaces/learner"))
+                page.wait_for_selector(".jp-DirListing-itemText", timeout=90_000)
+                opened[lang] = Course(lang, server, page, collect_page_errors(page))
+            return opened[lang]
+
+        yield course
 
 
 @pytest.fixture(scope="module")
@@ -69,28 +107,26 @@ def shots(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-@pytest.fixture(scope="module")
-def page(browser, lab):
-    """One JupyterLab page for the whole pass; each lesson opens in a tab, as a learner does."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(lab.url("/lab/workspaces/learner"))
-    page.wait_for_selector(".jp-DirListing-itemText", timeout=90_000)
-    yield page
-    page.close()
+def feedback_words(lang: str) -> tuple[str, str]:
+    """The words that open the quiz's feedback in ``lang``, right and wrong: "Correct!" and
+    "Not quite", as every question kind's feedback begins."""
+    with language(lang):
+        right = _("Correct! {expected}").split("{")[0].strip()
+        wrong = re.split(r"[.。]", _("Not quite. You chose {given}; the answer is {expected}"))[0]
+    return right, wrong
 
 
-@pytest.fixture(scope="module")
-def page_errors(page) -> list[str]:
-    """The page's uncaught errors (``pageerror``); each lesson clears it first."""
-    return collect_page_errors(page)
+def _answer_the_quiz(lesson: Lesson, stem: str, lang: str) -> None:
+    """A question answered wrong, then right, and a predict-then-run question graded by its run,
+    with the feedback in the lesson's language.
 
-
-def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
-    """A question answered wrong, then right, and a predict-then-run question graded by its run.
-
-    The right answers come from the lesson's bank built here, with the learner seed the kernel
-    has, and are found on the page by their text (the options are shuffled per learner)."""
-    bank = get_quiz(stem, learner=LEARNER)
+    The right answers come from the lesson's bank built here, in ``lang``, with the learner seed
+    the kernel has, and are found on the page by their text (the options are shuffled per
+    learner)."""
+    with language(lang):
+        bank = get_quiz(stem, learner=LEARNER)
+    right_word, wrong_word = feedback_words(lang)
+    words = FEEDBACK_WORDS if lang == "en" else (right_word, wrong_word)
     on_page = []
     for block in lesson.quiz_questions():
         shown = block.text_content() or ""
@@ -100,24 +136,27 @@ def _answer_the_quiz(lesson: Lesson, stem: str) -> None:
     assert single, f"{stem}: no one-answer question to try"
     block, q = single[0]
     wrong = q.choices[min(set(range(len(q.choices))) - set(q.correct_indices))]
-    assert "Not quite" in lesson.answer(block, choice=wrong)
+    assert wrong_word in lesson.answer(block, choice=wrong, words=words)
     right = q.choices[next(iter(q.correct_indices))]
-    assert "Correct!" in lesson.answer(block, choice=right)
+    assert right_word in lesson.answer(block, choice=right, words=words)
     predicts = [(b, q) for b, q in on_page if isinstance(q, PredictThenRun)]
     assert predicts, f"{stem}: no predict-then-run question"
     block, q = predicts[0]
     if isinstance(q.predict, MultipleChoice):
-        shown = lesson.answer(block, choice=q.predict.choices[0])
+        shown = lesson.answer(block, choice=q.predict.choices[0], words=words)
     else:
-        shown = lesson.answer(block, text="3")
-    assert "Correct!" in shown or "Not quite" in shown, f"{stem}: the run did not grade: {shown}"
+        shown = lesson.answer(block, text="3", words=words)
+    assert right_word in shown or wrong_word in shown, f"{stem}: the run did not grade: {shown}"
 
 
-@pytest.mark.parametrize("name", LESSONS)
-def test_a_learner_runs_every_cell_and_sees_every_output(
-    page, page_errors, lab, shots, name, run_all_times
-):
-    page_errors.clear()
+@pytest.mark.parametrize("name", PASS)
+def test_a_learner_runs_every_cell_and_sees_every_output(courses, shots, name, run_all_times):
+    """``name``: a lesson, ``zh/…`` in Chinese, where its outputs are also read for English
+    (``zh_outputs.py``) from the notebook as the lab saves it."""
+    lang = "zh" if name.startswith("zh/") else "en"
+    course = courses(lang)
+    course.page_errors.clear()
+    page, lab = course.page, course.server
     lesson = Lesson(page, lab, name, shots)
     try:
         seconds = lesson.run_all(RUN_ALL_LIMIT_S)
@@ -133,11 +172,21 @@ def test_a_learner_runs_every_cell_and_sees_every_output(
         assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
         assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
         assert not scan.overlaps, f"figure labels that overlap: {scan.overlaps}"
-        assert not (said := page_problems(page, name, "en")), f"prose against screen: {said}"
-        played = lesson.play_every_animation()
+        if lang == "zh":
+            prose = page.evaluate(
+                """() => [...document.querySelectorAll(
+                       '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown')]
+                   .map(e => e.textContent).join(' ')"""
+            )
+            assert _has_chinese(prose), "the lesson's prose is not in Chinese"
+            english = english_in_notebook(lesson.save())
+            assert not english, f"English in the Chinese outputs: {english[:10]}"
+        assert not (said := page_problems(page, name, lang)), f"prose against screen: {said}"
+        played = lesson.play_every_animation(PLAY_SAMPLES[lang])
         assert not played, f"animations that blank, or hide a label, or stay: {played}"
-        assert not page_errors, f"page errors in Run All, Play and pause: {page_errors}"
-        _answer_the_quiz(lesson, Path(name).stem)
+        errors = course.page_errors
+        assert not errors, f"page errors in Run All, Play and pause: {errors}"
+        _answer_the_quiz(lesson, Path(name).stem, lang)
     except BaseException:
         print(f"screenshot: {lesson.screenshot('failure')}")
         raise
@@ -145,7 +194,8 @@ def test_a_learner_runs_every_cell_and_sees_every_output(
         lesson.close()
 
 
-def test_the_lab_opens_on_the_index_and_its_links_lead_through_the_course(browser, lab):
+def test_the_lab_opens_on_the_index_and_its_links_lead_through_the_course(browser, courses):
+    lab = courses("en").server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(lab.url("/"))
@@ -169,70 +219,21 @@ def _has_chinese(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-def test_a_chinese_learner_runs_a_lesson_and_answers_in_chinese(
-    browser, tmp_path_factory, shots, run_all_times
-):
-    """`edu-parallel lab --lang zh` opens the Chinese index; the Chinese lesson 03 runs with no
-    error, its prose, figures and quiz read in Chinese, and a question answered wrong, then right,
-    is graded in Chinese."""
-    root = tmp_path_factory.mktemp("learner-zh")
-    with LabServer(root / "course", _lab_env(root), args=("--lang", "zh")) as server:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        lesson = None
-        try:
-            page.goto(server.url("/"))
-            page.wait_for_selector(".lm-TabBar-tab.lm-mod-current:has-text('index.ipynb')")
-            page.wait_for_selector(".jp-BreadCrumbs:has-text('zh')")  # the Chinese index
-            page.wait_for_selector(
-                ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown:has-text('课程目录')",
-                timeout=60_000,
-            )
-            close_unedited_tab(page)
-            page.click(".jp-BreadCrumbs-home")
-            errors = collect_page_errors(page)
-            lesson = Lesson(page, server, ZH_LESSON, shots)
-            run_all_times(ZH_LESSON, lesson.run_all(RUN_ALL_LIMIT_S))
-            scan = lesson.scan()
-            assert not scan.errors, f"error outputs: {scan.errors}"
-            assert not scan.stderr, f"stderr boxes: {scan.stderr}"
-            assert scan.plotly_rendered == scan.plotly_outputs, "a plotly figure was not drawn"
-            assert not scan.wrapped, f"text outputs that wrap in their area: {scan.wrapped}"
-            assert not scan.truncated, f"table cells cut with no hover text: {scan.truncated}"
-            assert not scan.overlaps, f"figure labels that overlap: {scan.overlaps}"
-            panel = page.inner_text(".jp-NotebookPanel:not(.lm-mod-hidden)")
-            assert "环形 AllReduce" in panel, "the lesson's prose is not in Chinese"
-            assert not (said := page_problems(page, ZH_LESSON, "zh")), f"prose vs screen: {said}"
-            played = lesson.play_every_animation()
-            assert not played, f"animations that blank, or hide a label, or stay: {played}"
-            assert not errors, f"page errors in Run All, Play and pause: {errors}"
-            with language("zh"):
-                bank = get_quiz("03_ring_allreduce", learner=LEARNER)
-                right_word = _("Correct! {expected}").split("{")[0].strip()
-                wrong_word = _("Not quite. You chose {given}; the answer is {expected}")
-                wrong_word = wrong_word.split("{")[0].strip()
-            assert _has_chinese(right_word + wrong_word), "the quiz feedback has no Chinese"
-            on_page = [
-                (block, q)
-                for block in lesson.quiz_questions()
-                for q in bank
-                if isinstance(q, MultipleChoice)
-                and not q.multiple
-                and q.prompt[:40] in (block.text_content() or "")
-            ]
-            assert on_page, "no Chinese quiz question of the bank is on the page"
-            block, q = on_page[0]
-            assert _has_chinese(q.prompt), f"the question is not in Chinese: {q.prompt!r}"
-            words = (right_word, wrong_word)
-            wrong = q.choices[min(set(range(len(q.choices))) - set(q.correct_indices))]
-            assert wrong_word in lesson.answer(block, choice=wrong, words=words)
-            right = q.choices[next(iter(q.correct_indices))]
-            assert right_word in lesson.answer(block, choice=right, words=words)
-            print(f"screenshot: {lesson.screenshot('zh')}")
-        except BaseException:
-            if lesson is not None:
-                print(f"screenshot: {lesson.screenshot('failure')}")
-            raise
-        finally:
-            if lesson is not None:
-                lesson.close()
-            page.close()
+def test_the_chinese_lab_opens_on_the_chinese_index(browser, courses):
+    """`edu-parallel lab --lang zh` opens the Chinese index, in the folder ``zh``; its lessons run
+    above, in the Chinese lab (``PASS``), their prose, outputs and quiz feedback in Chinese."""
+    lab = courses("zh").server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(lab.url("/"))
+        page.wait_for_selector(".lm-TabBar-tab.lm-mod-current:has-text('index.ipynb')")
+        page.wait_for_selector(".jp-BreadCrumbs:has-text('zh')")  # the Chinese index
+        page.wait_for_selector(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown:has-text('课程目录')",
+            timeout=60_000,
+        )
+        assert _has_chinese("".join(feedback_words("zh"))), "the quiz feedback has no Chinese"
+        close_unedited_tab(page)
+    finally:
+        page.close()
+        lab.shutdown_kernels("zh/index.ipynb")

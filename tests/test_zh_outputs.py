@@ -1,11 +1,14 @@
-"""The scan of the Chinese lessons' outputs (``zh_outputs.py``, run by ``conftest.py`` on every
-cell of the scanned lessons under nbval) names what it looks for, and only that."""
+"""The scan of the Chinese lessons' outputs (``zh_outputs.py``: the browser pass runs it on each
+lesson as the lab saves it, ``conftest.py`` on each cell under nbval) names what it looks for,
+and only that."""
 
 from __future__ import annotations
 
-from zh_outputs import SCANNED, english_in_outputs
+from zh_outputs import english_in_notebook, english_in_outputs
 
-from edu_parallel.app.course.lessons import LESSONS
+from edu_parallel.viz.figure import TEXT_KEY
+
+PLOTLY = "application/vnd.plotly.v1+json"
 
 
 def stream(text: str) -> dict:
@@ -62,5 +65,50 @@ def test_chinese_outputs_code_and_the_allowed_names_pass():
     assert english_in_outputs("print(inspect.getsource(demos.traced_hello))", code) == []
 
 
-def test_the_scanned_lessons_are_lessons():
-    assert SCANNED <= {lesson.stem for lesson in LESSONS}
+def test_hover_text_marks_frames_buttons_and_png_labels_are_read():
+    """What a learner reads only by hovering, pressing Play or looking at a PNG is scanned too;
+    a hovertemplate's ``%{...}`` fields and a tuple of symbols are not words."""
+    trace = {
+        "type": "bar",
+        "name": "每 rank",
+        "hovertemplate": "掉队者 %{x}<br>%{customdata}<extra>%{fullData.name}</extra>",
+        "customdata": [["time to target"], ["到达目标的时间"]],
+        "text": ["bytes on the wire", "48 B"],
+    }
+    frame = {"layout": {"title": {"text": "whole step moved"}}, "data": [{"hovertext": "上一步"}]}
+    layout = {
+        "title": {"text": "网格 (pp, dp, tp)"},
+        "updatemenus": [{"buttons": [{"label": "▶ 播放"}, {"label": "play it again"}]}],
+        "sliders": [{"currentvalue": {"prefix": "t = "}, "steps": [{"label": "step one two"}]}],
+    }
+    fig = {"data": [trace], "layout": layout, "frames": [frame]}
+    png = {
+        "output_type": "display_data",
+        "data": {"image/png": "iVBOR", "text/plain": "<Figure>"},
+        "metadata": {"image/png": {TEXT_KEY: ["rank 0", "changed by reduce (+: adds)"]}},
+    }
+    outputs = [{"output_type": "display_data", "data": {PLOTLY: fig}}, png]
+    assert english_in_outputs("fig", outputs) == [
+        "button: play it again",
+        "slider: step one two",
+        "text: bytes on the wire",
+        "hover: time to target",
+        "title: whole step moved",
+        "png: changed by reduce",
+    ]
+
+
+def test_a_saved_notebook_names_the_code_cell_as_nbval_does():
+    cells = [
+        {"cell_type": "markdown", "source": "# 第 03 课"},
+        {"cell_type": "code", "source": "print(1)", "outputs": [stream("每个 rank\n")]},
+        {"cell_type": "markdown", "source": "看"},
+        {  # as a saved notebook holds text: a list of lines
+            "cell_type": "code",
+            "source": ["print(", "2)"],
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": ["ok\n", "sent per step"]}
+            ],
+        },
+    ]
+    assert english_in_notebook({"cells": cells}) == ["Cell 1: stdout: sent per step"]
