@@ -54,7 +54,7 @@ from .plan import DEFAULT_TIMEOUT_S, SitePlan, plan_site
 from .run import LessonFailed, execute_lesson
 
 GLOSSARY = "GLOSSARY.md"  # the glossary beside the index, which links it
-__all__ = ["DEFAULT_TIMEOUT_S", "export_site", "lesson_files", "write_site"]
+__all__ = ["DEFAULT_TIMEOUT_S", "export_site", "lesson_files", "page_html", "write_site"]
 
 
 @dataclass
@@ -75,6 +75,15 @@ def link_stems(name: str, source: Path) -> list[str]:
     :func:`~.html.link_pages` points to their pages."""
     folder = source / posixpath.dirname(name)
     return [p.stem for p in sorted(folder.glob("*.ipynb"))]
+
+
+def page_html(nb: Any, views: dict[str, Any], name: str, source: Path) -> tuple[str, str]:
+    """The title and the page of the course file ``name`` (``nb`` as it ran, ``views`` what the
+    kernel said of its widgets), in its language: its notes, its way back, its ``<html lang>``."""
+    with language(lang_of(name)):
+        page = static_notebook(nb, views, [*link_stems(name, source), "index"])
+        title = first_heading(page, Path(name).stem)
+        return title, render_page(page, title, root_of(name))
 
 
 def export_site(
@@ -112,10 +121,7 @@ def write_site(
                 start = time.perf_counter()
                 nb, views = execute_lesson(copy / name, timeout_s)
                 out = folder / page_name(name)
-                with language(lang_of(name)):  # its notes, its way back, its <html lang>
-                    page = static_notebook(nb, views, [*link_stems(name, source), "index"])
-                    title = first_heading(page, Path(name).stem)
-                    text = render_page(page, title, root_of(name))
+                title, text = page_html(nb, views, name, source)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(text, encoding="utf-8")
                 seconds = time.perf_counter() - start
