@@ -154,6 +154,18 @@ def cluster8():
         yield c
 
 
+@pytest.fixture(scope="session")
+def tour_site(tmp_path_factory):
+    """``edu-parallel export`` of lesson 00 in both languages, once for the session (about 20 s):
+    ``(folder, pages, progress lines)``, read by ``test_export.py`` and its browser tests."""
+    from edu_parallel.app.export.site import export_site
+
+    dest = tmp_path_factory.mktemp("site") / "new" / "site"  # created by the export
+    lines: list[str] = []
+    pages = export_site(dest, ["00"], timeout=120, progress=lines.append)
+    return dest, pages, lines
+
+
 @pytest.fixture
 def quiet_workspace(monkeypatch, tmp_path):
     """A fresh workspace in ``tmp_path`` (nothing is written to the checkout) and no learner from

@@ -248,3 +248,14 @@ def english_phrases(text: str, allow: Iterable[str] = ()) -> list[str]:
                 found.append(phrase)
             run = []
     return found
+
+
+def plotly_outputs(nb) -> list[dict]:
+    """The plotly figures (JSON) among the outputs of an executed notebook ``nb``, in order."""
+    return [
+        o["data"]["application/vnd.plotly.v1+json"]
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "application/vnd.plotly.v1+json" in o.get("data", {})
+    ]

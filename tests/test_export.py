@@ -1,14 +1,13 @@
 """``edu-parallel export --html``: a static site whose figures and animations play offline."""
 
 import re
-import shutil
 from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
-from lab_driver import chromium_browser
+from helpers import english_phrases, plotly_outputs
 from plotly.offline import get_plotlyjs
 
 from edu_parallel.app.cli import main
@@ -27,6 +26,7 @@ from edu_parallel.app.export.html import (
 )
 from edu_parallel.app.export.index import link_site
 from edu_parallel.app.lab import lessons_source
+from edu_parallel.core.i18n import language
 from edu_parallel.core.units import format_bytes
 
 
@@ -51,16 +51,6 @@ def network_refs(text: str) -> list[str]:
     return refs
 
 
-def plotly_outputs(nb) -> list[dict]:
-    return [
-        o["data"][PLOTLY]
-        for c in nb.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if PLOTLY in o.get("data", {})
-    ]
-
-
 def widget_outputs(nb) -> list[dict]:
     return [
         o
@@ -71,17 +61,9 @@ def widget_outputs(nb) -> list[dict]:
     ]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("site") / "new" / "site"  # created by the export
-    lines: list[str] = []
-    pages = export.export_site(dest, ["00"], timeout=120, progress=lines.append)
-    return dest, pages, lines
-
-
 @pytest.mark.multiprocess
-def test_the_tour_page_has_every_figure_and_plays_offline(site):
-    dest, pages, lines = site
+def test_the_tour_page_has_every_figure_and_plays_offline(tour_site):
+    dest, pages, lines = tour_site
     assert [p.name for p in pages] == ["00_tour.ipynb", "zh/00_tour.ipynb"]
     lesson = pages[0]
     assert [line.split()[0] for line in lines] == [
@@ -114,8 +96,8 @@ def test_the_tour_page_has_every_figure_and_plays_offline(site):
 
 
 @pytest.mark.multiprocess
-def test_widgets_become_notes_and_the_index_links_resolve(site):
-    dest, pages, _ = site
+def test_widgets_become_notes_and_the_index_links_resolve(tour_site):
+    dest, pages, _ = tour_site
     lesson = pages[0]
     text = lesson.page.read_text()
     widgets = widget_outputs(lesson.executed)
@@ -138,11 +120,11 @@ def test_widgets_become_notes_and_the_index_links_resolve(site):
 
 
 @pytest.mark.multiprocess
-def test_the_index_is_the_labs_index_in_both_languages_and_its_links_land(site):
+def test_the_index_is_the_labs_index_in_both_languages_and_its_links_land(tour_site):
     """index.html is notebooks/index.ipynb rendered (its title, its learning-path table with each
     lesson's own number), zh/index.html the Chinese one; each links the other, and its links to
     lessons lead to the pages the site has (the tour here), the others named but not linked."""
-    dest, _, _ = site
+    dest, _, _ = tour_site
     source = lessons_source()
     for name, other in (("index", "zh/index.html"), ("zh/index", "../index.html")):
         nb = nbformat.read(source / f"{name}.ipynb", as_version=4)
@@ -195,8 +177,8 @@ def _plotly_pieces() -> list[str]:
 
 
 @pytest.mark.multiprocess
-def test_the_site_holds_plotly_js_once_and_its_size_is_counted(site):
-    dest, pages, _ = site
+def test_the_site_holds_plotly_js_once_and_its_size_is_counted(tour_site):
+    dest, pages, _ = tour_site
     files = sorted(f for f in dest.rglob("*") if f.is_file())
     names = sorted(f.relative_to(dest).as_posix() for f in files)
     pages_of = ["00_tour.html", "index.html", "zh/00_tour.html", "zh/index.html"]
@@ -214,96 +196,6 @@ def test_the_site_holds_plotly_js_once_and_its_size_is_counted(site):
     assert size.largest_bytes < 250_000
     shared = sum((dest / name).stat().st_size for name in SITE_FILES)
     assert shared >= len(get_plotlyjs()) and total < shared + 250_000
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with chromium_browser("the site's browser test") as browser:
-        yield browser
-
-
-DRAWN = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done({
-    plotly: typeof window.Plotly,
-    labTheme: getComputedStyle(document.body).getPropertyValue("--jp-layout-color0").trim(),
-    figures: [...document.querySelectorAll(".plotly-graph-div")].map(div => ({
-        drawn: div.querySelector(".main-svg") !== null && (div._fullData || []).length > 0,
-        frames: ((div._transitionData || {})._frames || []).length,
-    })),
-}))))"""
-
-
-def _open_offline(browser, page: Path) -> tuple[dict, list[str], list[str]]:
-    """``page`` opened from disk with every network request refused: what :data:`DRAWN` reads,
-    the page's script errors and the network addresses it asked for."""
-    tab = browser.new_page()
-    errors: list[str] = []
-    asked: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-
-    def refuse(route):
-        asked.append(route.request.url)
-        route.abort()
-
-    tab.route(re.compile(r"^(https?|wss?)://"), refuse)
-    try:
-        tab.goto(page.resolve().as_uri(), wait_until="load")
-        return tab.evaluate(DRAWN), errors, asked
-    finally:
-        tab.close()
-
-
-@pytest.mark.browser
-@pytest.mark.multiprocess
-def test_the_page_draws_offline_in_chromium_from_the_sites_plotly_js(site, chromium, tmp_path):
-    dest, pages, _ = site
-    lesson = pages[0]
-    seen, errors, asked = _open_offline(chromium, lesson.page)
-    assert (errors, asked) == ([], [])
-    assert seen["plotly"] == "object" and seen["labTheme"] != ""
-    animations = [f for f in plotly_outputs(lesson.executed) if f.get("frames")]
-    assert len(seen["figures"]) == len(plotly_outputs(lesson.executed)) > 0
-    assert all(f["drawn"] for f in seen["figures"])
-    assert sorted(f["frames"] for f in seen["figures"] if f["frames"]) == sorted(
-        len(a["frames"]) for a in animations
-    )
-    # the same page without plotly.min.js beside it, or with a wrong path to it, draws nothing:
-    # the checks above fail for a page that lost its plotly.js
-    alone = tmp_path / "alone" / lesson.page.name
-    alone.parent.mkdir()
-    shutil.copy(lesson.page, alone)
-    wrong = tmp_path / "wrong" / lesson.page.name
-    shutil.copytree(dest, wrong.parent)
-    text = lesson.page.read_text()
-    wrong.write_text(text.replace(f'src="{PLOTLY_JS}"', f'src="js/{PLOTLY_JS}"'))
-    assert wrong.read_text() != text
-    for broken in (alone, wrong):
-        seen, errors, _ = _open_offline(chromium, broken)
-        assert seen["plotly"] == "undefined" and not any(f["drawn"] for f in seen["figures"])
-        assert any("Plotly is not defined" in e for e in errors)
-
-
-@pytest.mark.browser
-@pytest.mark.multiprocess
-def test_the_pages_animations_play_and_pause_with_no_page_error(site, chromium):
-    """Play, sampled while it runs, then pause, on every animation of the page from disk: its
-    marks stay drawn (lab_animation.py) and pausing raises no page error (app/animation_js.py)."""
-    from lab_animation import collect_page_errors, play_problems
-
-    tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
-    try:
-        errors = collect_page_errors(tab)
-        tab.goto(site[1][0].page.resolve().as_uri(), wait_until="load")
-        plots = [
-            p
-            for p in tab.query_selector_all(".js-plotly-plot")
-            if p.evaluate("g => ((g._transitionData || {})._frames || []).length > 1")
-        ]
-        assert plots, "the tour page has no animation to play"
-        for plot in plots:
-            assert play_problems(plot, samples=4, every_s=0.4) == ([], True)
-        assert errors == []
-    finally:
-        tab.close()
 
 
 def test_links_between_lessons_point_to_the_pages():
@@ -324,7 +216,9 @@ def _model(name: str, **state) -> dict:
     return {"model_name": name, "model_module": "@jupyter-widgets/controls", "state": state}
 
 
-def test_a_widget_without_a_counterpart_keeps_what_it_showed():
+def _panel_and_bar() -> tuple[list, dict, dict]:
+    """Two widget views as a cell's outputs, the widget state and what the kernel said: an
+    exercise panel (its verdict, a figure in its Output, a button) and a progress bar."""
     figure = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {}}
     state = {
         "box": _model("VBoxModel", children=["IPY_MODEL_verdict", "IPY_MODEL_out", "IPY_MODEL_b"]),
@@ -341,13 +235,27 @@ def test_a_widget_without_a_counterpart_keeps_what_it_showed():
         nbformat.v4.new_output("display_data", data={WIDGET_VIEW: {"model_id": m}})
         for m in ("box", "bar")
     ]
-    views = {"box": {"kind": "exercise panel", "figures": []}}
-    html = [o["data"]["text/html"] for o in static_outputs(outputs, state, views)]
+    return outputs, state, {"box": {"kind": "exercise panel", "figures": []}}
+
+
+def test_a_widget_without_a_counterpart_keeps_what_it_showed():
+    html = [o["data"]["text/html"] for o in static_outputs(*_panel_and_bar())]
     assert len(html) == 4
     assert html[0].count("Interactive widget (exercise panel): below, what it showed") == 1
     assert html[1] == "<b>FAIL exercise 03</b>"
     assert 'class="plotly-graph-div"' in html[2] and '"y":[1,2]' in html[2]
     assert "Progress bar" in html[3]
+
+
+def test_the_widget_notes_read_in_the_pages_language():
+    notes = {}
+    for lang in ("en", "zh"):
+        with language(lang):
+            html = [o["data"]["text/html"] for o in static_outputs(*_panel_and_bar())]
+        notes[lang] = re.sub(r"<[^>]+>", " ", f"{html[0]}\n{html[3]}")
+    assert len(english_phrases(notes["en"])) == 4, notes["en"]  # the scan reads both notes
+    assert english_phrases(notes["zh"]) == [], notes["zh"]
+    assert "交互组件（练习面板）" in notes["zh"] and "进度条" in notes["zh"]
 
 
 def _notebook(folder: Path, name: str, *cells) -> None:
@@ -403,12 +311,80 @@ def test_the_export_ends_with_the_sites_size_and_its_largest_page(tmp_path, monk
     )
 
 
+def _two_language_course(folder: Path) -> None:
+    """Lessons 00 and 01 and an index, in English and in ``zh/``; each index links the other and
+    the lessons, the Chinese one the English lessons too."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    (folder / "zh").mkdir(parents=True)
+    for name, title in (("00_a", "00 · A"), ("01_b", "01 · B"), ("zh/00_a", "00 · 甲")):
+        _notebook(folder, f"{name}.ipynb", md(f"# {title}"), code("1 + 1"))
+    _notebook(folder, "zh/01_b.ipynb", md("# 01 · 乙"), code("1 + 1"))
+    en = "# Course\nEnglish · [简体中文](zh/index.ipynb) · [00 · A](00_a.ipynb)"
+    _notebook(folder, "index.ipynb", md(en + " · [01 · B](01_b.ipynb)"))
+    zh = (
+        "# 课程\n[English](../index.ipynb) · 简体中文 · [00 · 甲](00_a.ipynb)"
+        " · [01 · 乙](01_b.ipynb) · [00 · A](../00_a.ipynb) · [01 · B](../01_b.ipynb)"
+    )
+    _notebook(folder, "zh/index.ipynb", md(zh))
+
+
+def _local_links(page: Path) -> list[str]:
+    hrefs = [a.get("href", "") for tag, a in Tags(page.read_text()).tags if tag == "a"]
+    return [h for h in hrefs if h and "://" not in h and not h.startswith("#")]
+
+
+def _html_lang(page: Path) -> str:
+    return next(a.get("lang", "") for tag, a in Tags(page.read_text()).tags if tag == "html")
+
+
+@pytest.mark.multiprocess
+def test_one_language_runs_only_its_pages_and_its_index_links_the_other_languages_pages(
+    tmp_path, monkeypatch, capsys
+):
+    """``--lang en`` then ``--lang zh`` into one folder: each runs its own pages and index only;
+    the English index names the Chinese one (not written yet), the Chinese index links the
+    English pages the folder holds and names the lesson that neither export wrote."""
+    lessons = tmp_path / "lessons"
+    _two_language_course(lessons)
+    monkeypatch.setattr(export, "lessons_source", lambda: lessons)
+    dest = tmp_path / "site"
+    args = ["export", "--html", str(dest), "--lessons", "00", "--timeout", "60", "--lang"]
+    assert main([*args, "en"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[:2]] == ["00_a.html", "index.html"]
+    assert str((dest / "index.html").resolve()) in out[2]
+    assert not (dest / "zh").exists()
+    assert _local_links(dest / "index.html") == ["00_a.html"]  # 简体中文 and 01 · B: named
+    assert "简体中文" in (dest / "index.html").read_text()
+    assert main([*args, "zh"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[:2]] == ["zh/00_a.html", "zh/index.html"]
+    assert str((dest / "zh" / "index.html").resolve()) in out[2]
+    names = sorted(f.relative_to(dest).as_posix() for f in dest.rglob("*") if f.is_file())
+    pages = ["00_a.html", "index.html", "zh/00_a.html", "zh/index.html"]
+    assert names == sorted([*pages, *SITE_FILES])
+    zh_index = dest / "zh" / "index.html"
+    assert _local_links(zh_index) == ["../index.html", "00_a.html", "../00_a.html"]
+    assert "01 · 乙" in zh_index.read_text() and "01 · B" in zh_index.read_text()
+    assert [_html_lang(dest / p) for p in pages] == ["en", "en", "zh-CN", "zh-CN"]
+    assert "全部课程" in (dest / "zh" / "00_a.html").read_text()  # its way back, in Chinese
+    assert "all lessons" in (dest / "00_a.html").read_text()
+
+
+def test_the_language_is_checked_before_any_work(tmp_path):
+    dest = tmp_path / "new"
+    with pytest.raises(ValueError, match=r"^--lang='fr' is not valid: expected one of en, zh"):
+        export.export_site(dest, ["00"], lang="fr")
+    assert not dest.exists()
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["--lessons", "99"], "--lessons='99' is not valid: expected a lesson number or name"),
         (["--lessons", "03", "tour"], "--lessons='tour' is not valid"),
         (["--timeout", "0"], "--timeout=0.0 is not valid: expected a number of seconds in [0.1,"),
+        (["--lang", "fr"], "argument --lang: invalid choice: 'fr' (choose from "),
     ],
 )
 def test_bad_arguments_are_one_line_before_any_work(tmp_path, capsys, args, expected):

@@ -29,14 +29,16 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ...core.i18n import N_, _, get_language
 from .. import animation_js
 
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-OPEN_IN_LAB = "open this lesson in JupyterLab (<code>edu-parallel lab</code>)"
 TEXT_MODELS = ("HTMLModel", "HTMLMathModel", "LabelModel")
 NOTE_ONLY = ("quiz", "progress bar")  # a snapshot of these would mislead: answers need a kernel
+# a page's <html lang>, by the language it is rendered in (BCP 47: Chinese as written in China)
+HTML_LANG = {"en": "en", "zh": "zh-CN"}
 
 PLOTLY_JS = "plotly.min.js"  # the site's one copy of plotly.js, beside the pages
 LAB_CSS = "lab.css"  # the lab template's CSS, once per site
@@ -58,7 +60,7 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block body_header -%}
 {{ super() }}
 {%- if resources.edu_nav %}
-<nav class="edu-nav"><a href="index.html">&larr; all lessons</a></nav>
+<nav class="edu-nav"><a href="index.html">&larr; {{ resources.edu_nav }}</a></nav>
 {%- endif %}
 {%- endblock body_header -%}
 """
@@ -92,17 +94,25 @@ def html_output(text: str) -> Any:
 
 
 def widget_note(kind: str, shown: str) -> Any:
-    """The one line that stands for a widget: its kind, what follows, how to use it."""
-    label = f"Interactive widget ({html.escape(kind)})"
+    """The one line that stands for a widget, in the current language: its kind (a name of
+    :data:`.probe.KINDS`, ``widget`` or ``progress bar``), what follows, how to use it."""
+    name = html.escape(_(kind))
+    lab = "<code>edu-parallel lab</code>"
     if kind == "progress bar":
-        line = "Progress bar: it moves while the lesson runs in JupyterLab."
+        line = _("Progress bar: it moves while the lesson runs in JupyterLab.")
     elif shown == "counterpart":
-        line = f"{label}: below, the same run as an animation; {OPEN_IN_LAB} to change it."
+        line = _(
+            "Interactive widget ({kind}): below, the same run as an animation; open this lesson"
+            " in JupyterLab ({lab}) to change it."
+        )
     elif shown == "snapshot":
-        line = f"{label}: below, what it showed when the lesson ran; {OPEN_IN_LAB} to use it."
+        line = _(
+            "Interactive widget ({kind}): below, what it showed when the lesson ran; open this"
+            " lesson in JupyterLab ({lab}) to use it."
+        )
     else:
-        line = f"{label}: {OPEN_IN_LAB} to use it."
-    return html_output(f'<p class="edu-widget-note">{line}</p>')
+        line = _("Interactive widget ({kind}): open this lesson in JupyterLab ({lab}) to use it.")
+    return html_output(f'<p class="edu-widget-note">{line.format(kind=name, lab=lab)}</p>')
 
 
 def _children(state: dict[str, Any], model_id: str) -> list[str]:
@@ -119,7 +129,7 @@ def _walk(state: dict[str, Any], model_id: str) -> Iterable[str]:
 def fallback_kind(state: dict[str, Any], model_id: str) -> str:
     """A kind read from the widget state, for views whose owner the kernel could not name."""
     names = {state.get(m, {}).get("model_name", "") for m in _walk(state, model_id)}
-    return "progress bar" if any(n.endswith("ProgressModel") for n in names) else "widget"
+    return N_("progress bar") if any(n.endswith("ProgressModel") for n in names) else N_("widget")
 
 
 def snapshot(state: dict[str, Any], model_id: str) -> list[Any]:
@@ -183,12 +193,22 @@ def static_notebook(nb: Any, views: dict[str, Any], stems: Iterable[str]) -> Any
 
 
 def _exporter(template: str, **options: Any) -> Any:
-    """nbconvert's ``lab`` HTML exporter rendering ``template`` (a template of this module)."""
+    """nbconvert's ``lab`` HTML exporter rendering ``template`` (a template of this module); its
+    ``html_lang`` is the page's ``<html lang>`` (nbconvert's own ``language_code`` takes ISO 639-1
+    codes only, ``zh`` but not ``zh-CN``)."""
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
+    class PageExporter(HTMLExporter):
+        html_lang = "en"
+
+        def _init_resources(self, resources: Any) -> Any:
+            resources = super()._init_resources(resources)
+            resources["language_code"] = self.html_lang
+            return resources
+
     templates = {"edu_parallel_page.html.j2": PAGE_TEMPLATE, "edu_parallel_css.j2": CSS_TEMPLATE}
-    return HTMLExporter(
+    return PageExporter(
         template_name="lab",
         extra_loaders=[DictLoader(templates)],
         template_file=template,
@@ -197,22 +217,24 @@ def _exporter(template: str, **options: Any) -> Any:
 
 
 def render_page(page: Any, title: str, root: str = "", nav: bool = True) -> str:
-    """The page's HTML (nbconvert ``lab`` template); it loads :data:`PLOTLY_JS` and
-    :data:`LAB_CSS` from the site's folder (``root``: the way there, ``"../"`` from ``zh/``) and
-    nothing from a network; ``nav``: a link back to the index (not on the index itself)."""
+    """The page's HTML (nbconvert ``lab`` template), in the current language (its ``<html lang>``,
+    :data:`HTML_LANG`, and its link back); it loads :data:`PLOTLY_JS` and :data:`LAB_CSS` from the
+    site's folder (``root``: the way there, ``"../"`` from ``zh/``) and nothing from a network;
+    ``nav``: a link back to the index (not on the index itself)."""
     from traitlets.config import Config
 
     # the code-highlighting CSS this preprocessor inlines is in LAB_CSS
     no_inline_css = Config({"CSSHTMLHeaderPreprocessor": {"enabled": False}})
     exporter = _exporter("edu_parallel_page.html.j2", config=no_inline_css, embed_images=True)
+    exporter.html_lang = HTML_LANG[get_language()]
     resources = {
         "metadata": {"name": title},
         "plotly_js_file": root + PLOTLY_JS,
         "animation_js": animation_js.script(),  # pausing is no console error (animation_js.py)
         "lab_css_file": root + LAB_CSS,
-        "edu_nav": nav,
+        "edu_nav": _("all lessons") if nav else "",
     }
-    body, _ = exporter.from_notebook_node(page, resources=resources)
+    body, _resources = exporter.from_notebook_node(page, resources=resources)
     return body
 
 
@@ -221,7 +243,9 @@ def lab_css() -> str:
     ``notebook_css`` block (stylesheet, light theme, print rules), as one stylesheet."""
     import nbformat
 
-    styles, _ = _exporter("edu_parallel_css.j2").from_notebook_node(nbformat.v4.new_notebook())
+    styles, _resources = _exporter("edu_parallel_css.j2").from_notebook_node(
+        nbformat.v4.new_notebook()
+    )
     return re.sub(r"</?style[^>]*>", "", styles).strip() + "\n"
 
 
@@ -242,27 +266,3 @@ def first_heading(nb: Any, default: str) -> str:
                 if match:
                     return match.group(1)
     return default
-
-
-def _links(entries: list[tuple[str, str]], tag: str) -> str:
-    items = "\n".join(
-        f'<li><a href="{html.escape(page)}">{html.escape(name)}</a></li>' for page, name in entries
-    )
-    return f"<{tag}>\n{items}\n</{tag}>\n"
-
-
-def index_page(
-    lessons: list[tuple[str, str]],
-    pages: list[tuple[str, str]] | None = None,
-    title: str = "edu-parallel: the course",
-) -> str:
-    """``index.html``: ``lessons`` and the course's other ``pages``, each ``(file, title)``."""
-    more = f"<h2>Course pages</h2>\n{_links(pages, 'ul')}" if pages else ""
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>body {{ font-family: sans-serif;"
-        f" max-width: 50em; margin: 2em auto; line-height: 1.6; }}</style>\n</head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p>The lessons as they ran, with their figures and"
-        f" animations; the widgets need JupyterLab (<code>edu-parallel lab</code>).</p>\n"
-        f"<h2>Lessons</h2>\n{_links(lessons, 'ol')}{more}</body>\n</html>\n"
-    )

@@ -1,15 +1,16 @@
-"""The site's front pages: the index the lab opens, in both languages, with links that land.
+"""The site's front pages: the index the lab opens, in each language, with links that land.
 
 ``index.html`` is ``notebooks/index.ipynb`` executed and rendered like every page, and
 ``zh/index.html`` the Chinese one: the learning-path table, the lesson numbers as the lessons
 carry them, the link to the other language. Its links to course notebooks point to their pages
-where the site has them; a lesson the export did not write (``--lessons``) keeps its name,
-unlinked, so no link of an index leads nowhere. A course without an index notebook gets a list
-of its pages (:func:`~.html.index_page`).
+where the site has them; a page the export did not write (``--lessons``, or the other language
+with ``--lang``) keeps its name, unlinked, so no link of an index leads nowhere. A course without
+an index notebook gets a list of its pages (:func:`list_page`).
 """
 
 from __future__ import annotations
 
+import html
 import posixpath
 import re
 from collections.abc import Callable
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core.i18n import _, get_language, language
 from ..lab import INDEX
 from ..workspace import course_files, lesson_number
-from .html import first_heading, index_page, render_page, static_notebook
+from .html import HTML_LANG, first_heading, render_page, static_notebook
 from .run import execute_lesson
 
 INDEX_PAGE = "index.html"
@@ -38,10 +40,22 @@ def root_of(name: str) -> str:
     return "../" * name.count("/")
 
 
-def index_names(source: Path) -> list[str]:
-    """The course's index notebooks in ``source``, Chinese first (its page is linked from the
-    English one, and back)."""
-    return [n for n in (f"{ZH_DIR}/{INDEX}", INDEX) if (source / n).is_file()]
+def lang_of(name: str) -> str:
+    """The language of the course file (or page) ``name``: ``zh`` in ``zh/``, else ``en``."""
+    return "zh" if name.startswith(f"{ZH_DIR}/") else "en"
+
+
+def in_language(name: str, lang: str) -> str:
+    """The English course file ``name``'s counterpart in ``lang``: ``03_x.ipynb`` or
+    ``zh/03_x.ipynb``."""
+    return f"{ZH_DIR}/{name}" if lang == "zh" else name
+
+
+def index_names(source: Path, languages: tuple[str, ...]) -> list[str]:
+    """The course's index notebooks in ``source`` for ``languages``, Chinese first (its page is
+    linked from the English one, and back)."""
+    names = [in_language(INDEX, lang) for lang in sorted(languages, reverse=True)]
+    return [n for n in names if (source / n).is_file()]
 
 
 def link_site(text: str, here: str, in_site: Callable[[str], bool]) -> str:
@@ -97,32 +111,70 @@ def course_pages(source: Path) -> list[str]:
     return [n for n in notebooks_of(source) if not lesson_number(n).isdigit() and n != INDEX]
 
 
-def write_list_index(dest: Path, source: Path) -> Path:
-    """``dest/index.html`` listing, in course order, every page of the course found in ``dest``:
-    for a course without an index notebook."""
+def _links(entries: list[tuple[str, str]], tag: str) -> str:
+    items = "\n".join(
+        f'<li><a href="{html.escape(page)}">{html.escape(name)}</a></li>' for page, name in entries
+    )
+    return f"<{tag}>\n{items}\n</{tag}>\n"
+
+
+def list_page(lessons: list[tuple[str, str]], pages: list[tuple[str, str]] | None = None) -> str:
+    """An ``index.html`` in the current language: ``lessons`` and the course's other ``pages``,
+    each ``(page, title)``."""
+    title, heading, others = (
+        html.escape(t) for t in (_("edu-parallel: the course"), _("Lessons"), _("Course pages"))
+    )
+    more = f"<h2>{others}</h2>\n{_links(pages, 'ul')}" if pages else ""
+    intro = _(
+        "The lessons as they ran, with their figures and animations; the widgets need JupyterLab"
+        " ({lab})."
+    ).format(lab="<code>edu-parallel lab</code>")
+    return (
+        f'<!DOCTYPE html>\n<html lang="{HTML_LANG[get_language()]}">\n<head>\n'
+        f'<meta charset="utf-8">\n<title>{title}</title>\n<style>body {{ font-family: sans-serif;'
+        f" max-width: 50em; margin: 2em auto; line-height: 1.6; }}</style>\n</head>\n<body>\n"
+        f"<h1>{title}</h1>\n<p>{intro}</p>\n<h2>{heading}</h2>\n"
+        f"{_links(lessons, 'ol')}{more}</body>\n</html>\n"
+    )
+
+
+def write_list_index(dest: Path, source: Path, languages: tuple[str, ...]) -> Path:
+    """``index.html`` (in ``dest``, or ``dest/zh`` for Chinese) listing, in course order, every
+    page of the course found in ``dest``: for a course without an index notebook. One for each of
+    ``languages`` that has a page there (the first if none has); returns the first written."""
     import nbformat
 
-    sections: list[list[tuple[str, str]]] = []
-    for names in (lesson_files(source), course_pages(source)):
-        entries = []
-        for name in names:
-            page = page_name(name)
-            if (dest / page).is_file():
-                nb = nbformat.read(source / name, as_version=4)
-                entries.append((page, first_heading(nb, Path(name).stem)))
-        sections.append(entries)
-    index = dest / INDEX_PAGE
-    index.write_text(index_page(*sections), encoding="utf-8")
-    return index
+    listed = {}
+    for lang in languages:
+        sections = []
+        for names in (lesson_files(source), course_pages(source)):
+            entries = []
+            for name in (in_language(n, lang) for n in names):
+                if (dest / page_name(name)).is_file():
+                    nb = nbformat.read(source / name, as_version=4)
+                    entries.append((Path(page_name(name)).name, first_heading(nb, Path(name).stem)))
+            sections.append(entries)
+        if any(sections):
+            listed[lang] = sections
+    written = []
+    for lang, sections in listed.items() or [(languages[0], [[], []])]:
+        index = dest / page_name(in_language(INDEX, lang))
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with language(lang):
+            index.write_text(list_page(*sections), encoding="utf-8")
+        written.append(index)
+    return written[0]
 
 
-def write_index(dest: Path, copy: Path, timeout_s: float, progress: Any = None) -> Path:
-    """The index the lab opens, in each language the course has (``copy``: the lessons folder
-    the pages ran in), executed and rendered into ``dest``; its links lead to the pages ``dest``
-    holds. Raises :class:`LessonFailed` when an index fails to run."""
-    names = index_names(copy)
+def write_index(
+    dest: Path, copy: Path, timeout_s: float, languages: tuple[str, ...], progress: Any = None
+) -> Path:
+    """The index the lab opens, in each of ``languages`` that the course has (``copy``: the
+    lessons folder the pages ran in), executed and rendered into ``dest``; its links lead to the
+    pages ``dest`` holds. Raises :class:`LessonFailed` when an index fails to run."""
+    names = index_names(copy, languages)
     if not names:
-        return write_list_index(dest, copy)
+        return write_list_index(dest, copy, languages)
     planned = {page_name(n) for n in names}
 
     def in_site(page: str) -> bool:
@@ -130,14 +182,15 @@ def write_index(dest: Path, copy: Path, timeout_s: float, progress: Any = None) 
 
     for name in names:
         nb, views = execute_lesson(copy / name, timeout_s)
-        page = static_notebook(nb, views, [])
-        for cell in page.cells:
-            if cell.cell_type == "markdown":
-                cell.source = link_site(cell.source, name, in_site)
-        title = first_heading(page, Path(name).stem)
-        out = dest / page_name(name)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_page(page, title, root_of(name), nav=False), encoding="utf-8")
+        with language(lang_of(name)):
+            page = static_notebook(nb, views, [])
+            for cell in page.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = link_site(cell.source, name, in_site)
+            title = first_heading(page, Path(name).stem)
+            out = dest / page_name(name)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(render_page(page, title, root_of(name), nav=False), encoding="utf-8")
         if progress is not None:
             progress(f"{page_name(name):<36} {'':>8}  {title}")
-    return dest / INDEX_PAGE
+    return dest / page_name(names[-1])

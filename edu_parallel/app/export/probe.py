@@ -20,15 +20,17 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from ...core.i18n import N_
+
 MIMETYPE = "application/vnd.edu-parallel.offline+json"
 
 KINDS = {
-    "edu_parallel.quiz.widget.QuizWidget": "quiz",
-    "edu_parallel.exercises.feedback.Feedback": "exercise panel",
-    "edu_parallel.viz.player.RingPlayer": "ring player",
-    "edu_parallel.viz.zero_widget.ZeroWidget": "ZeRO memory explorer",
-    "edu_parallel.viz.pipeline_widget.PipelineWidget": "pipeline explorer",
-}
+    "edu_parallel.quiz.widget.QuizWidget": N_("quiz"),
+    "edu_parallel.exercises.feedback.Feedback": N_("exercise panel"),
+    "edu_parallel.viz.player.RingPlayer": N_("ring player"),
+    "edu_parallel.viz.zero_widget.ZeroWidget": N_("ZeRO memory explorer"),
+    "edu_parallel.viz.pipeline_widget.PipelineWidget": N_("pipeline explorer"),
+}  # in English; the page's note shows them in its language (html.widget_note)
 
 
 def _ring_player(owner: Any) -> list[Any]:
