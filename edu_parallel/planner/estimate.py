@@ -47,6 +47,7 @@ from typing import Any
 
 from ..core.dims import ParallelDims
 from ..core.errors import bad_combination, bad_value
+from ..core.i18n import _
 from ..memory.activations import shape_activation_estimate
 from ..memory.model_states import model_state_bytes
 from ..memory.presets import ModelShape, active_params, get_preset
@@ -165,7 +166,13 @@ class Estimator:
             g = self.cluster.gpus_per_node
             if isinstance(tp, int) and tp >= 1 and g % tp:
                 problems.append(
-                    str(bad_value("tp", tp, f"a divisor of gpus_per_node={g} (TP kept in a node)"))
+                    str(
+                        bad_value(
+                            "tp",
+                            tp,
+                            _("a divisor of gpus_per_node={g} (TP kept in a node)").format(g=g),
+                        )
+                    )
                 )
             if isinstance(ep, int) and ep >= 1 and isinstance(dp, int) and dp >= 1:
                 problems += moe.ep_problems(self.shape, dp, tp, ep)
@@ -304,8 +311,7 @@ class Estimator:
         out.mfu = self.model_flops / (step * self.world * self.cluster.gpu.peak_flops)
         out.feasible = memory <= self.memory_budget
         if not out.feasible:
-            out.reason = (
-                f"out of memory: needs {memory / 1e9:.1f} GB > {self.memory_budget / 1e9:.1f} GB"
-                " per GPU"
+            out.reason = _("out of memory: needs {need} GB > {budget} GB per GPU").format(
+                need=f"{memory / 1e9:.1f}", budget=f"{self.memory_budget / 1e9:.1f}"
             )
         return out

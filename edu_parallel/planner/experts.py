@@ -49,6 +49,7 @@ same bytes per EP group as ``t`` TP ranks together, an upper bound on the all-to
 from __future__ import annotations
 
 from ..core.errors import bad_value
+from ..core.i18n import _
 from ..memory.activations import mlp_activation_sbh
 from ..memory.model_states import model_state_bytes
 from ..memory.presets import ModelShape, expert_params
@@ -62,14 +63,34 @@ def ep_problems(shape: ModelShape, dp: int, tp: int, ep: int) -> list[str]:
     if ep == 1:
         return []
     if not shape.experts:
-        return [str(bad_value("ep", ep, f"1 for {shape.name}, a dense model (no experts)"))]
+        return [
+            str(
+                bad_value(
+                    "ep",
+                    ep,
+                    _("1 for {model}, a dense model (no experts)").format(model=shape.name),
+                )
+            )
+        ]
     out = []
     if (dp * tp) % ep == 0 and dp % ep:
         out.append(
-            str(bad_value("ep", ep, f"a divisor of dp={dp} (EP groups are blocks of a DP group)"))
+            str(
+                bad_value(
+                    "ep",
+                    ep,
+                    _("a divisor of dp={dp} (EP groups are blocks of a DP group)").format(dp=dp),
+                )
+            )
         )
     if shape.experts % ep:
-        out.append(str(bad_value("ep", ep, f"a divisor of experts={shape.experts}")))
+        out.append(
+            str(
+                bad_value(
+                    "ep", ep, _("a divisor of experts={experts}").format(experts=shape.experts)
+                )
+            )
+        )
     return out
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import bad_value
-from ..core.i18n import get_language
+from ..core.i18n import _, get_language
 from ..memory.model_states import RECOMPUTE, ZERO_STAGES
 from ..memory.presets import ModelShape, active_params
 from .estimate import ConfigEstimate, Estimator
@@ -188,17 +188,23 @@ def _plan(
         sized = [c for c in configs if c.memory_bytes_per_gpu is not None]
         if not sized:
             raise ValueError(
-                f"no configuration of {shape.name} splits over {cluster.describe()}: "
-                + (configs[0].reason if configs else "no degrees to try")
+                _("no configuration of {model} splits over {cluster}: {reason}").format(
+                    model=shape.name,
+                    cluster=cluster.describe(),
+                    reason=configs[0].reason if configs else _("no degrees to try"),
+                )
             )
         c = min(sized, key=lambda c: c.memory_bytes_per_gpu)
         raise bad_value(
             "memory_budget",
             f"{budget / 1e9:.4g} GB",
-            f"at least {c.memory_bytes_per_gpu / 1e9:.4g} GB per GPU: no configuration fits, and"
-            f" the smallest memory per GPU that would fit is {c.memory_bytes_per_gpu / 1e9:.4g} GB"
-            f" (dp={c.dp}, tp={c.tp}, pp={c.pp},{f' ep={c.ep},' if experts else ''}"
-            f" zero={c.zero}, micro_batch={c.micro_batch},"
-            f" recompute={c.recompute})",
+            _(
+                "at least {gb} GB per GPU: no configuration fits, and the smallest memory per GPU"
+                " that would fit is {gb} GB ({config})"
+            ).format(
+                gb=f"{c.memory_bytes_per_gpu / 1e9:.4g}",
+                config=f"dp={c.dp}, tp={c.tp}, pp={c.pp},{f' ep={c.ep},' if experts else ''}"
+                f" zero={c.zero}, micro_batch={c.micro_batch}, recompute={c.recompute}",
+            ),
         )
     return result
