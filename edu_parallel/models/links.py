@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_non_negative, check_positive, one_of
+from ..core.i18n import N_
 
 SCOPES = ("", "intra-node", "inter-node")
 
@@ -29,7 +30,8 @@ class Link:
     """One direction of a link: ``alpha_s`` seconds per message, ``bandwidth_Bps`` bytes/s.
 
     ``scope``: "intra-node" (GPU to GPU in a server), "inter-node" (a NIC port) or "" (unsaid);
-    ``note``: what the model leaves out (in-switch reduction, one link per peer)."""
+    ``note``: what the model leaves out (in-switch reduction, one link per peer). A preset's
+    ``source`` is a gettext message (marked ``N_``): a report shows it through ``_()``."""
 
     name: str
     alpha_s: float
@@ -92,30 +94,34 @@ LINKS: dict[str, Link] = {
             "nvlink4-h100",
             2e-6,
             900 * GB / 2,
-            "NVIDIA H100 datasheet: NVLink 4, 900 GB/s bidirectional per GPU",
+            N_("NVIDIA H100 datasheet: NVLink 4, 900 GB/s bidirectional per GPU"),
             INTRA,
         ),
         Link(
             "nvlink3-a100",
             2e-6,
             600 * GB / 2,
-            "NVIDIA A100 datasheet: NVLink 3, 600 GB/s bidirectional per GPU",
+            N_("NVIDIA A100 datasheet: NVLink 3, 600 GB/s bidirectional per GPU"),
             INTRA,
         ),
         Link(
             "nvlink5-b200",
             2e-6,
             1800 * GB / 2,
-            "NVIDIA B200 / NVLink page: NVLink 5, 18 links x 100 GB/s = 1.8 TB/s bidirectional"
-            " per GPU",
+            N_(
+                "NVIDIA B200 / NVLink page: NVLink 5, 18 links x 100 GB/s = 1.8 TB/s bidirectional"
+                " per GPU"
+            ),
             INTRA,
         ),
         Link(
             "nvswitch-h100",
             2e-6,
             900 * GB / 2,
-            "NVIDIA DGX H100 user guide: 4 third-generation NVSwitch chips, 900 GB/s NVLink per"
-            " GPU between any two GPUs",
+            N_(
+                "NVIDIA DGX H100 user guide: 4 third-generation NVSwitch chips, 900 GB/s NVLink per"
+                " GPU between any two GPUs"
+            ),
             INTRA,
             NVLS_NOTE,
         ),
@@ -123,51 +129,55 @@ LINKS: dict[str, Link] = {
             "pcie4-x16",
             3e-6,
             16e9 * 16 * PCIE_128B130B / 8,
-            "PCI-SIG PCIe 4.0 base spec: 16 GT/s per lane, 128b/130b, x16",
+            N_("PCI-SIG PCIe 4.0 base spec: 16 GT/s per lane, 128b/130b, x16"),
             INTRA,
         ),
         Link(
             "pcie5-x16",
             3e-6,
             32e9 * 16 * PCIE_128B130B / 8,
-            "PCI-SIG PCIe 5.0 base spec: 32 GT/s per lane, 128b/130b, x16",
+            N_("PCI-SIG PCIe 5.0 base spec: 32 GT/s per lane, 128b/130b, x16"),
             INTRA,
         ),
         Link(
             "pcie6-x16",
             3e-6,
             64e9 * 16 / 8,
-            "PCI-SIG PCIe 6.0 base spec: 64 GT/s per lane (PAM4, FLIT mode), x16 = 256 GB/s"
-            " bidirectional before FLIT/FEC overhead",
+            N_(
+                "PCI-SIG PCIe 6.0 base spec: 64 GT/s per lane (PAM4, FLIT mode), x16 = 256 GB/s"
+                " bidirectional before FLIT/FEC overhead"
+            ),
             INTRA,
         ),
         Link(
             "ib-hdr-200",
             5e-6,
             200e9 / 8,
-            "NVIDIA ConnectX-6 datasheet: InfiniBand HDR 200 Gb/s per port",
+            N_("NVIDIA ConnectX-6 datasheet: InfiniBand HDR 200 Gb/s per port"),
             INTER,
         ),
         Link(
             "ib-ndr-400",
             5e-6,
             400e9 / 8,
-            "NVIDIA ConnectX-7 datasheet: InfiniBand NDR 400 Gb/s per port",
+            N_("NVIDIA ConnectX-7 datasheet: InfiniBand NDR 400 Gb/s per port"),
             INTER,
         ),
         Link(
             "ib-xdr-800",
             5e-6,
             800e9 / 8,
-            "NVIDIA ConnectX-8 datasheet: InfiniBand XDR 800 Gb/s per port",
+            N_("NVIDIA ConnectX-8 datasheet: InfiniBand XDR 800 Gb/s per port"),
             INTER,
         ),
         Link(
             "roce-400g",
             8e-6,
             400e9 / 8,
-            "NVIDIA ConnectX-7 datasheet / Spectrum-X: 400GbE with RoCE v2 (RDMA over Converged"
-            " Ethernet) per port",
+            N_(
+                "NVIDIA ConnectX-7 datasheet / Spectrum-X: 400GbE with RoCE v2 (RDMA over Converged"
+                " Ethernet) per port"
+            ),
             INTER,
             "RDMA over UDP/IP: needs a lossless or congestion-controlled Ethernet fabric (PFC,"
             " ECN; Spectrum-X adaptive routing); alpha assumed a little above InfiniBand's",
@@ -176,9 +186,11 @@ LINKS: dict[str, Link] = {
             "xgmi-mi300x",
             3e-6,
             128e9 / 2,
-            "AMD Instinct MI300X data sheet: 128 GB/s peak bidirectional per Infinity Fabric"
-            " link; ROCm docs (conceptual/gpu-arch/mi300.md): 7 links per GPU, fully connected"
-            " 8-GPU mesh",
+            N_(
+                "AMD Instinct MI300X data sheet: 128 GB/s peak bidirectional per Infinity Fabric"
+                " link; ROCm docs (conceptual/gpu-arch/mi300.md): 7 links per GPU, fully connected"
+                " 8-GPU mesh"
+            ),
             INTRA,
             XGMI_NOTE,
         ),
@@ -186,8 +198,10 @@ LINKS: dict[str, Link] = {
             "xgmi-mi300x-gpu",
             3e-6,
             7 * 128e9 / 2,
-            "AMD Instinct MI300X data sheet: 7 GPU-to-GPU Infinity Fabric links x 128 GB/s ="
-            " 896 GB/s bidirectional per GPU (ROCm docs, mi300.md)",
+            N_(
+                "AMD Instinct MI300X data sheet: 7 GPU-to-GPU Infinity Fabric links x 128 GB/s ="
+                " 896 GB/s bidirectional per GPU (ROCm docs, mi300.md)"
+            ),
             INTRA,
             "all seven links at once: what RCCL's several rings reach together, not one message",
         ),
@@ -195,8 +209,10 @@ LINKS: dict[str, Link] = {
             "eth-25g",
             20e-6,
             25e9 / 8,
-            "IEEE 802.3by 25GBASE-R: 25 Gb/s Ethernet per port, a common cloud NIC (TCP:"
-            " tens of microseconds per message)",
+            N_(
+                "IEEE 802.3by 25GBASE-R: 25 Gb/s Ethernet per port, a common cloud NIC (TCP:"
+                " tens of microseconds per message)"
+            ),
             INTER,
         ),
     )
