@@ -9,6 +9,7 @@ this interpreter and its virtual environment.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -59,6 +60,16 @@ def cli(
         cwd=cwd,
         env=child_env,
     )
+
+
+def every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command's parser below it, once each."""
+    out = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += every_parser(sub)
+    return out
 
 
 def fresh_python(

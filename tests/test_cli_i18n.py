@@ -3,11 +3,10 @@ own words and one-line errors. No cluster starts: only ``--help`` and argument e
 
 from __future__ import annotations
 
-import argparse
 import re
 
 import pytest
-from helpers import cli, english_phrases
+from helpers import cli, english_phrases, every_parser
 
 from edu_parallel.app.cli import argparse_in_language, build_parser
 from edu_parallel.core.i18n import language
@@ -102,16 +101,6 @@ def test_english_has_no_chinese(args):
     else:
         assert out.returncode == 2 and out.stderr.startswith("error: ")
         assert "\n" not in out.stderr.strip()
-
-
-def every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """``parser`` and every sub-command's parser below it, once each."""
-    out = [parser]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in dict.fromkeys(action.choices.values()):
-                out += every_parser(sub)
-    return out
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -158,10 +158,15 @@ def table_widths(text: str, first: str) -> set[int]:
     return {width(line.rstrip()) for line in block}
 
 
+# the ring's bytes header: rank and the phases' names, which the glossary keeps in Chinese
+GLOSSARY_HEADER = "rank ReduceScatter AllGather"
+
+
 def assert_no_english(en: str, zh: str) -> None:
     assert_translated(en, zh)
     assert english_phrases(en), f"the scan finds nothing in the English:\n{en}"
-    assert not english_phrases(zh), f"English in the Chinese: {english_phrases(zh)}\n{zh}"
+    found = english_phrases(zh, allow={GLOSSARY_HEADER})
+    assert not found, f"English in the Chinese: {found}\n{zh}"
 
 
 def test_ring_report_in_chinese_with_its_columns_aligned(ring_report) -> None:

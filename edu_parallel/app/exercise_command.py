@@ -72,7 +72,11 @@ def run_list(a: argparse.Namespace) -> int:
     table = exercises.progress_table(translate=not a.json)
     if a.json:
         print(json.dumps(table.to_dict(orient="records"), indent=1))
-    else:
+        return 0
+    import pandas as pd  # the table's own library, loaded with it
+
+    # columns padded by display width: a Chinese header or title takes two columns a character
+    with pd.option_context("display.unicode.east_asian_width", True):
         print(table.to_string(index=False))
     return 0
 

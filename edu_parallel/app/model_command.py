@@ -29,13 +29,19 @@ from ..core.errors import (
     spelling,
 )
 from ..core.i18n import _
-from ..core.units import format_bytes, parse_size
-from ..core.width import fitted
-from ..models.cost import ALLREDUCE_ALGOS, OTHER_COLLECTIVES, Prediction, link_preset, predict
+from ..core.units import parse_size
+from ..models.cost import (
+    ALLREDUCE_ALGOS,
+    OTHER_COLLECTIVES,
+    Prediction,
+    link_preset,
+    predict,
+)
 from ..models.nccl.constants import ALGOS as NCCL_ALGOS
 from ..models.nccl.systems import nccl_system
 from ..models.nccl.tuning import NcclSystem
 from ..models.topology import LINKS, Link, Topology
+from .model_text import format_prediction
 from .nccl_command import (
     DEFAULT_ARCH,
     DEFAULT_COLLECTIVE,
@@ -158,6 +164,13 @@ def checked_options(a: argparse.Namespace) -> argparse.Namespace:
             p.add(needs("inter_link", a.inter_link, "nodes", why))
         if a.nics is not None and a.nodes is None and not nccl:
             p.add(needs("nics", a.nics, "nodes", _("NICs join nodes")))
+        if a.algo == "hierarchical" and a.what in ALLREDUCE and a.nodes is None:
+            flat = ", ".join(x for x in ALLREDUCE_ALGOS if x != "hierarchical")
+            valid = _(
+                "one of {algos} without {nodes} (hierarchical runs rings inside the nodes and"
+                " across them: give {nodes})"
+            ).format(algos=flat, nodes=spelling("nodes"))
+            p.add(bad_value("algo", a.algo, valid))
     if not nccl:  # the values as typed (GB/s, not the model's B/s), named as typed
         if a.algo is not None and a.what in ALLREDUCE:
             p.check(check_choice, "algo", a.algo, ALLREDUCE_ALGOS)
@@ -218,7 +231,8 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
     if a.alpha is not None or a.bandwidth is not None:
         alpha = link.alpha_s if a.alpha is None else a.alpha
         bw = link.bandwidth_Bps if a.bandwidth is None else a.bandwidth * 1e9
-        link = Link(f"{link.name} (custom)", alpha, bw, f"{link.name} with --alpha/--bandwidth")
+        source = _("{name} with --alpha/--bandwidth").format(name=link.name)
+        link = Link(f"{link.name} (custom)", alpha, bw, source)
     where: Link | Topology = link
     nics = a.nics
     if a.nodes is not None:
@@ -240,48 +254,6 @@ def model_prediction(a: argparse.Namespace) -> tuple[Prediction, Link | Topology
         predict(name, a.world_size, nbytes, where, reduce_Bps=reduce_Bps, servers=a.servers),
         where,
     )
-
-
-def _time(t: float) -> str:
-    return f"{t * 1e6:.4g} µs" if t < 1e-3 else f"{t * 1e3:.4g} ms" if t < 1 else f"{t:.4g} s"
-
-
-@fitted
-def format_prediction(p: Prediction, where: Link | Topology) -> str:
-    links = [where.intra, where.inter] if isinstance(where, Topology) else [where]
-    lines = [
-        _("{name} on {n} ranks, {size} per rank, {link}").format(
-            name=p.name, n=p.world_size, size=format_bytes(p.nbytes), link=p.link
-        )
-    ]
-    for link in links:
-        lines.append(
-            "  "
-            + _("link {name}: α = {alpha} µs, B = {bandwidth} GB/s").format(
-                name=link.name,
-                alpha=f"{link.alpha_s * 1e6:.3g}",
-                bandwidth=f"{link.bandwidth_Bps / 1e9:.4g}",
-            )
-            + (f"  ({link.source})" if link.source else "")
-        )
-    lines += [
-        f"formula    {p.formula}",
-        f"latency    {_time(p.latency_s)}   " + _("(α terms)"),
-        f"bandwidth  {_time(p.bandwidth_s)}   " + _("(S/B terms)"),
-    ]
-    if p.compute_s:
-        lines.append(f"reduce     {_time(p.compute_s)}   " + _("(γ terms)"))
-    lines.append(f"time       {_time(p.time_s)}")
-    if p.time_s == 0:  # one rank: nothing moves, so a bandwidth is undefined (not infinite)
-        lines.append(
-            "algbw      n/a   " + _("(one rank sends nothing: time 0, no bandwidth to measure)")
-        )
-        return "\n".join(lines)
-    lines += [
-        f"algbw      {p.algbw_gbps:.4g} GB/s   " + _("(S / time)"),
-        f"busbw      {p.busbw_gbps:.4g} GB/s   " + _("(algbw x nccl-tests bus factor)"),
-    ]
-    return "\n".join(lines)
 
 
 def run_model(a: argparse.Namespace) -> int:

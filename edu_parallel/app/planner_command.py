@@ -33,7 +33,7 @@ from ..core.errors import (
     spelling,
 )
 from ..core.i18n import _
-from ..core.width import fitted
+from ..core.width import fitted, ljust, rjust
 from ..memory.presets import ARCHS, PRESETS, ModelShape, active_params
 from ..models.topology import LINKS
 from ..planner.hardware import GPUS, ClusterSpec
@@ -227,6 +227,19 @@ def planner_result(a: argparse.Namespace) -> PlannerResult:
     return plan(inputs_from_options(a))
 
 
+def cluster_text(cluster: ClusterSpec) -> str:
+    """``1 x 8 h100 (8 GPUs), intra nvlink4-h100, inter ib-ndr-400``, in the learner's language
+    (``ClusterSpec.describe`` is the JSON's English)."""
+    return _("{nodes} x {gpus} {gpu} ({world} GPUs), intra {intra}, inter {inter}").format(
+        nodes=cluster.nodes,
+        gpus=cluster.gpus_per_node,
+        gpu=cluster.gpu.name,
+        world=cluster.world_size,
+        intra=cluster.intra.name,
+        inter=cluster.inter.name,
+    )
+
+
 @fitted
 def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: A002
     chosen = (result.configs if all else result.feasible)[:top]
@@ -244,12 +257,14 @@ def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: 
             " {efficiency}, {gb} GB per GPU: {fit} of {total} configurations fit"
         )
     )
+    # the option names (dp ... M), GB and MFU stay as written; the words read translated
+    recompute, step_s, reason = ljust(_("recompute"), 9), rjust(_("step s"), 9), _("reason")
     lines = [
         head.format(
             model=result.model.name,
             params=params,
             active=f"{active_params(result.model) / 1e9:.4g}" if moe else "",
-            cluster=result.cluster.describe(),
+            cluster=cluster_text(result.cluster),
             batch=result.global_batch,
             seq=result.seq,
             efficiency=f"{result.efficiency:g}",
@@ -258,7 +273,7 @@ def format_planner(result: PlannerResult, top: int, all: bool) -> str:  # noqa: 
             total=len(result.configs),
         ),
         f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3}{ep_head} {'v':>2} {'zero':>4} {'mb':>3} {'M':>5}"
-        f" {'recompute':<9} {'GB':>7} {'step s':>9} {'MFU':>6}  reason",
+        f" {recompute} {'GB':>7} {step_s} {'MFU':>6}  {reason}",
     ]
     for i, c in enumerate(chosen, 1):
         mem = "-" if c.memory_bytes_per_gpu is None else f"{c.memory_bytes_per_gpu / 1e9:.1f}"

@@ -98,7 +98,8 @@ def run_tour(world_size: int = 4, interactive: bool | None = None, print_fn=prin
                 sent=report.per_rank_sent_bytes, formula=f"{formula:g}"
             )
         )
-        say("   " + _("matches dist.all_reduce: {ok}").format(ok=report.matches_builtin))
+        ok = _("yes") if report.matches_builtin else _("NO")  # as the run's own report says it
+        say("   " + _("matches dist.all_reduce: {ok}").format(ok=ok))
         say("\n" + _("4. When a rank fails, the error names the rank and its step:"))
         try:
             cluster.run(demos.raise_on, 1)

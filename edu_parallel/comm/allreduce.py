@@ -26,6 +26,7 @@ import torch.distributed as dist
 from ..core.errors import check_choice
 from ..core.i18n import N_, _
 from ..core.metrics import algbw_gbps, busbw_gbps
+from ..core.phases import phase_label
 from ..core.trace import Trace
 from ..core.units import INTEGER_DTYPES, format_bytes, torch_dtype
 from ..core.width import fitted, ljust, rjust
@@ -279,7 +280,7 @@ def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
         )
         text = text if len(text) <= 44 else text[:41] + "..."
         lines.append(
-            f"{row['step']:>4}  {ljust(row['phase'], 15)} {text:<44} {size:>10}"
+            f"{row['step']:>4}  {ljust(phase_label(row['phase']), 15)} {text:<44} {size:>10}"
             f" {row['wall_s'] * 1e3:>8.3f}"
         )
     if len(rows) > max_steps:
@@ -289,7 +290,7 @@ def format_report(report: AllReduceReport, max_steps: int = 16) -> str:
     lines.append(
         rjust(_("rank"), 4)
         + "  "
-        + "".join(rjust(p, 16) for p in phases)
+        + "".join(rjust(phase_label(p), 16) for p in phases)
         + rjust(_("sent total"), 14)
         + rjust(_("formula"), 14)
     )

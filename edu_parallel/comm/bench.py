@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..core.errors import bad_value, check_choice, check_int
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..core.units import DTYPES, check_dtype, parse_size
 from ..core.width import fitted
 from ..engine.executor import Executor
@@ -71,7 +71,7 @@ class ProgressBar:
         desc: str,
         out: TextIO | None = None,
         *,
-        unit: str = "run",
+        unit: str = N_("run"),
         disable: bool | None = False,
     ):
         self.desc, self.out, self.unit, self.disable = desc, out, unit, disable
@@ -87,7 +87,7 @@ class ProgressBar:
                 desc=self.desc,
                 file=self.out,
                 leave=True,
-                unit=self.unit,
+                unit=_(self.unit),  # a gettext message, or already in the learner's words
                 disable=self.disable,
             )
         self.bar.total, self.bar.n = total, done
@@ -175,7 +175,7 @@ def bench_collectives(
                 }
             )
     if progress:
-        progress(total, total, "done")
+        progress(total, total, _("done"))
     return rows
 
 

@@ -45,7 +45,7 @@ from ..core.errors import (
     check_seed,
     needs,
 )
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..models.topology import LINKS
 from .buckets import (
     ITEMSIZE,
@@ -81,7 +81,7 @@ class ModelSpec:
     tied: bool = False
     """The last Linear uses the first one's weight (one Parameter)."""
     doc: str = ""
-    """What the model is, for the command line's help."""
+    """What the model is, for the command line's help (a gettext message, marked ``N_``)."""
     task: Task = "regress"
     """Its loss: one of ``Task``."""
 
@@ -89,17 +89,23 @@ class ModelSpec:
 DDP_MODELS: dict[ModelName, ModelSpec] = {
     s.name: s
     for s in (
-        ModelSpec("mlp", (16, 16, 16, 16), 16, doc="the ZeRO lesson's 3 layers of 16x16"),
-        ModelSpec("deep", (512,) * 9, 128, doc="8 layers of 512x512: 1 MiB per fp32 weight"),
+        ModelSpec("mlp", (16, 16, 16, 16), 16, doc=N_("the ZeRO lesson's 3 layers of 16x16")),
+        ModelSpec("deep", (512,) * 9, 128, doc=N_("8 layers of 512x512: 1 MiB per fp32 weight")),
         ModelSpec(
-            "tied", (16,) * 5, 16, tied=True, doc="4 layers of 16x16, first and last weight shared"
+            "tied",
+            (16,) * 5,
+            16,
+            tied=True,
+            doc=N_("4 layers of 16x16, first and last weight shared"),
         ),
         ModelSpec(
             "classifier",
             (32, 128, 128, 10),
             64,
             task="classify",
-            doc="32-128-128-10, cross-entropy on a linear teacher's 10 classes (lessons 11, 12)",
+            doc=N_(
+                "32-128-128-10, cross-entropy on a linear teacher's 10 classes (lessons 11, 12)"
+            ),
         ),
     )
 }

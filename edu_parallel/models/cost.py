@@ -37,11 +37,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..core.errors import bad_value, check_int, check_non_negative, check_positive, one_of
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..core.metrics import bus_factor
 from ..plans.collectives import CLI_NAMES
 from ..plans.plan import COLLECTIVES
-from .cost_topology import Terms, channel_ring_terms, double_tree_nodes, hierarchical_terms
+from .cost_topology import (
+    WORDED_FORMULAS,
+    Terms,
+    channel_ring_terms,
+    double_tree_nodes,
+    hierarchical_terms,
+)
 from .retiming import CostModel
 from .topology import LINKS, MAX_TOPOLOGY_RANKS, Link, Topology
 
@@ -69,6 +75,9 @@ LINK_ALIASES = {
     "xdr": "ib-xdr-800",
 }
 _CEIL_LOG2 = lambda n: (n - 1).bit_length()  # noqa: E731  ceil(log2 n) for n >= 1
+ONE_RANK = N_("0 (one rank)")  # the formula of one rank: nothing moves
+# every formula text with words in it, a gettext message each (see cost_topology.py)
+FORMULA_MESSAGES = (ONE_RANK, *WORDED_FORMULAS)
 # NCCL src/graph/tuning.cc: "if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)"
 TREE_BW_EFFICIENCY = 0.9
 
@@ -273,7 +282,7 @@ def predict(
                     "the number of nodes (or pass a Topology as link) for 'hierarchical'",
                 )
             where = Topology.split(n, nodes, where)
-        terms = hierarchical_terms(where, S, g) if n > 1 else Terms(0.0, 0.0, 0.0, "0 (one rank)")
+        terms = hierarchical_terms(where, S, g) if n > 1 else Terms(0.0, 0.0, 0.0, ONE_RANK)
     elif key == "ring" and isinstance(where, Topology) and where.nodes > 1 and n > 1:
         terms = channel_ring_terms(where, S, g)
     else:
@@ -281,7 +290,7 @@ def predict(
         a, B = flat.alpha_s, flat.bandwidth_Bps
         k = check_int("servers", 1 if servers is None else servers, 1, n)
         if n == 1:
-            terms = Terms(0.0, 0.0, 0.0, "0 (one rank)")
+            terms = Terms(0.0, 0.0, 0.0, ONE_RANK)
         elif key in OTHER_COLLECTIVES:
             terms = _collective(key, n, S, a, B, g)
         elif key == "ps":

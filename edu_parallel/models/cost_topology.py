@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.i18n import N_
 from .topology import Topology
 
 
@@ -30,14 +31,28 @@ class Terms:
     gamma: str = ""  # the γ term as text, shown when reductions cost time
 
 
+# The formulas whose text holds words: gettext messages (marked N_), shown through _() by the
+# command line (the JSON keeps them as written here)
+DOUBLE_TREE_NODES = N_("2·((g-1)·α₁ + ⌊log2 K⌋·α₂) + 2·S/(0.9·B), K nodes of g ranks")
+HIERARCHICAL = N_(
+    "2(g-1)·(K·α₁ + S/(g·B₁)) + 2(K-1)·r·(α₂ + S/(g·K·B₂)), K nodes of g ranks, r = g/NICs"
+    " ranks per NIC"
+)
+HIERARCHICAL_GAMMA = N_("((g-1)/g + (K-1)/(g·K))·S·γ, less what hides behind a shared NIC")
+CHANNEL_RING = N_(
+    "2(n-1)·max(m·(α₁ + S/(C·n·B₁)), α₂ + S/(C·n·B₂)), C = NICs per node rings,"
+    " m = C-1 if C = g else C"
+)
+WORDED_FORMULAS = (DOUBLE_TREE_NODES, HIERARCHICAL, HIERARCHICAL_GAMMA, CHANNEL_RING)
+
+
 def double_tree_nodes(topo: Topology, flat: Terms) -> Terms:
     # NCCL 2.30.7 tuning.cc ncclTopoTuneModel, Tree: 2·((nRanks/nNodes-1)·intraLat +
     # log2i(nNodes)·interLat): a chain inside each node, the double binary tree across nodes, so
     # the latency grows with log2 of the nodes, not of the ranks
     G, levels = topo.gpus_per_node, topo.nodes.bit_length() - 1
     latency = 2 * ((G - 1) * topo.intra.alpha_s + levels * topo.inter.alpha_s)
-    text = "2·((g-1)·α₁ + ⌊log2 K⌋·α₂) + 2·S/(0.9·B), K nodes of g ranks"
-    return Terms(latency, flat.bandwidth, flat.compute, text, flat.gamma)
+    return Terms(latency, flat.bandwidth, flat.compute, DOUBLE_TREE_NODES, flat.gamma)
 
 
 def hierarchical_terms(topo: Topology, S: float, g: float) -> Terms:
@@ -61,17 +76,7 @@ def hierarchical_terms(topo: Topology, S: float, g: float) -> Terms:
     t2 = a2 + c / B2
     hidden = (K - 1) * min(c * g, (r - 1) * t2)
     compute = ((G - 1) * K + K - 1) * c * g - hidden
-    text = (
-        "2(g-1)·(K·α₁ + S/(g·B₁)) + 2(K-1)·r·(α₂ + S/(g·K·B₂)), K nodes of g ranks, r = g/NICs"
-        " ranks per NIC"
-    )
-    return Terms(
-        latency,
-        bandwidth,
-        compute,
-        text,
-        "((g-1)/g + (K-1)/(g·K))·S·γ, less what hides behind a shared NIC",
-    )
+    return Terms(latency, bandwidth, compute, HIERARCHICAL, HIERARCHICAL_GAMMA)
 
 
 def channel_ring_terms(topo: Topology, S: float, g: float) -> Terms:
@@ -86,8 +91,4 @@ def channel_ring_terms(topo: Topology, S: float, g: float) -> Terms:
     intra = (m * topo.intra.alpha_s, m * c / topo.intra.bandwidth_Bps)
     inter = (topo.inter.alpha_s, c / topo.inter.bandwidth_Bps)
     lat, bw = max(intra, inter, key=sum)
-    text = (
-        "2(n-1)·max(m·(α₁ + S/(C·n·B₁)), α₂ + S/(C·n·B₂)), C = NICs per node rings,"
-        " m = C-1 if C = g else C"
-    )
-    return Terms(steps * lat, steps * bw, (n - 1) * C * c * g, text, "(n-1)/n·S·γ")
+    return Terms(steps * lat, steps * bw, (n - 1) * C * c * g, CHANNEL_RING, "(n-1)/n·S·γ")

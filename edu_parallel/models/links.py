@@ -30,7 +30,8 @@ class Link:
     """One direction of a link: ``alpha_s`` seconds per message, ``bandwidth_Bps`` bytes/s.
 
     ``scope``: "intra-node" (GPU to GPU in a server), "inter-node" (a NIC port) or "" (unsaid);
-    ``note``: what the model leaves out (in-switch reduction, one link per peer)."""
+    ``note``: what the model leaves out (in-switch reduction, one link per peer). A preset's
+    ``source`` is a gettext message (marked ``N_``): a report shows it through ``_()``."""
 
     name: str
     alpha_s: float

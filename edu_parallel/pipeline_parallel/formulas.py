@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import check_choice, check_int, check_non_negative, check_positive
+from ..core.i18n import N_
 from .builders import SCHEDULES
 
 
@@ -83,19 +84,19 @@ def bubble_formula(
     work = t_f + t_b + t_w
     if name in ("gpipe", "1f1b"):
         bubble, ideal = (p - 1) * work, m * work
-        formula = "(P-1)(t_f+t_b+t_w) per rank: (P-1)/(M+P-1) of total, (P-1)/M of ideal"
+        formula = N_("(P-1)(t_f+t_b+t_w) per rank: (P-1)/(M+P-1) of total, (P-1)/M of ideal")
         source = "GPipe (Huang et al. 2019) §2.3; Narayanan et al. 2021 §2.2.1 (PipeDream-Flush)"
-        exact = "t_comm = 0, any t_f, t_b, t_w, any M >= 1"
+        exact = N_("t_comm = 0, any t_f, t_b, t_w, any M >= 1")
     elif name == "interleaved":
         bubble, ideal = (p - 1) * work, v * m * work
-        formula = "(P-1)(t_f+t_b+t_w) per rank with chunk times: (1/v)(P-1)/M of ideal"
+        formula = N_("(P-1)(t_f+t_b+t_w) per rank with chunk times: (1/v)(P-1)/M of ideal")
         source = "Narayanan et al. 2021 (arXiv 2104.04473) §2.2.2"
-        exact = "t_comm = 0, any t_f, t_b, t_w, M a multiple of P"
+        exact = N_("t_comm = 0, any t_f, t_b, t_w, M a multiple of P")
     else:
         bubble, ideal = (p - 1) * max(t_f + t_b - t_w, 0.0), m * work
-        formula = "(P-1)(t_f+t_b-t_w) per rank (ZB-H1)"
+        formula = N_("(P-1)(t_f+t_b-t_w) per rank (ZB-H1)")
         source = "Qi et al. 2023 (arXiv 2401.10241) §2.1, Zero Bubble ZB-H1"
-        exact = "t_comm = 0, M >= P, t_w <= min(t_f, t_b)"
+        exact = N_("t_comm = 0, M >= P, t_w <= min(t_f, t_b)")
     return {
         "schedule": name,
         "bubble_time": bubble,

@@ -328,7 +328,7 @@ def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
         )
     )
     formula = _("formula: {formula}  [{source}; exact when {exact_when}]").format(
-        formula=f["formula"], source=f["source"], exact_when=f["exact_when"]
+        formula=_(f["formula"]), source=f["source"], exact_when=_(f["exact_when"])
     )
     lines += wrap_text(formula, MAX_TEXT_COLUMNS, hanging="  ")
     lines.append("")

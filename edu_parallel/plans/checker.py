@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..core.errors import bad_value, one_of
 from ..core.i18n import _
+from ..core.phases import phase_label
 from ..core.width import cut, ljust
 from .plan import COLLECTIVES, OPS, REDUCTIONS, Plan, PlanError, Problem
 
@@ -211,7 +212,8 @@ def explain(
     moves = any(t.to_chunk != t.chunk for s in plan.steps for t in s.transfers)
     width = max(width, 16) if moves else width
     head = [ljust(_("rank"), 6)] + [
-        ljust(f"{i}:{cut(s.phase, width - 4)}", width) for i, s in enumerate(plan.steps)
+        ljust(f"{i}:{cut(phase_label(s.phase), width - 4)}", width)
+        for i, s in enumerate(plan.steps)
     ]
     rows = [" ".join(head)]
     for r in range(plan.world_size):

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..core.i18n import _
+from ..core.phases import phase_label
 from ..core.trace import Trace
 from ..core.units import format_bytes
 from ..plans.naive import naive_sent_bytes_formula
@@ -19,7 +20,6 @@ from ..plans.plan import Plan
 from ..plans.ring import ring_sent_bytes_formula
 from .figure import new_figure
 from .fit import fit_layout
-from .model import phase_label
 from .plotly_figure import Figure
 from .style import ALERT, series_color
 

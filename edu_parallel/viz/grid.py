@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.i18n import _
+from ..core.phases import phase_label
 from ..core.trace import Trace
 from .figure import new_figure
 from .fit import LABEL_PT, MAX_WIDTH_IN
-from .model import Arrow, build_frames, phase_label
+from .model import Arrow, build_frames
 from .style import ALERT, LABEL, MUTED, OP_COLORS, text_color
 
 _COL_GAP = 1.4  # data units between ranks

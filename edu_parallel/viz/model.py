@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..core.errors import bad_value, one_of
 from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds, contributors
+from ..core.phases import phase_label
 from ..core.trace import SNAPSHOT_LIMIT, Trace
 from ..plans.checker import holdings_after_each_step
 from ..plans.plan import Plan
@@ -27,17 +28,8 @@ from .style import ALL_CONTRIBUTORS, EMPTY, FEW_CONTRIBUTORS, NEGATIVE, POSITIVE
 # core/trace.py, under the name the renderers use.
 SNAPSHOT_BYTES = SNAPSHOT_LIMIT
 
-# what a learner reads for a plan's phase and a transfer's op (the values stay English in traces)
-PHASE_NAMES = {
-    "reduce-scatter": N_("reduce-scatter"),
-    "all-gather": N_("all-gather"),
-    "all-reduce": N_("all-reduce"),
-    "reduce": N_("reduce"),
-    "broadcast": N_("broadcast"),
-    "gather": N_("gather"),
-    "scatter": N_("scatter"),
-}
-# per op, so that the translation can name the op in its own words
+# what a learner reads for a transfer's op (the values stay English in traces), per op, so that
+# the translation can name the op in its own words; a phase's name is core/phases.py's
 _CHANGED = {
     "reduce": N_("changed in this step (reduce)"),
     "copy": N_("changed in this step (copy)"),
@@ -61,13 +53,6 @@ ARROW_HOVER = {
     "reduce": N_("{arrow} (reduce), {nbytes} B"),
     "copy": N_("{arrow} (copy), {nbytes} B"),
 }
-
-
-def phase_label(phase: str | None) -> str:
-    """A plan phase or collective as the learner reads it (``"reduce-scatter"``, translated)."""
-    if phase is None:
-        return ""
-    return _(PHASE_NAMES[phase]) if phase in PHASE_NAMES else phase
 
 
 def arrow_hover(arrow: Arrow) -> str:

@@ -361,6 +361,6 @@ def _formula_text(f: dict[str, Any]) -> str:
     ).format(
         share=f"{f['share_of_total']:.1%}",
         relative=f"{f['relative_to_ideal']:.1%}",
-        formula=f["formula"],
-        exact_when=f["exact_when"],
+        formula=_(f["formula"]),
+        exact_when=_(f["exact_when"]),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.i18n import _
+from ..core.phases import phase_label
 from ..core.trace import Trace
 from .fit import fit_layout
-from .model import phase_label
 from .plotly_figure import Figure
 from .style import series_color
 

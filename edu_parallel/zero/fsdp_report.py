@@ -25,11 +25,11 @@ from typing import Any
 import torch
 
 from ..core.errors import bad_value
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..core.metrics import ring_sent_bytes
 from ..core.schema import GATHERED_PARAMS
 from ..core.trace import Trace
-from ..core.width import fitted, rjust, width
+from ..core.width import fitted, ljust, rjust, width
 from ..engine.executor import Executor
 from ..task.mlp import DEFAULT_DIMS, DEFAULT_MICROBATCH, reference_training
 from .config import FsdpConfig
@@ -51,7 +51,7 @@ from .stages import zero_job
 ATOL_PER_STEP = 0.1
 OUTLIER_STEPS = 2.0
 MAX_OUTLIER_FRACTION = 0.01
-ZERO3_UNIT = "whole model"  # ZeRO-3 here gathers one flat buffer of all layers
+ZERO3_UNIT = N_("whole model")  # ZeRO-3 here gathers one flat buffer of all layers
 
 
 def fsdp_padded_numel(dims: Sequence[int], world_size: int) -> int:
@@ -344,7 +344,8 @@ def format_fsdp(report: FsdpReport) -> str:
             sizes = _("{nbytes} B out {sent} B sent").format(
                 nbytes=f"{row['nbytes']:>6}", sent=f"{row['sent_bytes']:>8,.0f}"
             )
+            unit = _(row["unit"]) if row["unit"] == ZERO3_UNIT else row["unit"]  # JSON: English
             lines.append(
-                f"  {k:<6} {row['pass'] or '-':<13} {row['op']:<22} {row['unit']:<12} {sizes}{pre}"
+                f"  {k:<6} {row['pass'] or '-':<13} {row['op']:<22} {ljust(unit, 12)} {sizes}{pre}"
             )
     return "\n".join(lines)

@@ -29,7 +29,9 @@ from .base import Concept
 
 
 def _ddp_args(p: argparse.ArgumentParser) -> None:
-    models = ", ".join(f"{k} ({v.doc})" for k, v in DDP_MODELS.items())
+    models = ", ".join(
+        _("{name} ({doc})").format(name=k, doc=_(v.doc)) for k, v in DDP_MODELS.items()
+    )
     p.add_argument(
         "--model", default="mlp", help=_("one of {models} (default mlp)").format(models=models)
     )

@@ -37,18 +37,23 @@ def _tp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dtype",
         default="float64",
-        help=_("{dtypes} (default float64)").format(dtypes=" or ".join(ITEMSIZE)),
+        help=_("{dtypes} (default float64)").format(dtypes=_either(*ITEMSIZE)),
     )
     p.add_argument(
         "--rule",
         default="megatron",
         help=(
             _("{rules}: syllabus runs the outline's collectives, errata E4 (column/row)").format(
-                rules=" or ".join(RULES)
+                rules=_either(*RULES)
             )
         ),
     )
     p.add_argument("--gather-output", action="store_true", help=_("column: all-gather the full Y"))
+
+
+def _either(first: str, second: str) -> str:
+    """``"float64 or float32"``, in the learner's language."""
+    return _("{first} or {second}").format(first=first, second=second)
 
 
 def _tp_check(a: argparse.Namespace, dims: ParallelDims) -> TPConfig:
