@@ -165,13 +165,6 @@ def test_a_translated_lesson_title_is_the_title_of_the_course_data():
         )
 
 
-def test_the_chinese_lessons_keep_the_english_code_cells():
-    for lesson in LESSONS:
-        en = [c for c in load(NOTEBOOKS / lesson.file)["cells"] if c["cell_type"] == "code"]
-        zh = [c for c in load(ZH_NOTEBOOKS / lesson.file)["cells"] if c["cell_type"] == "code"]
-        assert [c for c in zh if c["id"] != notebook_i18n.LANGUAGE_CELL_ID] == en, lesson.file
-
-
 @pytest.fixture
 def course(tmp_path: Path) -> Path:
     """A copy of both course folders to break."""
@@ -205,6 +198,25 @@ def test_a_planted_change_to_an_english_lesson_is_reported_for_its_chinese(cours
     zh = chinese_lesson(load(path), stem)
     cell = next(c for c in zh["cells"] if c["id"] == target["id"])
     assert "".join(cell["source"]).endswith("A sentence planted in English only.")
+    assert f"{ZH}/{stem}.ipynb" in stale(course)
+
+
+def test_a_planted_english_comment_is_reported_and_stays_english_in_the_chinese(course: Path):
+    stem = "03_ring_allreduce"
+    path = course / f"{stem}.ipynb"
+    assert notebook_i18n.problems(stem, course) == []
+    nb = load(path)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    cell["source"] = ["".join(cell["source"]) + "\nx = 1  # a comment planted in English only"]
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    found = notebook_i18n.problems(stem, course)
+    assert found == [
+        f"{stem}: code cell {cell['id']}: the comment 'a comment planted in English only' has no"
+        " Chinese translation"
+    ]
+    zh = chinese_lesson(load(path), stem)
+    shown = "".join(next(c for c in zh["cells"] if c["id"] == cell["id"])["source"])
+    assert shown.endswith("x = 1  # a comment planted in English only")
     assert f"{ZH}/{stem}.ipynb" in stale(course)
 
 

@@ -20,7 +20,8 @@ import pytest
 from helpers import cli
 
 from edu_parallel.app import i18n_catalog
-from edu_parallel.app.course import notebook_i18n
+from edu_parallel.app.course import code_comments, glossary, notebook_i18n
+from edu_parallel.app.course.code_comments import comments, strip_comments, too_long
 from edu_parallel.app.course.errata import ERRATA
 from edu_parallel.app.course.lessons import ERRATA_BOXES, LESSONS
 from edu_parallel.core import i18n
@@ -359,13 +360,13 @@ def test_the_chinese_uses_the_outlines_words_not_their_variants():
     forms (notebooks/GLOSSARY.md); 全归约 and the like only as the gloss at first use."""
     texts = _chinese_texts()
     assert len(texts) > 1000
-    problems = notebook_i18n.variant_problems(texts)
+    problems = glossary.variant_problems(texts)
     assert not problems, f"{len(problems)} texts:\n" + "\n".join(problems[:40])
 
 
 def test_a_planted_variant_is_named_and_its_gloss_is_not():
     texts = {"ok": "环形 AllReduce（全归约）：先 ReduceScatter", "bad": "一次全交换和 20 个微批次"}
-    assert notebook_i18n.variant_problems(texts) == [
+    assert glossary.variant_problems(texts) == [
         "bad: 全交换 (the outline writes all-to-all)",
         "bad: 微批次 (the outline writes 微批)",
     ]
@@ -378,7 +379,7 @@ def test_each_lesson_glosses_the_outlines_collectives_at_first_use():
     for lesson in LESSONS:
         cat = notebook_i18n.read(notebook_i18n.catalog_path(lesson.stem))
         zh = "\n".join(m.string for m in cat if m.id and isinstance(m.string, str))
-        for variant, form in notebook_i18n.variants():
+        for variant, form in glossary.variants():
             if form.isascii() and form in zh and f"{form}（{variant}" not in zh:
                 missing.append(f"{lesson.stem}: {form} without （{variant}）")
     assert not missing, missing
@@ -423,9 +424,29 @@ def test_the_chinese_lesson_has_the_english_code_and_chinese_prose(lesson):
     assert 'set_language("zh")' in "".join(code[0]["source"])
 
     def strip(cells: list[dict]) -> list[tuple[str, str]]:
-        return [(c["id"], "".join(c["source"])) for c in cells if c["cell_type"] == "code"]
+        return [
+            (c["id"], strip_comments("".join(c["source"])))
+            for c in cells
+            if c["cell_type"] == "code"
+        ]
 
     assert strip(code[1:]) == strip(en["cells"]), "the code cells differ from the English ones"
+    # and their comments read in Chinese, but where the translation keeps the English (code)
+    kept = {
+        text
+        for (_cid, text), zh_text in code_comments.translations(
+            notebook_i18n.read(notebook_i18n.catalog_path(lesson))
+        ).items()
+        if zh_text == text
+    }
+    english = [
+        k.text
+        for c in code[1:]
+        for k in comments("".join(c["source"]))
+        if not _chinese(k.text) and k.text not in kept
+    ]
+    assert not english, f"comments left in English: {english}"
+    assert not [line for c in code for line in too_long("".join(c["source"]))]
     assert [c["id"] for c in zh["cells"] if c["id"] != notebook_i18n.LANGUAGE_CELL_ID] == [
         c["id"] for c in en["cells"]
     ]

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from edu_parallel.app.course.notebook_i18n import variants
+from edu_parallel.app.course.glossary import variants
 from edu_parallel.core.i18n import language
 from edu_parallel.quiz import (
     MultipleChoice,

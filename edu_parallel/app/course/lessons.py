@@ -290,7 +290,8 @@ def with_nav(nb: dict, stem: str, lang: str = "en") -> dict:
 
 def chinese_lesson(english: dict, stem: str) -> dict:
     """The Chinese lesson built from the English one: its prose translated (English where the
-    catalog has no current translation), the same code cells, the Chinese navigation cell."""
+    catalog has no current translation), the same code with its comments in Chinese, the Chinese
+    navigation cell."""
     return with_nav(translated(english, stem), stem, "zh")
 
 

@@ -4,9 +4,11 @@ Each lesson's markdown cells have their Chinese in ``locale/zh_CN/notebooks/{ste
 catalog keyed by the cell's id (``msgctxt``), never by its position. An entry keeps the English
 source it was translated from (``msgid``) and that source's hash (``#. source-sha256 …``), so when
 an English cell changes, its translation is known to be out of date, and the diff shows what
-changed. The Chinese notebook ``notebooks/zh/{stem}.ipynb`` is built from the English one: every
-code cell identical, every markdown cell replaced by its translation, and one code cell before the
-first code cell that switches the package's messages to Chinese (``set_language("zh")``).
+changed. The comments of its code cells are messages of the same catalog (``code_comments.py``).
+The Chinese notebook ``notebooks/zh/{stem}.ipynb`` is built from the English one: every code cell
+the same code with its comments in Chinese, every markdown cell replaced by its translation, and
+one code cell before the first code cell that switches the package's messages to Chinese
+(``set_language("zh")``).
 
     python -m edu_parallel.app.course.notebook_i18n --update 03_ring_allreduce  # new, changed cells
     python -m edu_parallel.app.course.notebook_i18n --check               # one line per problem
@@ -22,13 +24,14 @@ import argparse
 import copy
 import hashlib
 import io
-import re
 import sys
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from . import code_comments
+from .glossary import glossary, strip_code
 from .links import load
 
 REPO = Path(__file__).resolve().parents[3]
@@ -80,8 +83,8 @@ def write(cat: Catalog, path: Path) -> None:
 
 
 def entries(cat: Catalog) -> dict[str, object]:
-    """The catalog's messages by cell id."""
-    return {m.context: m for m in cat if m.id and m.context}
+    """The catalog's messages of markdown cells, by cell id (code comments are not among them)."""
+    return {m.context: m for m in cat if m.id and m.context and not code_comments.is_comment(m)}
 
 
 def stored_hash(message) -> str:
@@ -99,7 +102,8 @@ def update(stem: str, notebooks: Path = NOTEBOOKS, catalogs: Path = CATALOGS) ->
     """
     nb = load(notebooks / f"{stem}.ipynb")
     path = catalog_path(stem, catalogs)
-    old = entries(read(path))
+    cat = read(path)
+    old = entries(cat)
     new = Catalog(locale="zh_CN")
     todo = []
     for c in prose_cells(nb):
@@ -123,21 +127,31 @@ def update(stem: str, notebooks: Path = NOTEBOOKS, catalogs: Path = CATALOGS) ->
             previous_id=previous,
         )
         todo.append(c["id"])
+    todo += code_comments.add_comments(new, nb, code_comments.translations(cat))
     write(new, path)
     return todo
 
 
 def set_translations(
-    stem: str, translations: dict[str, str], notebooks: Path = NOTEBOOKS, catalogs: Path = CATALOGS
+    stem: str,
+    translations: dict[str, str],
+    notebooks: Path = NOTEBOOKS,
+    catalogs: Path = CATALOGS,
+    comments: dict[str, str] | None = None,
 ) -> None:
-    """Record ``translations`` (cell id -> Chinese markdown) as made from the current English."""
+    """Record ``translations`` (cell id -> Chinese markdown) as made from the current English, and
+    ``comments`` (a code comment's English text -> its Chinese, in whichever cell it is)."""
     nb = load(notebooks / f"{stem}.ipynb")
     english = {c["id"]: source(c) for c in prose_cells(nb)}
     unknown = sorted(set(translations) - set(english))
     if unknown:
         raise ValueError(f"{stem}: no markdown cell with id {', '.join(unknown)}")
+    texts = {text for _cid, text in code_comments.lesson_comments(nb)}
+    if comments and set(comments) - texts:
+        raise ValueError(f"{stem}: no code comment reads {sorted(set(comments) - texts)[0]!r}")
     path = catalog_path(stem, catalogs)
-    old = entries(read(path))
+    cat = read(path)
+    old = entries(cat)
     new = Catalog(locale="zh_CN")
     for cid, text in english.items():
         if cid in translations:
@@ -159,6 +173,11 @@ def set_translations(
             )
         else:
             new.add(text, "", context=cid, auto_comments=[HASH_TAG + digest(text)])
+    have = code_comments.translations(cat)
+    for cid, text in code_comments.lesson_comments(nb):
+        if comments and text in comments:
+            have[(cid, text)] = comments[text]
+    code_comments.add_comments(new, nb, have)
     write(new, path)
 
 
@@ -183,67 +202,17 @@ def problems(stem: str, notebooks: Path = NOTEBOOKS, catalogs: Path = CATALOGS) 
             )
         elif "fuzzy" in m.flags:
             out.append(f"{stem}: cell {cid} ({first!r}) is marked fuzzy")
+    have_comments = code_comments.translations(read(path))
+    out += [
+        f"{stem}: code cell {cid}: the comment {text[:60]!r} has no Chinese translation"
+        for cid, text in code_comments.lesson_comments(nb)
+        if (cid, text) not in have_comments
+    ]
     gone = sorted(set(have) - {c["id"] for c in prose_cells(nb)})
     out += [
         f"{stem}: the catalog translates cell {cid}, which the lesson no longer has" for cid in gone
     ]
     return out
-
-
-GLOSSARY = NOTEBOOKS / "GLOSSARY.md"
-_ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
-
-
-def glossary(path: Path = GLOSSARY) -> list[tuple[re.Pattern, str, str]]:
-    """The glossary's rows as (English pattern, English term, Chinese term).
-
-    ``data parallelism (DP)`` matches "data parallelism" (a plural too, any case, whole words);
-    ``Gather / Scatter`` with ``收集 / 散射`` gives two rows; ``rank（进程号）`` asks for ``rank``.
-    """
-    rows = []
-    for en, zh in _ROW.findall(path.read_text(encoding="utf-8")):
-        if en in ("English", "---") or set(en) <= {"-"}:
-            continue
-        ens = [e.strip() for e in re.sub(r"\(.*?\)", "", en).split("/")]
-        zhs = [z.strip() for z in re.sub(r"（.*?）", "", zh).split("/")]
-        if len(ens) != len(zhs):
-            ens, zhs = [ens[0]], [zhs[0]]
-        for e, z in zip(ens, zhs, strict=True):
-            if e and z:
-                words = r"[\s-]".join(re.escape(w) for w in e.split())
-                rows.append((re.compile(rf"\b{words}(?:s|es)?\b", re.IGNORECASE), e, z))
-    return rows
-
-
-_NOT_USED = re.compile(r"^\|\s*([^|]+?)\s*\|\s*([^|（]+)(?:（[^|]*）)?\s*\|\s*([^|]+?)\s*\|$", re.M)
-
-
-def variants(path: Path = GLOSSARY) -> list[tuple[str, str]]:
-    """The glossary's "not used · 不用" table as (variant, the outline's form): ``("全归约",
-    "AllReduce")``. A variant stands only as the gloss right after its form: AllReduce（全归约）."""
-    text = path.read_text(encoding="utf-8")
-    start = text.index("| not used · 不用 |")
-    end = text.find("\n\n", start)
-    table = text[start:] if end < 0 else text[start:end]
-    return [(v, form.strip()) for _en, form, v in _NOT_USED.findall(table) if v != "---"]
-
-
-def variant_problems(texts: dict[str, str], path: Path = GLOSSARY) -> list[str]:
-    """``where: variant (write form)`` for each variant of the glossary used outside its gloss in
-    ``texts`` (``{where: Chinese text}``)."""
-    out = []
-    for where, text in texts.items():
-        for variant, form in variants(path):
-            if variant in text.replace(f"{form}（{variant}", ""):
-                out.append(f"{where}: {variant} (the outline writes {form})")
-    return out
-
-
-def strip_code(text: str) -> str:
-    """Markdown without code spans, code blocks and link targets (names stay English there)."""
-    text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
-    text = re.sub(r"`[^`]*`", " ", text)
-    return re.sub(r"\]\([^)]*\)", "]", text)
 
 
 def term_problems(stem: str, notebooks: Path = NOTEBOOKS, catalogs: Path = CATALOGS) -> list[str]:
@@ -273,9 +242,11 @@ def language_cell() -> dict:
 
 
 def translated(nb: dict, stem: str, catalogs: Path = CATALOGS) -> dict:
-    """The Chinese notebook: markdown from the catalog (English where none is current), code
-    cells identical, the language cell before the first code cell."""
-    have = entries(read(catalog_path(stem, catalogs)))
+    """The Chinese notebook: markdown from the catalog (English where none is current), the code
+    cells' code identical and their comments in Chinese where the catalog has them, the language
+    cell before the first code cell."""
+    cat = read(catalog_path(stem, catalogs))
+    have, comments = entries(cat), code_comments.translations(cat)
     cells = []
     for c in nb["cells"]:
         c = copy.deepcopy(c)
@@ -285,6 +256,8 @@ def translated(nb: dict, stem: str, catalogs: Path = CATALOGS) -> dict:
             m = have.get(c["id"])
             if m is not None and m.string and m.id == source(c) and "fuzzy" not in m.flags:
                 c["source"] = m.string.splitlines(keepends=True)
+        if c["cell_type"] == "code":
+            c = code_comments.translated_cell(c, comments)
         cells.append(c)
     meta = copy.deepcopy(nb.get("metadata", {}))
     meta["language_info"] = {**meta.get("language_info", {}), "name": "python"}
