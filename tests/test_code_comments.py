@@ -61,3 +61,12 @@ def test_strip_comments_keeps_strings_and_drops_comment_lines():
         'x = "# not a comment"',
         "def f():",
     ]
+
+
+def test_the_line_length_is_ruffs():
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    ruff = pyproject.split("[tool.ruff]", 1)[1]  # tomllib is Python 3.11+; the package runs on 3.10
+    assert int(re.search(r"^line-length = (\d+)$", ruff, re.M).group(1)) == LINE_LENGTH
