@@ -3,13 +3,16 @@ own words and one-line errors. No cluster starts: only ``--help`` and argument e
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
 from helpers import cli, english_phrases, every_parser
 
 from edu_parallel.app.cli import argparse_in_language, build_parser
+from edu_parallel.app.help_width import DisplayWidthHelpFormatter
 from edu_parallel.core.i18n import language
+from edu_parallel.core.width import width
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # argparse's English words that must not show through in Chinese
@@ -116,6 +119,42 @@ def test_every_commands_help_formats_in_both_languages(lang):
             assert text.startswith("用法：") and CJK.search(text), prog
         else:  # the --lang options name 简体中文 in English too
             assert text.startswith("usage: ") and not CJK.search(text.replace("简体中文", "")), prog
+
+
+def _too_wide(help_text: str, columns: int) -> list[str]:
+    """The lines of a help text wider than ``columns`` on a terminal, but for one that is a single
+    word (a list of choices such as ``{run,plan,...}``: argparse cannot break it in either
+    language)."""
+    return [
+        line for line in help_text.splitlines() if width(line) > columns and " " in line.strip()
+    ]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_commands_help_fits_the_terminal_by_display_width(lang, monkeypatch):
+    """argparse wraps help to the terminal's width less 2; a CJK character takes two columns
+    there (``app/help_width.py``), so the Chinese help fits as the English does, its usage lines
+    aligned under the first option."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with language(lang), argparse_in_language():
+        helps = {p.prog: p.format_help() for p in every_parser(build_parser())}
+    wide = {prog: lines for prog, text in helps.items() if (lines := _too_wide(text, 78))}
+    assert not wide, wide
+    usage = helps["edu-parallel run reducescatter"].splitlines()
+    start = usage[0].index("[-h]")
+    assert width(usage[0][:start]) == len(usage[1]) - len(usage[1].lstrip()), usage[:2]
+
+
+def test_a_help_wrapped_by_character_count_would_run_past_the_terminal(monkeypatch):
+    """The planted case: argparse's own formatter counts a CJK character as one column."""
+    monkeypatch.setenv("COLUMNS", "80")
+    help_text = "在由工作进程组成的本地集群上运行一个概念，" * 4
+    plain = argparse.ArgumentParser(prog="x", formatter_class=argparse.HelpFormatter)
+    plain.add_argument("--go", help=help_text)
+    assert _too_wide(plain.format_help(), 78)
+    fitted = argparse.ArgumentParser(prog="x", formatter_class=DisplayWidthHelpFormatter)
+    fitted.add_argument("--go", help=help_text)
+    assert not _too_wide(fitted.format_help(), 78)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from .. import comm, engine
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
@@ -38,6 +39,7 @@ from ..plans.checker import explain, validate
 from .concepts.registry import CONCEPTS
 from .exercise_command import add_exercise_arguments
 from .export.site import add_export_arguments
+from .help_width import DisplayWidthHelpFormatter
 from .lab import run_lab
 from .memory_command import add_memory_arguments, run_memory
 from .model_command import add_model_arguments, run_model
@@ -86,6 +88,13 @@ def argparse_in_language() -> Iterator[None]:
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every parser of the command line (sub-commands' too): help wrapped by display width, and an
+    error raised as one line (:class:`CLIError`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DisplayWidthHelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CLIError(f"{self.prog}: {message}")
 
