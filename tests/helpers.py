@@ -242,6 +242,15 @@ def boxes(fig) -> list[tuple[int, str, int, int, float, float]]:
 _ENGLISH_WORD = re.compile(r"\(?[A-Za-z]+(?:'[a-z]+)?[,;:.!?)]?")
 
 
+# Runs of English words that a Chinese output shows and that are not prose, each for its reason,
+# shared by the scans of the lessons (zh_outputs.py), the reports and the command line
+SHOWN_NAMES = (
+    "size count type",  # nccl-tests' own column names, as the bench tables print them
+    "rank pp dp tp",  # each rank's mesh coordinates, named as ParallelDims and torch's DeviceMesh
+    "rank ReduceScatter AllGather",  # the ring's bytes header: rank and the outline's phase names
+)
+
+
 def english_phrases(text: str, allow: Iterable[str] = ()) -> list[str]:
     """Every run of three or more English words in ``text`` (words: see ``_ENGLISH_WORD``,
     separated by spaces), except those that ``allow`` lists: what a Chinese output must not

@@ -294,6 +294,17 @@ class Lesson:
             scan.overlaps += overlapping_labels(cell)
         return scan
 
+    def widget_texts(self) -> list[str]:
+        """The text each widget of the lesson shows now (an outermost ``.jupyter-widgets`` view of
+        an output: a quiz, a slider and its readout, a widget's figure and table), in page order."""
+        return self.page.evaluate(
+            """panel => [...document.querySelectorAll(
+                   `${panel} .jp-OutputArea-output .jupyter-widgets`)]
+               .filter(w => !w.parentElement.closest('.jupyter-widgets'))
+               .map(w => w.innerText || '')""",
+            PANEL,
+        )
+
     def animations(self) -> list:
         """The plotly figures that carry frames (an animation), as element handles."""
         plots = self.page.query_selector_all(".js-plotly-plot")

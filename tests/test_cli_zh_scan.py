@@ -15,7 +15,7 @@ import inspect
 import re
 
 import pytest
-from helpers import cli, english_phrases, every_parser
+from helpers import SHOWN_NAMES, cli, english_phrases, every_parser
 
 from edu_parallel.app.cli import GRID_MAX_RANKS, argparse_in_language, build_parser, main
 from edu_parallel.app.concepts.registry import CONCEPTS
@@ -30,10 +30,8 @@ from edu_parallel.plans.algorithms import ALGOS
 
 # Runs of "English" words that are not English prose, each for its reason; nothing else passes.
 ALLOWED = {
-    "size count type",  # bench: nccl-tests' own column names (size count type time(us) ...)
-    "rank pp dp tp",  # run 3d: each rank's mesh coordinates, named as ParallelDims and the JSON
+    *SHOWN_NAMES,
     "dp tp pp v zero mb M",  # planner: its columns, named as its options and JSON keys
-    "rank ReduceScatter AllGather",  # run ring: the glossary keeps rank and the outline's names
     "GLOSSARY, errata, index,",  # lab --reset: the course's file names, as --reset takes them
     "(E, C, h)",  # run moe --help: GShard's buffer shape, in the lesson's symbols
 }

@@ -32,7 +32,7 @@ from lab_driver import (
     close_unedited_tab,
 )
 from lab_prose import page_problems
-from zh_outputs import english_in_notebook
+from zh_outputs import english_in_notebook, english_in_widgets
 
 from edu_parallel.core.i18n import _, language
 from edu_parallel.quiz import MultipleChoice, PredictThenRun, get_quiz
@@ -180,6 +180,7 @@ def test_a_learner_runs_every_cell_and_sees_every_output(courses, shots, name, r
             )
             assert _has_chinese(prose), "the lesson's prose is not in Chinese"
             english = english_in_notebook(lesson.save())
+            english += english_in_widgets(lesson.widget_texts())
             assert not english, f"English in the Chinese outputs: {english[:10]}"
         assert not (said := page_problems(page, name, lang)), f"prose against screen: {said}"
         played = lesson.play_every_animation(PLAY_SAMPLES[lang])

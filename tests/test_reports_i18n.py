@@ -20,7 +20,7 @@ from html import escape as html_escape
 
 import pandas as pd
 import pytest
-from helpers import english_phrases
+from helpers import SHOWN_NAMES, english_phrases
 
 from edu_parallel.app.course.frameworks import frameworks_table, mapping_table
 from edu_parallel.app.course.landscape import backend_table, libraries_table, wrapped
@@ -158,14 +158,10 @@ def table_widths(text: str, first: str) -> set[int]:
     return {width(line.rstrip()) for line in block}
 
 
-# the ring's bytes header: rank and the phases' names, which the glossary keeps in Chinese
-GLOSSARY_HEADER = "rank ReduceScatter AllGather"
-
-
 def assert_no_english(en: str, zh: str) -> None:
     assert_translated(en, zh)
     assert english_phrases(en), f"the scan finds nothing in the English:\n{en}"
-    found = english_phrases(zh, allow={GLOSSARY_HEADER})
+    found = english_phrases(zh, allow=SHOWN_NAMES)
     assert not found, f"English in the Chinese: {found}\n{zh}"
 
 

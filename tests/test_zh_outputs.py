@@ -4,7 +4,7 @@ and only that."""
 
 from __future__ import annotations
 
-from zh_outputs import english_in_notebook, english_in_outputs
+from zh_outputs import english_in_notebook, english_in_outputs, english_in_widgets
 
 from edu_parallel.viz.figure import TEXT_KEY
 
@@ -112,3 +112,8 @@ def test_a_saved_notebook_names_the_code_cell_as_nbval_does():
         },
     ]
     assert english_in_notebook({"cells": cells}) == ["Cell 1: stdout: sent per step"]
+
+
+def test_the_text_a_widget_shows_is_read_too():
+    shown = ["先预测，再运行\n答案（单位：µs）", "bucket size (MiB)\n25", "rank 0 rank 1 rank 2"]
+    assert english_in_widgets(shown) == ["widget 1: bucket size (MiB)"]

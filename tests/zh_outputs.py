@@ -1,7 +1,8 @@
 """What a Chinese learner reads in a lesson's outputs: no English phrase (issue 31's scan).
 
 Each Chinese lesson runs once (``conftest.py``): in the browser pass, which reads the notebook as
-the lab saves it (:func:`english_in_notebook`), or under nbval (``conftest.ZhOutputScan``). Every
+the lab saves it (:func:`english_in_notebook`) and the text its widgets show on the page
+(:func:`english_in_widgets`), or under nbval (``conftest.ZhOutputScan``). Every
 output of every cell is read as the learner reads it, and a run of three or more English words
 (``helpers.english_phrases``) fails the lesson, naming the cell and the phrase:
 
@@ -27,19 +28,18 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from helpers import english_phrases
+from helpers import SHOWN_NAMES, english_phrases
 
 from edu_parallel.viz.figure import TEXT_KEY
 
 ALLOW = (
-    "size count type",  # nccl-tests' own column names, as its tables print them (format_bench)
+    *SHOWN_NAMES,
     # the names lesson 06's code gives its runs, the keys the learner indexes them by
     "FSDP per layer",
     "FSDP whole model",
     "FSDP per layer, kept",
     "FSDP per layer,",
     # the mesh coordinates' names, as torch's DeviceMesh has them (lesson 10)
-    "rank pp dp tp",
     "rank (pp, dp, tp)",
     # a straggler setting's name (AsyncConfig.straggler_label), the key lesson 12 indexes runs by
     "random worker, exponential",
@@ -162,4 +162,15 @@ def english_in_notebook(nb: dict) -> list[str]:
     for n, cell in enumerate(code):
         source = "".join(cell.get("source", ""))
         found += [f"Cell {n}: {f}" for f in english_in_outputs(source, cell.get("outputs", []))]
+    return found
+
+
+def english_in_widgets(texts: list[str]) -> list[str]:
+    """``widget N: phrase`` for each English phrase in the text the lesson's widgets show on the
+    page (read by the browser pass: a widget's labels and values live in the kernel and the page,
+    not in the saved notebook), with the same exceptions as a cell's text output."""
+    found = []
+    for n, text in enumerate(texts):
+        stream = {"output_type": "stream", "name": f"widget {n}", "text": text}
+        found += english_in_outputs("", [stream])
     return found
