@@ -155,8 +155,9 @@ def test_every_formula_is_zero_on_one_rank_and_grows_with_size() -> None:
 def test_textbook_shapes_of_the_other_formulas() -> None:
     n, s, a, b = 16, 1 << 24, 1e-6, 1e9
     assert predict("tree", n, s, LINK).time_s == pytest.approx(2 * tree_levels(n) * (a + s / b))
-    dt = predict("double-tree", n, s, LINK)  # NCCL tuning.cc: 2 log2 n latency, algbw = 0.9 busBw/2
-    assert (dt.latency_s, dt.bandwidth_s) == pytest.approx((2 * 4 * a, 2 * s / (0.9 * b)))
+    # NCCL 2.30.7 tuning.cc: 2 log2 n latency, Tree busBw x .92, algbw = busBw x .5
+    dt = predict("double-tree", n, s, LINK)
+    assert (dt.latency_s, dt.bandwidth_s) == pytest.approx((2 * 4 * a, 2 * s / (0.92 * b)))
     assert predict("double_tree", n, s, LINK) == dt  # alias
     rab = predict("rabenseifner", n, s, LINK)
     assert (rab.latency_s, rab.bandwidth_s) == pytest.approx((2 * 4 * a, 2 * 15 / 16 * s / b))
@@ -234,3 +235,27 @@ def test_link_presets_aliases_and_argument_errors() -> None:
         args = {"name": "ring", "world_size": 8, "nbytes": 1024, "link": LINK} | kw
         with pytest.raises(ValueError, match=message):
             predict(**args)
+
+
+def test_the_double_tree_formulas_and_the_lesson_name_nccl_s_tree_factor() -> None:
+    """One home for the 0.92: nccl/constants.py; every text that writes it says what it holds."""
+    import json
+    from pathlib import Path
+
+    from edu_parallel.models.cost_topology import DOUBLE_TREE_NODES
+    from edu_parallel.models.nccl.constants import TREE_ALGBW_RATIO, TREE_BW_FACTOR
+
+    term = f"{1 / TREE_ALGBW_RATIO:g}·S/({TREE_BW_FACTOR:g}·B)"
+    assert term == "2·S/(0.92·B)"
+    assert term in predict("double-tree", 16, 1 << 20, LINK).formula
+    assert term in DOUBLE_TREE_NODES
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    said = [
+        "".join(cell["source"])
+        for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb"))
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "markdown" and "pipelined double tree" in "".join(cell["source"])
+    ]
+    assert said, "no lesson derives the double tree's alpha-beta formula"
+    for text in said:
+        assert term.replace("·S", "S") in text and "0.9·B" not in text, text

@@ -314,3 +314,12 @@ def test_a_system_is_a_preset_name_or_an_ncclsystem_and_anything_else_is_named()
         with pytest.raises(ValueError, match=words) as exc:
             nccl_choose("all_reduce", 1 << 20, bad)
         assert f"system={bad!r} is not valid" in str(exc.value)
+
+
+def test_the_tree_factors_are_nccl_2_30_7s():
+    # tuning.cc v2.30.7-1: "busBw * .92" (Tree all-reduce), "busBw *= .85" (TREE pattern),
+    # "ratio *= .5" (bus BW to algorithm BW, every algorithm but Ring, NVLS, NVLSTree)
+    from edu_parallel.models.nccl import constants
+
+    assert (constants.TREE_BW_FACTOR, constants.TREE_PATTERN_FACTOR) == (0.92, 0.85)
+    assert constants.TREE_ALGBW_RATIO == 0.5

@@ -303,12 +303,12 @@ def test_bubble_and_comm_tables_equal_the_runs_and_the_formulas(cluster4):
     for r in runs:
         row = table.loc[(r.schedule, 8)]
         b = r.bubble_fraction_measured
-        assert row["measured (share)"] == b and row["measured/(1-measured)"] == b / (1 - b)
+        assert row["modelled (share)"] == b and row["modelled/(1-modelled)"] == b / (1 - b)
         assert row["formula (share)"] == r.bubble_fraction_formula
         assert row["formula (bubble/ideal)"] == r.bubble_relative_to_ideal_formula
         assert row["peak stashed per stage"] == r.peak_activations_per_stage
         assert row["matches reference"] and (row["P"], row["v"]) == (4, r.chunks)
-        assert row["measured/(1-measured)"] == pytest.approx(row["formula (bubble/ideal)"])
+        assert row["modelled/(1-modelled)"] == pytest.approx(row["formula (bubble/ideal)"])
     assert table.loc[("1f1b", 8), "formula (share)"] == pytest.approx(gpipe_bubble(4, 8))
     assert table.loc[("gpipe", 8), "formula (bubble/ideal)"] == pytest.approx(megatron_bubble(4, 8))
     assert table.loc[("interleaved", 8), "formula (bubble/ideal)"] == pytest.approx(

@@ -14,6 +14,8 @@
   constants in ``nccl_constants.py``, where each pair runs in ``nccl_rules.py``);
   ``nccl_select.py``: its (algorithm, protocol) choice and ``NCCL_ALGO``/``NCCL_PROTO``
   (:func:`nccl_choose`); ``nccl_systems.py``: named clusters (:data:`NCCL_SYSTEMS`).
+* ``published.py``: NCCL's bus bandwidth on real systems as published, with citations
+  (:data:`PUBLISHED_BUSBW`, :func:`published_busbw_table`), to sit beside a modelled figure.
 * ``traffic.py``: all-reduce algorithms side by side, counted from traces (:func:`traffic_table`).
 * ``tables.py``: predictions per size and algorithm as DataFrames (:func:`prediction_table`,
   :func:`choice_table`, NCCL's :func:`nccl_choice_table` and :func:`nccl_winner_table`).
@@ -30,6 +32,7 @@ from .interconnects import FABRICS, fabric, interconnect_table, rail_of, rail_op
 from .nccl.selection import NcclChoice, nccl_choose
 from .nccl.systems import NCCL_SYSTEMS, nccl_system
 from .nccl.tuning import NcclSystem, nccl_entry, nccl_time
+from .published import PUBLISHED_BUSBW, PublishedBusbw, published_busbw_table
 from .retiming import CostModel, collective_time, cost_model, per_rank_busy, retime
 from .simulation import expected_result, plan_events, simulate
 from .tables import choice_table, nccl_choice_table, nccl_winner_table, prediction_table
@@ -41,6 +44,7 @@ __all__ = [
     "FABRICS",
     "LINKS",
     "NCCL_SYSTEMS",
+    "PUBLISHED_BUSBW",
     "NAMES",
     "OTHER_COLLECTIVES",
     "Choice",
@@ -48,6 +52,7 @@ __all__ = [
     "Link",
     "NcclChoice",
     "NcclSystem",
+    "PublishedBusbw",
     "Prediction",
     "SimSummary",
     "Topology",
@@ -73,6 +78,7 @@ __all__ = [
     "rail_of",
     "rail_optimized",
     "prediction_table",
+    "published_busbw_table",
     "retime",
     "simulate",
     "simulate_fast",

@@ -10,8 +10,9 @@ a time):
     >>> p.formula, p.latency_s, p.bandwidth_s, p.busbw_gbps
 
 Formulas are those of Thakur, Rabenseifner & Gropp 2005, "Optimization of Collective
-Communication Operations in MPICH" (IJHPCA 19(1)), and of NCCL's tuner (``src/graph/tuning.cc``:
-ring latency ``2(nRanks-1)`` steps, tree ``2·log2`` levels, tree algbw ``0.9·busBw/2``).
+Communication Operations in MPICH" (IJHPCA 19(1)), and of NCCL's tuner (NCCL 2.30.7
+``src/graph/tuning.cc``: ring latency ``2(nRanks-1)`` steps, tree ``2·log2`` levels, tree algbw
+``0.5·0.92·busBw``, the factors of :mod:`~edu_parallel.models.nccl.constants`).
 
 How they relate to the retimed traces of this package's plans (``tests/test_costmodel.py``):
 ring, naive, hierarchical, the ring all-gather and reduce-scatter, and the parameter server with
@@ -48,6 +49,7 @@ from .cost_topology import (
     double_tree_nodes,
     hierarchical_terms,
 )
+from .nccl.constants import TREE_ALGBW_RATIO, TREE_BW_FACTOR
 from .retiming import CostModel
 from .topology import LINKS, MAX_TOPOLOGY_RANKS, Link, Topology
 
@@ -78,8 +80,12 @@ _CEIL_LOG2 = lambda n: (n - 1).bit_length()  # noqa: E731  ceil(log2 n) for n >=
 ONE_RANK = N_("0 (one rank)")  # the formula of one rank: nothing moves
 # every formula text with words in it, a gettext message each (see cost_topology.py)
 FORMULA_MESSAGES = (ONE_RANK, *WORDED_FORMULAS)
-# NCCL src/graph/tuning.cc: "if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)"
-TREE_BW_EFFICIENCY = 0.9
+# NCCL 2.30.7 src/graph/tuning.cc, Tree all-reduce: busBw = min(busBw * .92, nChannels *
+# perChMaxTreeBw), algbw = busBw * .5 (one home: models/nccl/constants.py). The alpha-beta double
+# tree keeps both factors and leaves out the rest of the tuner: the per-channel cap, the LL and
+# LL128 protocol factors, x 0.85 for a plain tree pattern (one GPU per node) and the medium-size
+# treeCorrectionFactor, all of which nccl/tuning.py computes.
+TREE_BW_EFFICIENCY = TREE_BW_FACTOR
 
 
 @dataclass(frozen=True)
@@ -166,12 +172,13 @@ def _tree(n: int, S: float, a: float, B: float, g: float) -> Terms:
 
 
 def _double_tree(n: int, S: float, a: float, B: float, g: float) -> Terms:
-    # NCCL src/graph/tuning.cc: tree latency 2·log2(n)·lat; tree busBw = 0.9·busBw and algbw =
-    # busBw/2 (pipelined, each tree S/2, every rank moves at most 2S each way: errata E5), so
-    # 2·S/(0.9·B); an inner rank reduces 2 children x S/2
+    # NCCL 2.30.7 src/graph/tuning.cc: tree latency 2·log2(n)·lat; tree busBw = 0.92·busBw and
+    # algbw = busBw/2 (pipelined, each tree S/2, every rank moves at most 2S each way: errata E5),
+    # so 2·S/(0.92·B); an inner rank reduces 2 children x S/2
     depth = _CEIL_LOG2(n)
-    bandwidth = 2 * S / (TREE_BW_EFFICIENCY * B)
-    return Terms(2 * depth * a, bandwidth, S * g, "2⌈log2 n⌉·α + 2·S/(0.9·B)", "S·γ")
+    bandwidth = S / (TREE_ALGBW_RATIO * TREE_BW_EFFICIENCY * B)
+    text = f"2⌈log2 n⌉·α + {1 / TREE_ALGBW_RATIO:g}·S/({TREE_BW_EFFICIENCY:g}·B)"
+    return Terms(2 * depth * a, bandwidth, S * g, text, "S·γ")
 
 
 def _ps(n: int, S: float, a: float, B: float, g: float, k: int) -> Terms:

@@ -33,7 +33,8 @@ class Terms:
 
 # The formulas whose text holds words: gettext messages (marked N_), shown through _() by the
 # command line (the JSON keeps them as written here)
-DOUBLE_TREE_NODES = N_("2·((g-1)·α₁ + ⌊log2 K⌋·α₂) + 2·S/(0.9·B), K nodes of g ranks")
+# the 0.92 of DOUBLE_TREE_NODES is nccl/constants.py TREE_BW_FACTOR (tests/test_costmodel.py checks)
+DOUBLE_TREE_NODES = N_("2·((g-1)·α₁ + ⌊log2 K⌋·α₂) + 2·S/(0.92·B), K nodes of g ranks")
 HIERARCHICAL = N_(
     "2(g-1)·(K·α₁ + S/(g·B₁)) + 2(K-1)·r·(α₂ + S/(g·K·B₂)), K nodes of g ranks, r = g/NICs"
     " ranks per NIC"

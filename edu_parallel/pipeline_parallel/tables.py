@@ -21,7 +21,11 @@ from .timing import time_schedule
 
 
 def bubble_table(reports: Sequence[PipelineReport]) -> pd.DataFrame:
-    """One row per run, indexed by (schedule, M): P, v, bubble measured and by formula."""
+    """One row per run, indexed by (schedule, M): P, v, the bubble modelled and by formula.
+
+    "modelled": the idle share of the schedule as it executed (each rank's order read back from the
+    trace), retimed with the run's stage times (``bubble_fraction_measured``): a model of the
+    executed order, not a wall-clock measurement."""
     rows = []
     for r in reports:
         share = r.bubble_fraction_measured
@@ -32,9 +36,9 @@ def bubble_table(reports: Sequence[PipelineReport]) -> pd.DataFrame:
                 "P": r.stages,
                 "v": r.chunks,
                 N_("matches reference"): r.matches_reference,
-                N_("measured (share)"): share,
+                N_("modelled (share)"): share,
                 N_("formula (share)"): r.bubble_fraction_formula,
-                N_("measured/(1-measured)"): share / (1 - share),
+                N_("modelled/(1-modelled)"): share / (1 - share),
                 N_("formula (bubble/ideal)"): r.bubble_relative_to_ideal_formula,
                 N_("peak stashed per stage"): r.peak_activations_per_stage,
             }

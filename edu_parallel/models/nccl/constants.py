@@ -126,6 +126,10 @@ TREE_CORRECTION = (
 NET_OVERHEAD = {"intel": 1.0, "amd": 2.0}
 RING_PLATEAU = {True: 1.4, False: 1.9}  # ring/Simple latency factor across nodes, sm >= 80 or not
 PAT_BW_FACTOR = 0.75
+# ncclTopoTuneModel, Tree all-reduce: busBw = min(busBw * .92, nChannels * perChMaxTreeBw); then
+# every algorithm but Ring, NVLS and NVLSTree: algbw = busBw * .5 ("Convert bus BW to algorithm BW")
+TREE_BW_FACTOR = 0.92
+TREE_ALGBW_RATIO = 0.5
 TREE_PATTERN_FACTOR = 0.85  # a plain (unbalanced) tree, e.g. one GPU per node
 MAX_DIRECT_ARITY = 7  # CollNet: at most 8 local GPUs
 MAX_NVLS_ARITY = 32

@@ -117,7 +117,7 @@ def nccl_entry(coll: str, algo: str, proto: str, system: NcclSystem) -> NcclEntr
     if algo == "Ring" and proto == "LL128":
         bus = min(bus * 0.92, g.channels * K.PER_CH_MAX_RING_LL128_BW[arch][i2])
     if algo == "Tree" and coll == "all_reduce":
-        bus = min(bus * 0.92, g.channels * K.PER_CH_MAX_TREE_BW[arch][i2])
+        bus = min(bus * K.TREE_BW_FACTOR, g.channels * K.PER_CH_MAX_TREE_BW[arch][i2])
     if algo == "Tree" and proto == "LL":
         bus = min(bus / 3.8, ll_max)
     if algo == "Tree" and proto == "LL128":
@@ -135,7 +135,7 @@ def nccl_entry(coll: str, algo: str, proto: str, system: NcclSystem) -> NcclEntr
             bus /= ratio - (ratio - 1) / 2
             bus *= 0.85 if K.COMPCAP[arch] >= 90 else 1.0
     if not (algo != "Ring" and coll in ("all_gather", "reduce_scatter")):  # bus bw -> algo bw
-        bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else 0.5
+        bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else K.TREE_ALGBW_RATIO
     # latency
     lat = K.BASE_LATENCY[algo][p]
     intra_lat = K.HW_LATENCY[g.hw_intra][algo][p]
