@@ -89,13 +89,9 @@ def _button(plot: Any, words: tuple[str, ...]) -> Any:
     return None
 
 
-def play_problems(
-    plot: Any, samples: int = 6, every_s: float = 0.3, name: str = "figure"
-) -> tuple[list[str], bool]:
-    """Press Play on an animated figure, sample it ``samples`` times ``every_s`` apart, press
-    pause; returns one line per problem seen (a panel with no marks at frame 0, a sample where a
-    layer of a panel that was drawn at frame 0, its bars or its markers and lines, has no mark
-    left, a play button over the slider's label) and whether the frame moved."""
+def frame_zero_problems(plot: Any, name: str = "figure") -> tuple[list[str], dict]:
+    """What the animated figure shows before Play: one line per panel with no marks, and per
+    play button over the slider's current-value label; and the marks per panel and layer."""
     plot.scroll_into_view_if_needed()
     first = marks(plot)
     out = [
@@ -103,7 +99,17 @@ def play_problems(
         for p, n in first.items()
         if not any(n.values())
     ]
-    out += [f"{name}: {c}" for c in plot.evaluate(_COVERED)]
+    return out + [f"{name}: {c}" for c in plot.evaluate(_COVERED)], first
+
+
+def play_problems(
+    plot: Any, samples: int = 6, every_s: float = 0.3, name: str = "figure"
+) -> tuple[list[str], bool]:
+    """Press Play on an animated figure, sample it ``samples`` times ``every_s`` apart, press
+    pause; returns one line per problem seen (a panel with no marks at frame 0, a sample where a
+    layer of a panel that was drawn at frame 0, its bars or its markers and lines, has no mark
+    left, a play button over the slider's label) and whether the frame moved."""
+    out, first = frame_zero_problems(plot, name)
     play = _button(plot, ("▶", "play", "播放"))
     if play is None:
         return [*out, f"{name}: an animation without a Play button"], False

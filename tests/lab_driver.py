@@ -27,9 +27,9 @@ from typing import Any
 import mplfonts
 import pytest
 from helpers import free_port
-from lab_animation import play_problems
-from lab_overlap import overlapping_labels
-from lab_text import truncated_cells, wrapped_text
+from lab_animation import frame_zero_problems, play_problems
+from lab_overlap import EDGE_PX, OVERLAPS_JS, SLACK_PX
+from lab_text import TRUNCATED_JS, WRAPPED_JS
 
 CHROMIUM_FLAGS = [  # as root in a container, on a closed network
     "--no-sandbox",
@@ -201,6 +201,15 @@ _SCAN_CELL = """cell => {
 }"""
 
 
+# every check of one cell in one call from Python to the page (a round trip costs more than a check)
+_CELL_CHECKS = f"""(cell, args) => ({{
+  seen: ({_SCAN_CELL})(cell),
+  wrapped: ({WRAPPED_JS})(cell),
+  truncated: ({TRUNCATED_JS})(cell),
+  overlaps: ({OVERLAPS_JS})(cell, args),
+}})"""
+
+
 class Lesson:
     """One lesson opened from the file browser of a lab page, as a learner opens it."""
 
@@ -280,7 +289,8 @@ class Lesson:
         scan = Scan()
         for cell in self.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell"):
             cell.scroll_into_view_if_needed()
-            seen = cell.evaluate(_SCAN_CELL)
+            checked = cell.evaluate(_CELL_CHECKS, [SLACK_PX, EDGE_PX])
+            seen = checked["seen"]
             scan.cells += 1
             scan.errors += seen["errors"]
             scan.stderr += seen["stderr"]
@@ -289,9 +299,9 @@ class Lesson:
             scan.raw_widgets += [t for t in seen["plain"] if t.startswith(RAW_WIDGET_REPRS)]
             scan.broken_widgets += seen["broken"]
             scan.too_wide += seen["wide"]
-            scan.wrapped += wrapped_text(cell)
-            scan.truncated += truncated_cells(cell)
-            scan.overlaps += overlapping_labels(cell)
+            scan.wrapped += checked["wrapped"]  # lab_text.wrapped_text
+            scan.truncated += checked["truncated"]  # lab_text.truncated_cells
+            scan.overlaps += checked["overlaps"]  # lab_overlap.overlapping_labels
         return scan
 
     def widget_texts(self) -> list[str]:
@@ -317,10 +327,14 @@ class Lesson:
     def play_every_animation(self, samples: int = 6) -> list[str]:
         """Press Play on every animation, sample it ``samples`` times while it plays, press
         pause (:func:`lab_animation.play_problems`): one line per problem, an animation that Play
-        did not move included."""
+        did not move included. ``samples=0``: only what frame 0 shows, Play not pressed
+        (:func:`lab_animation.frame_zero_problems`)."""
         out = []
         for i, plot in enumerate(self.animations()):
             name = f"{self.name} animation {i + 1}"
+            if samples == 0:
+                out += frame_zero_problems(plot, name)[0]
+                continue
             problems, moved = play_problems(plot, samples=samples, name=name)
             out += problems + ([] if moved else [f"{name}: Play did not move it"])
         return out

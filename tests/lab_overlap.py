@@ -22,7 +22,7 @@ from typing import Any
 SLACK_PX = 2  # a glyph box is a little taller than its ink: two lines touching are not an overlap
 EDGE_PX = 1  # a label closer than this to the figure's left or right edge has its letters cut
 
-_OVERLAPS = """(scope, [slack, edge]) => {
+OVERLAPS_JS = """(scope, [slack, edge]) => {
   const out = [];
   const LABELS = [
     ['annotation', '.annotation .annotation-text'],
@@ -124,4 +124,4 @@ def overlapping_labels(
     """One line per pair of overlapping labels, control over a label, or label cut at the edge,
     in the plotly figures of ``scope`` (an element handle: a cell, a figure, a page's body),
     naming the figure and the labels."""
-    return scope.evaluate(_OVERLAPS, [slack_px, edge_px])
+    return scope.evaluate(OVERLAPS_JS, [slack_px, edge_px])

@@ -17,7 +17,7 @@ from typing import Any
 
 # every text output of the scope (stdout, stderr, error, text/plain): the rows it takes as shown,
 # against the rows it takes with wrapping off; the widest line, named by its first characters
-_WRAPPED = """scope => {
+WRAPPED_JS = """scope => {
   const out = [];
   for (const pre of scope.querySelectorAll('.jp-OutputArea-output pre')) {
     if (!pre.offsetParent) continue;  // not laid out (a collapsed output)
@@ -37,7 +37,7 @@ _WRAPPED = """scope => {
   return out;
 }"""
 
-_TRUNCATED = """scope => {
+TRUNCATED_JS = """scope => {
   const out = [];
   for (const cell of scope.querySelectorAll('table td, table th')) {
     const text = (cell.innerText || '').trim();
@@ -51,9 +51,9 @@ _TRUNCATED = """scope => {
 
 def wrapped_text(scope: Any) -> list[str]:
     """One line per text output in ``scope`` (an element handle) that wraps in its area."""
-    return scope.evaluate(_WRAPPED)
+    return scope.evaluate(WRAPPED_JS)
 
 
 def truncated_cells(scope: Any) -> list[str]:
     """One line per table cell in ``scope`` cut with an ellipsis and no hover text."""
-    return scope.evaluate(_TRUNCATED)
+    return scope.evaluate(TRUNCATED_JS)
