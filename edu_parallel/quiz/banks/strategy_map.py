@@ -154,7 +154,7 @@ def q_map_layer_crossover(d: MapDraw, run: MapRunner) -> Numeric:
             "DP all-reduces 12h^2 gradients per layer ONCE per step; TP all-reduces a (T, h)"
             " activation 4 times per layer in EVERY micro-batch: 12h^2 = 4 k T h, so"
             " T* = 3h/k (the MLP block alone: 4h + 2.5 with k = 1). The lesson measures it on"
-            " lesson 10's model."
+            " lesson 12's model."
         ),
         params={"h": d.h, "k": d.accumulate},
         key="map_layer_crossover",
