@@ -36,7 +36,11 @@ _TASK = (*_TRAINING, "task")
 # DDP, then what builds on its comm-hook seam: compression and asynchronous training
 _DATA = ("data_parallel", "zero", "compression", "async_training")
 PARALLELISMS = (*_DATA, "tensor_parallel", "expert_parallel", "pipeline_parallel")
-COMPOSED = ("planner", "parallel_3d")  # lesson 12: the parallelisms together, planned and run
+COMPOSED = (
+    "planner",
+    "parallel_3d",
+    "roofline",
+)  # lesson 12: the parallelisms together, planned and run
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
     "plans": ("core",),
@@ -53,6 +57,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "expert_parallel": _TRAINING,
     "pipeline_parallel": _TRAINING,
     "strategy_map": (*_TASK, *PARALLELISMS),
+    # Lesson 11: each strategy's bytes become time, measured on the ranks and modelled for GPUs.
+    "roofline": (*_TASK, *PARALLELISMS, "strategy_map", "planner"),
     # The planner is arithmetic over the models and the memory calculator: pure, no engine.
     "planner": ("core", "models", "memory"),
     # DP x TP x PP (x EP) composed on one mesh of ranks; its byte counts are the planner's.

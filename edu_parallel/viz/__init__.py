@@ -18,6 +18,8 @@
 * Synchronous against asynchronous training (lesson 14): :func:`regime_timeline` (idle time at
   barriers against overlapping pushes), :func:`staleness_figure`, :func:`loss_curves_figure`,
   :func:`time_to_target_figure`.
+* Bytes become time (lesson 11): :func:`crossover_time_figure` (the measured crossover beside the
+  formula's), :func:`gpu_share_figure` (communication over compute on 8 H100s, modelled).
 * Interconnects (lesson 15): :func:`interconnect_figure` (one trace timed on every link
   preset and rail-optimised fabric).
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
@@ -107,6 +109,8 @@ _LAZY = {
     "RingDrawing": "ring",
     "ring_animation": "ring",
     "ring_step_figure": "ring",
+    "crossover_time_figure": "roofline",
+    "gpu_share_figure": "roofline",
     "map_table_figure": "strategy_map",
     "sent_bars_figure": "strategy_map",
     "split_figure": "strategy_map",

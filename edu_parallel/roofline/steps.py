@@ -1,0 +1,167 @@
+"""The rank side of the measured roofline: data-parallel steps swept over the tokens, timed.
+
+:func:`sweep_job` trains the strategy map's residual MLP (``x + W2 GeLU(W1 x + b1) + b2``, the
+weights and data of :mod:`edu_parallel.strategy_map.model`, lesson 01's DP run) on every rank with
+``k`` microbatches of ``T`` tokens per rank per step, one step per ``k`` per round. A step is the
+forward and backward of each microbatch (``compute`` events ``forward``, ``backward``), the
+gradients adding up, then one ``all_reduce`` of the flat gradient bucket (phase ``grad_sync``)
+into which every gradient is a view, as DDP's buckets are (Li et al. 2020, arXiv 2006.15704
+§3.2.3); the optimizer is left out. Inside, every matmul is its own ``compute`` event
+of phase ``matmul``: the forward ``addmm`` timed around the call, the backward ``AddmmBackward0``
+node (dX and dW) between the hooks autograd calls before and after it
+(``Node.register_prehook`` / ``register_hook``). The rest of the compute (GeLU, the residual,
+gradient accumulation, autograd and Python) is what the roofline leaves out.
+
+In the same round, on the same ranks, it times the two constants the formula needs:
+
+* ``F``, this machine's matmul FLOP/s at the step's shapes: the first block's matmuls called one
+  by one, forward ``addmm`` and the backward's ``mm`` for dX and dW (a ``calibrate`` compute
+  event carrying their FLOPs in ``attrs``);
+* right after it, as a step's all-reduce follows a compute, one ``all_reduce`` of the step's own
+  bucket size and one of a smaller calibration size (``calibrate`` collectives, the bucket's of
+  chunk 0, the other's of chunk 1, size ``(round + i) % (len(sizes) - 1)``), for the α-β fit.
+
+Rounds interleave every point, so a burst of load on shared cores slows one point of each curve,
+not a whole curve; the parent keeps the fastest round. Ranks line up at a barrier before each
+timed block, as nccl-tests does. Step ``s = round * len(accumulation) + i`` times
+``accumulation[i]`` microbatches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..core.schema import GRAD_SYNC
+from ..engine.context import RankContext
+from ..strategy_map.model import dense_weights, make_data, sq_error
+from .config import SweepConfig
+
+CALIBRATE = "calibrate"  # phase of the timings that give the formula its constants
+MATMUL = "matmul"  # phase of each matmul inside a step's forward and backward
+
+
+def _leaves(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone().requires_grad_(True) for k, v in weights.items()}
+
+
+def _bucket(blocks: list[dict[str, torch.Tensor]]) -> torch.Tensor:
+    """One flat gradient buffer (Ψ,) with every parameter's ``.grad`` a view into it."""
+    params = [p for w in blocks for p in w.values()]
+    flat = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)
+    at = 0
+    for p in params:
+        p.grad = flat[at : at + p.numel()].view_as(p)
+        at += p.numel()
+    return flat
+
+
+def timed_linear(
+    ctx: RankContext, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, step: int
+) -> torch.Tensor:
+    """``x W^T + b`` on (T, h_in) @ (h_in, h_out) as one ``addmm``, its forward and its backward
+    node each a ``matmul`` compute event (the backward's FLOPs are dX's and dW's)."""
+    start = ctx.tracer.now()
+    z = torch.addmm(b, x, w.t())  # (T, h_out)
+    fwd = 2 * x.shape[0] * w.shape[0] * w.shape[1]
+    ctx.record_compute(
+        "addmm", 0, start, ctx.tracer.now(), step=step, phase=MATMUL, attrs={"flops": fwd}
+    )
+    began: list[float] = []
+    node = z.grad_fn
+    node.register_prehook(lambda grad_out: began.append(ctx.tracer.now()))
+
+    def done(grad_in: Any, grad_out: Any) -> None:
+        flops = fwd * (1 + (grad_in[1] is not None))  # dW always; dX when x needs it
+        ctx.record_compute(
+            "addmm backward",
+            0,
+            began.pop(),
+            ctx.tracer.now(),
+            step=step,
+            phase=MATMUL,
+            attrs={"flops": flops},
+        )
+
+    node.register_hook(done)
+    return z
+
+
+def dense_block(
+    ctx: RankContext, x: torch.Tensor, w: dict[str, torch.Tensor], step: int
+) -> torch.Tensor:
+    """The strategy map's block ``x + W2 GeLU(W1 x + b1) + b2`` on tokens (T, h), matmuls timed."""
+    a = F.gelu(timed_linear(ctx, x, w["w1"], w["b1"], step))  # (T, 4h)
+    return x + timed_linear(ctx, a, w["w2"], w["b2"], step)  # (T, h)
+
+
+def dp_step(
+    ctx: RankContext,
+    blocks: list[dict[str, torch.Tensor]],
+    flat: torch.Tensor,
+    batches: list[tuple[torch.Tensor, torch.Tensor]],
+    total: int,
+    step: int,
+) -> None:
+    """Forward and backward of each microbatch ``(x, y)`` (T, h) in turn, every gradient adding
+    into ``flat`` (accumulation), then ONE all-reduce of it: DDP's ``no_sync`` for all but the
+    last microbatch (Li et al. 2020 §3.2.4)."""
+    ctx.barrier()
+    for x, y in batches:
+        with ctx.compute("forward", step=step, phase="forward"):
+            out = x
+            for w in blocks:
+                out = dense_block(ctx, out, w, step)  # (T, h)
+            loss = sq_error(out, y, total)
+        with ctx.compute("backward", step=step, phase="backward"):
+            loss.backward()  # every gradient adds into ``flat``
+    ctx.collective("all_reduce", flat, step=step, phase=GRAD_SYNC)
+    flat.zero_()
+
+
+def time_matmuls(ctx: RankContext, w: dict[str, torch.Tensor], x: torch.Tensor, step: int) -> None:
+    """The first block's matmuls on ``x`` (T, h) one by one, the kernels its step runs (W1's
+    input is data: no dX), as a ``calibrate`` compute event carrying their FLOPs."""
+    t, h = x.shape
+    with torch.no_grad():
+        ctx.barrier()
+        start = ctx.tracer.now()
+        z = torch.addmm(w["b1"], x, w["w1"].t())  # (T, h) @ (h, 4h) -> (T, 4h)
+        g = torch.addmm(w["b2"], z, w["w2"].t())  # (T, 4h) @ (4h, h) -> (T, h)
+        dz = torch.mm(g, w["w2"])  # dX of W2: (T, h) @ (h, 4h) -> (T, 4h)
+        torch.mm(g.t(), z)  # dW2: (h, T) @ (T, 4h) -> (h, 4h)
+        torch.mm(dz.t(), x)  # dW1: (4h, T) @ (T, h) -> (4h, h)
+        end = ctx.tracer.now()
+    flops = 5 * 2 * t * 4 * h * h  # W1: forward, dW; W2: forward, dX, dW
+    attrs = {"flops": flops, "tokens": t}
+    ctx.record_compute("matmuls", 0, start, end, step=step, phase=CALIBRATE, attrs=attrs)
+
+
+def sweep_job(ctx: RankContext, cfg: SweepConfig) -> dict[str, Any]:
+    """On every rank: ``cfg.repeats`` rounds of, per ``k``, the matmul timing, two calibration
+    all-reduces and a DP step of ``k`` microbatches. Returns the parameter count."""
+    model = cfg.model
+    n, r = ctx.world_size, ctx.rank
+    weights = dense_weights(model)  # the same bits on every rank
+    blocks = [_leaves(w) for w in weights]
+    flat = _bucket(blocks)  # (Ψ,)
+    x, y = make_data(model)  # (batch, 1, h): rank r's rows, as tokens (rows, h)
+    rows = model.batch // n
+    x = x[r * rows : (r + 1) * rows].reshape(-1, model.hidden)
+    y = y[r * rows : (r + 1) * rows].reshape(-1, model.hidden)
+    t = cfg.microbatch
+    micro = [(x[m * t : (m + 1) * t], y[m * t : (m + 1) * t]) for m in range(rows // t)]
+    buffers = [torch.zeros(max(1, s // 4)) for s in cfg.calibration_sizes]  # float32, s bytes
+    points = len(cfg.accumulation)
+    ctx.tracer.where("roofline sweep")
+    for rnd in range(cfg.repeats):
+        for i, k in enumerate(cfg.accumulation):
+            step = rnd * points + i
+            time_matmuls(ctx, weights[0], micro[0][0], step)
+            for buf in (buffers[-1], buffers[(rnd + i) % (len(buffers) - 1)]):
+                ctx.collective("all_reduce", buf, step=step, phase=CALIBRATE)
+            dp_step(ctx, blocks, flat, micro[:k], n * k * t * model.hidden, step)
+        ctx.progress(rnd + 1, cfg.repeats)
+    return {"params": flat.numel()}

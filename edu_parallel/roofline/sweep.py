@@ -1,0 +1,206 @@
+"""The measured crossover: where a data-parallel step stops being communication-bound, on the ranks.
+
+:func:`run_sweep` checks a :class:`~edu_parallel.roofline.config.SweepConfig` once and runs
+:func:`~edu_parallel.roofline.steps.sweep_job`; :func:`read_sweep` reads every number of the
+:class:`SweepReport` off the trace's timestamps:
+
+* measured, per point (``k`` microbatches, ``k T`` tokens per rank per step): the **compute**
+  time, the slowest rank's matmuls (``matmul`` events), the **other** compute (the rest of
+  forward and backward), and the **communication** time of the gradient all-reduce, from the
+  moment the last rank entered it to the moment the first left it (the time it took once everyone
+  was there, not a rank's wait for a slower one);
+* the formula's constants, timed in the same rounds: ``F``, the matmul timings' FLOPs over their
+  time, and ``α``, ``B`` fitted to the calibration all-reduces
+  (:func:`~edu_parallel.comm.calibration.fit_alpha_beta` on ``t = 2(N-1) α + 2(N-1)/N S / B``, so
+  ``B`` is the all-reduce's bus bandwidth, as nccl-tests reports busbw);
+* the formula, ``W / F`` against ``2(N-1) α + 2(N-1)/N Ψ e / B``
+  (:mod:`edu_parallel.roofline.formulas`), and both crossovers.
+
+Each time is the fastest of the rounds after the first (a warm-up): on shared cores load only ever
+adds time, so the minimum is the least disturbed measurement (``timeit``'s advice). Every point
+all-reduces the same bucket, so the measured all-reduce is the fastest of all points
+(``comm_level_s``; ``comm_s`` keeps each point's own); ``spread`` keeps the median over the
+minimum, to say how noisy the machine was.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..comm.calibration import fit_alpha_beta
+from ..core.schema import GRAD_SYNC
+from ..core.trace import Event, Trace
+from ..engine.executor import Executor
+from ..models.links import Link
+from ..strategy_map.formulas import ITEMSIZE
+from ..strategy_map.table import measure
+from .config import SweepConfig
+from .formulas import allreduce_time, crossover, dp_step_flops, ring_factor
+from .steps import CALIBRATE, MATMUL, sweep_job
+
+FIT_NAME = "this machine's all-reduce"
+
+
+@dataclass
+class SweepReport:
+    """One measured sweep (see the module doc): per point, measured and formula times."""
+
+    config: SweepConfig
+    params: int  # Ψ of the model (one gradient bucket)
+    compute_s: list[float]  # measured: the matmuls of one optimizer step
+    other_s: list[float]  # measured: the rest of forward and backward
+    comm_s: list[float]  # measured: the gradient all-reduce, each point's fastest round
+    comm_level_s: float  # ... the fastest of all points: each sends the same bucket
+    flops_per_s: float  # F: the matmul timings' rate at the microbatch's shapes
+    sizes: tuple[int, ...]  # calibration all-reduces
+    allreduce_s: list[float]  # their fastest times
+    link: Link  # α and B fitted to them
+    sent_bytes: float  # per rank per step, from the trace
+    messages: int  # collective calls per rank per step
+    spread: dict[str, float]  # median / minimum over rounds, worst point
+    trace: Trace = field(repr=False)
+
+    @property
+    def world_size(self) -> int:
+        return self.config.world_size
+
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        """Tokens per rank per optimizer step of each point: ``k T``."""
+        return self.config.tokens
+
+    @property
+    def flops(self) -> list[float]:
+        """Matmul FLOPs of one rank's step at each point."""
+        c = self.config
+        return [dp_step_flops(c.hidden, c.layers, t) for t in self.tokens]
+
+    @property
+    def transfers(self) -> int:
+        """Ring messages behind the one all-reduce call: ``2(N-1)``."""
+        return 2 * (self.world_size - 1)
+
+    @property
+    def formula_compute_s(self) -> list[float]:
+        return [w / self.flops_per_s for w in self.flops]
+
+    @property
+    def formula_comm(self) -> float:
+        """One all-reduce of the Ψ gradients: ``2(N-1) α + 2(N-1)/N Ψ e / B``."""
+        link = self.link
+        return allreduce_time(
+            self.world_size, self.params * ITEMSIZE, link.alpha_s, link.bandwidth_Bps
+        )
+
+    @property
+    def measured_crossover(self) -> float | None:
+        """Tokens per rank per step where the measured matmuls start to outlast the measured
+        all-reduce; None when they never do on the sweep (or already do at its first point)."""
+        return crossover(self.tokens, [self.comm_level_s] * len(self.tokens), self.compute_s)
+
+    @property
+    def formula_crossover(self) -> float:
+        """The same tokens by the formula: ``T* = F t_comm / (W per token)``."""
+        c = self.config
+        return self.formula_comm * self.flops_per_s / dp_step_flops(c.hidden, c.layers, 1)
+
+    @property
+    def ratio(self) -> float | None:
+        """Formula's crossover over the measured one (1 is a perfect prediction)."""
+        m = self.measured_crossover
+        return None if m is None else self.formula_crossover / m
+
+
+def run_sweep(cluster: Executor, **options: Any) -> SweepReport | None:
+    """Check the options once (:meth:`SweepConfig.build` on the cluster's ranks), then run."""
+    return execute_sweep(cluster, SweepConfig.build(cluster.world_size, **options))
+
+
+def execute_sweep(executor: Executor, cfg: SweepConfig) -> SweepReport | None:
+    """Run the checked ``cfg`` on ``executor`` and read it (None on a non-zero torchrun rank)."""
+    out = executor.run(sweep_job, cfg)
+    if out is None:
+        return None
+    out.trace.meta.update({"concept": "roofline", "world_size": cfg.world_size})
+    return read_sweep(cfg, out.results[0]["params"], out.trace)
+
+
+def _spans(events: list[Event], ranks: int) -> float:
+    """A collective's time once every rank is in it: first end minus last start."""
+    if len(events) != ranks:
+        raise ValueError(f"expected one event per rank, got {len(events)}")
+    return max(0.0, min(e.end for e in events) - max(e.start for e in events))
+
+
+def _pair(events: list[Event], ranks: int) -> tuple[float, float]:
+    """The spans of a step's two calibration all-reduces: each rank's first, each rank's second."""
+    by_rank = [[e for e in events if e.rank == r] for r in range(ranks)]
+    first, second = zip(*by_rank, strict=True)
+    return _spans(list(first), ranks), _spans(list(second), ranks)
+
+
+def _best(samples: list[float]) -> tuple[float, float]:
+    """(minimum, median / minimum) of the rounds after the warm-up."""
+    low = min(samples)
+    return low, statistics.median(samples) / low if low > 0 else 1.0
+
+
+def read_sweep(cfg: SweepConfig, params: int, trace: Trace) -> SweepReport:
+    """Every number of the report from ``trace`` (see the module doc)."""
+    n, points = cfg.world_size, len(cfg.accumulation)
+    total: dict[Any, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    matmul: dict[Any, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    probe: dict[Any, dict[int, float]] = defaultdict(dict)
+    flops: dict[Any, float] = {}
+    colls: dict[tuple[Any, Any], list[Event]] = defaultdict(list)
+    for e in trace.events:
+        if e.kind == "compute" and e.phase == CALIBRATE:
+            probe[e.step][e.rank] = e.duration
+            flops[e.step] = (e.attrs or {})["flops"]
+        elif e.kind == "compute" and e.phase == MATMUL:
+            matmul[e.step][e.rank] += e.duration
+        elif e.kind == "compute":
+            total[e.step][e.rank] += e.duration
+        elif e.kind == "collective":
+            colls[(e.phase, e.step)].append(e)
+    sizes = list(cfg.calibration_sizes)
+    samples: dict[str, list[list[float]]] = {k: [[] for _ in range(points)] for k in "cos"}
+    calib: list[list[float]] = [[] for _ in sizes]
+    rates = []
+    for s in range(points, cfg.repeats * points):  # round 0 warms up
+        rnd, i = divmod(s, points)
+        samples["c"][i].append(max(matmul[s].values()))
+        samples["o"][i].append(max(total[s][r] - matmul[s][r] for r in total[s]))
+        samples["s"][i].append(_spans(colls[(GRAD_SYNC, s)], n))
+        rates.append(flops[s] / max(probe[s].values()))
+        bucket, other = _pair(colls[(CALIBRATE, s)], n)
+        calib[-1].append(bucket)
+        calib[(rnd + i) % (len(sizes) - 1)].append(other)
+    best = {k: [_best(v) for v in samples[k]] for k in "cos"}
+    allreduce = [min(v) for v in calib]
+    alpha_all, bandwidth = fit_alpha_beta([ring_factor(n) * s for s in sizes], allreduce)
+    source = f"fit_alpha_beta on {len(sizes)} all-reduce sizes on {n} ranks, in the sweep's rounds"
+    link = Link(FIT_NAME, alpha_all / (2 * (n - 1)), bandwidth, source)
+    first = Trace(
+        dict(trace.meta), [e for e in trace.events if e.step == 0 and e.phase != CALIBRATE]
+    )
+    row = measure(first, n)[0]
+    return SweepReport(
+        cfg,
+        params,
+        [c for c, _ in best["c"]],
+        [c for c, _ in best["o"]],
+        [c for c, _ in best["s"]],
+        min(c for c, _ in best["s"]),
+        max(rates),
+        tuple(sizes),
+        allreduce,
+        link,
+        row["sent_bytes"],
+        row["messages"],
+        {"compute": max(s for _, s in best["c"]), "communication": max(s for _, s in best["s"])},
+        trace,
+    )
