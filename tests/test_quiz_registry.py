@@ -106,6 +106,13 @@ FORMULAS.update(
         ),
     }
 )
+FORMULAS.update(
+    {  # lesson 11: bytes become time (bf16 gradients, latency left out)
+        "dp_intensity": lambda p: 3 * p["N"] * p["T"] / ((p["N"] - 1) * p["itemsize"]),
+        "dp_crossover_h100": lambda p: p["F"] / p["B"] * 2 * (p["N"] - 1) / p["N"] * 2 / 6,
+        "overlap_tokens": lambda p: p["F"] / p["B"] * 2 * (p["N"] - 1) / p["N"] * 2 / 4,
+    }
+)
 KNOWN_BANKS = (
     "00_tour",
     "01_parallelism_map",
@@ -116,6 +123,7 @@ KNOWN_BANKS = (
     "08_tensor_parallel",
     "09_expert_parallel",
     "10_pipeline",
+    "11_bytes_to_time",
 )
 
 

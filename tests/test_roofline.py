@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from edu_parallel.models.published import PUBLISHED_BUSBW
+from edu_parallel.quiz import roofline_quiz
 from edu_parallel.roofline.config import SweepConfig
 from edu_parallel.roofline.formulas import (
     allreduce_time,
@@ -26,7 +27,7 @@ from edu_parallel.roofline.formulas import (
 from edu_parallel.roofline.gpu import H100_FLOPS, IN_NODE, dp_tokens, gpu_rows
 from edu_parallel.roofline.steps import MATMUL
 from edu_parallel.roofline.strategies import strategy_flops, transfers
-from edu_parallel.roofline.sweep import run_sweep
+from edu_parallel.roofline.sweep import run_sweep, sweep_runner
 from edu_parallel.roofline.tables import strategy_time_table, sweep_table
 from edu_parallel.strategy_map.crossover import crossover_tokens
 from edu_parallel.strategy_map.formulas import block_params, formula_sent_bytes
@@ -128,7 +129,7 @@ def test_the_gpu_model_keeps_tp_in_a_node_and_lets_dp_cross_nodes() -> None:
 def test_gpu_figure_fits() -> None:
     fig = gpu_share_figure()
     assert not fit_problems(fig)
-    assert len(fig.data) == 5  # DP and TP, in a node and across, and the crossover line
+    assert len(fig.data) == 6  # DP and TP, in a node and across; the crossover; overlap
 
 
 @pytest.mark.multiprocess
@@ -171,3 +172,14 @@ def test_every_strategy_in_time_reads_its_bytes_off_the_trace(cluster2) -> None:
     assert table.loc["ZeRO-3", "bytes sent"] == pytest.approx(zero.per_rank_sent_bytes[0])
     comm = table["communication, modelled (ms)"]
     assert comm["TP"] > comm["DP"]  # 2L all-reduces of activations against one of the gradients
+
+
+@pytest.mark.multiprocess
+def test_the_predict_question_is_graded_against_a_real_run(cluster2) -> None:
+    q = roofline_quiz(runner=sweep_runner(cluster2, hidden=64, layers=1, repeats=3)).by_key(
+        "predict_accumulation"
+    )
+    report = q.result()
+    assert report.accumulation == (1, q.params["k"])
+    assert q.check(q.predict.position(q.truth(report))).correct
+    assert "ms" in q.reveal(report)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..comm.bench import ProgressBar
 from ..core.errors import JobTimeoutError, WorkerError, bad_value
 from ..core.i18n import N_, _
 from ..core.inputs import chunk_bounds
@@ -159,8 +160,9 @@ def grade(
     own = cluster is None or getattr(cluster, "closed", False)  # a closed one: grade anyway
     if own:
         cluster = Cluster(max(c.world_size for c in todo), timeout=exercise.timeout_s + 5)
+    bar = ProgressBar(_("checking cases"), unit=N_("case")) if exercise.progress else None
     try:
-        grade_ = _run_cases(exercise, fn, payload, cluster, todo)
+        grade_ = _run_cases(exercise, fn, payload, cluster, todo, bar)
         if reference and grade_.shown is not None:
             with cluster.sized(grade_.shown.world_size) as c:
                 ref = c.run(run_exercise, exercise, None, grade_.shown, timeout=exercise.timeout_s)
@@ -174,13 +176,19 @@ def grade(
 
 
 def _run_cases(
-    exercise: Exercise, fn: Callable, payload: bytes, cluster: Executor, todo: list[Case]
+    exercise: Exercise,
+    fn: Callable,
+    payload: bytes,
+    cluster: Executor,
+    todo: list[Case],
+    bar: Callable[[int, int], Any] | None = None,
 ) -> Grade:
     findings: list[Finding] = []
     shown: tuple[Case, Trace, list[RankOutcome]] | None = None
     last: tuple[Case, Trace, list[RankOutcome]] | None = None
     drawn: tuple[Case, Trace, list[RankOutcome]] | None = None
     code_file = fn.__code__.co_filename
+    done = 0
     for n in sorted({c.world_size for c in todo}):
         with cluster.sized(n) as c:
             for case in (k for k in todo if k.world_size == n):
@@ -200,8 +208,13 @@ def _run_cases(
                     last = (case, trace, outputs)
                     if any(s.step >= 0 for s in trace.snapshots):
                         drawn = last  # a pass shows the last run the step grid can draw
+                    done += 1
+                    if bar is not None:
+                        bar(done, len(todo))
                     continue
                 # a raise or a hang stops the grade; the picture is the earlier wrong run, if any
+                if bar is not None:
+                    bar(len(todo), len(todo))  # closes the bar
                 case, trace, outputs = shown or (case, None, [])
                 return Grade(exercise, False, findings, case, trace, None, outputs)
     case, trace, outputs = shown or drawn or last

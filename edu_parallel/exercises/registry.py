@@ -8,6 +8,7 @@ from ..core.errors import bad_value, one_of
 from ..core.lesson_renames import FORMER_NUMBERS
 from .problems.broadcast_chain import EXERCISE as BROADCAST_CHAIN
 from .problems.bucketed_reducer import EXERCISE as BUCKETED_REDUCER
+from .problems.dp_crossover import EXERCISE as DP_CROSSOVER
 from .problems.mesh_groups import EXERCISE as MESH_GROUPS
 from .problems.moe_dispatch import EXERCISE as MOE_DISPATCH
 from .problems.one_f_one_b import EXERCISE as ONE_F_ONE_B
@@ -32,6 +33,7 @@ EXERCISES: dict[str, Exercise] = {
             MOE_DISPATCH,
             MESH_GROUPS,
             TWO_LEVEL,
+            DP_CROSSOVER,
         ),
         key=lambda e: e.id,
     )

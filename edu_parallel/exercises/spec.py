@@ -144,6 +144,7 @@ class Exercise:
     picture: Callable[..., list[Any]] | None = None  # figures from a Grade; None: grid + bytes
     powers_of_two: bool = False  # inputs are 2^rank: a chunk's value names its ranks
     point_to_point: bool = False  # built from ctx.send/recv: ctx.collective is refused (untraced)
+    progress: bool = False  # its cases take seconds (a sweep on the ranks): a bar shows them go
 
     @property
     def id(self) -> str:

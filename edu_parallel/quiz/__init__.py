@@ -38,6 +38,7 @@ _LAZY = {
     "three_d_quiz": "banks.parallel_3d",
     "pipeline_quiz": "banks.pipeline",
     "ring_quiz": "banks.ring",
+    "roofline_quiz": "banks.roofline",
     "map_quiz": "banks.strategy_map",
     "tp_quiz": "banks.tensor_parallel",
     "tour_quiz": "banks.tour",

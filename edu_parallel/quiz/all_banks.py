@@ -25,6 +25,7 @@ BANK_MODULES = (  # one per lesson bank, in course order
     "tensor_parallel",
     "expert_parallel",
     "pipeline",
+    "roofline",
     "parallel_3d",
     "compression",
     "async_training",

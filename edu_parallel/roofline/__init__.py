@@ -44,5 +44,11 @@ _LAZY = {
     "run_sweep": "sweep",
     "execute_sweep": "sweep",
     "read_sweep": "sweep",
+    "sweep_runner": "sweep",
+    "sweep_table": "tables",
+    "strategy_time_table": "tables",
+    "gpu_table": "tables",
+    "crossover_time_table": "tables",
+    "message_time_table": "tables",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)

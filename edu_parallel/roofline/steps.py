@@ -2,7 +2,8 @@
 
 :func:`sweep_job` trains the strategy map's residual MLP (``x + W2 GeLU(W1 x + b1) + b2``, the
 weights and data of :mod:`edu_parallel.strategy_map.model`, lesson 01's DP run) on every rank with
-``k`` microbatches of ``T`` tokens per rank per step, one step per ``k`` per round. A step is the
+``k`` microbatches of ``T`` tokens per rank per step, one step per ``k`` in each round (one job
+per round, so the parent can show the rounds go by). A step is the
 forward and backward of each microbatch (``compute`` events ``forward``, ``backward``), the
 gradients adding up, then one ``all_reduce`` of the flat gradient bucket (phase ``grad_sync``)
 into which every gradient is a view, as DDP's buckets are (Li et al. 2020, arXiv 2006.15704
@@ -139,8 +140,8 @@ def time_matmuls(ctx: RankContext, w: dict[str, torch.Tensor], x: torch.Tensor, 
     ctx.record_compute("matmuls", 0, start, end, step=step, phase=CALIBRATE, attrs=attrs)
 
 
-def sweep_job(ctx: RankContext, cfg: SweepConfig) -> dict[str, Any]:
-    """On every rank: ``cfg.repeats`` rounds of, per ``k``, the matmul timing, two calibration
+def sweep_job(ctx: RankContext, cfg: SweepConfig, rnd: int) -> dict[str, Any]:
+    """On every rank, round ``rnd`` of the sweep: per ``k``, the matmul timing, two calibration
     all-reduces and a DP step of ``k`` microbatches. Returns the parameter count."""
     model = cfg.model
     n, r = ctx.world_size, ctx.rank
@@ -155,13 +156,12 @@ def sweep_job(ctx: RankContext, cfg: SweepConfig) -> dict[str, Any]:
     micro = [(x[m * t : (m + 1) * t], y[m * t : (m + 1) * t]) for m in range(rows // t)]
     buffers = [torch.zeros(max(1, s // 4)) for s in cfg.calibration_sizes]  # float32, s bytes
     points = len(cfg.accumulation)
-    ctx.tracer.where("roofline sweep")
-    for rnd in range(cfg.repeats):
-        for i, k in enumerate(cfg.accumulation):
-            step = rnd * points + i
-            time_matmuls(ctx, weights[0], micro[0][0], step)
-            for buf in (buffers[-1], buffers[(rnd + i) % (len(buffers) - 1)]):
-                ctx.collective("all_reduce", buf, step=step, phase=CALIBRATE)
-            dp_step(ctx, blocks, flat, micro[:k], n * k * t * model.hidden, step)
-        ctx.progress(rnd + 1, cfg.repeats)
+    ctx.tracer.where(f"roofline sweep, round {rnd}")
+    for i, k in enumerate(cfg.accumulation):
+        step = rnd * points + i
+        time_matmuls(ctx, weights[0], micro[0][0], step)
+        for buf in (buffers[-1], buffers[(rnd + i) % (len(buffers) - 1)]):
+            ctx.collective("all_reduce", buf, step=step, phase=CALIBRATE)
+        dp_step(ctx, blocks, flat, micro[:k], n * k * t * model.hidden, step)
+        ctx.progress(i + 1, points)
     return {"params": flat.numel()}

@@ -30,7 +30,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..comm.bench import ProgressBar
 from ..comm.calibration import fit_alpha_beta
+from ..core.errors import check_bool
+from ..core.i18n import N_, _
 from ..core.schema import GRAD_SYNC
 from ..core.trace import Event, Trace
 from ..engine.executor import Executor
@@ -66,6 +69,11 @@ class SweepReport:
     @property
     def world_size(self) -> int:
         return self.config.world_size
+
+    @property
+    def accumulation(self) -> tuple[int, ...]:
+        """Microbatches per optimizer step of each point: ``k``."""
+        return self.config.accumulation
 
     @property
     def tokens(self) -> tuple[int, ...]:
@@ -114,18 +122,31 @@ class SweepReport:
         return None if m is None else self.formula_crossover / m
 
 
-def run_sweep(cluster: Executor, **options: Any) -> SweepReport | None:
-    """Check the options once (:meth:`SweepConfig.build` on the cluster's ranks), then run."""
-    return execute_sweep(cluster, SweepConfig.build(cluster.world_size, **options))
+def run_sweep(cluster: Executor, progress: bool = False, **options: Any) -> SweepReport | None:
+    """Check the options once (:meth:`SweepConfig.build` on the cluster's ranks), then run;
+    ``progress``: a bar of the rounds (``tqdm.auto``: a widget in Jupyter)."""
+    cfg = SweepConfig.build(cluster.world_size, **options)
+    return execute_sweep(cluster, cfg, check_bool("progress", progress))
 
 
-def execute_sweep(executor: Executor, cfg: SweepConfig) -> SweepReport | None:
-    """Run the checked ``cfg`` on ``executor`` and read it (None on a non-zero torchrun rank)."""
-    out = executor.run(sweep_job, cfg)
-    if out is None:
-        return None
-    out.trace.meta.update({"concept": "roofline", "world_size": cfg.world_size})
-    return read_sweep(cfg, out.results[0]["params"], out.trace)
+def execute_sweep(
+    executor: Executor, cfg: SweepConfig, progress: bool = False
+) -> SweepReport | None:
+    """Run the checked ``cfg`` on ``executor``, a job per round, and read it (None on a non-zero
+    torchrun rank)."""
+    bar = ProgressBar(_("sweep rounds"), unit=N_("round")) if progress else None
+    trace, params = None, 0
+    for rnd in range(cfg.repeats):
+        out = executor.run(sweep_job, cfg, rnd)
+        if out is None:
+            return None
+        trace = out.trace if trace is None else trace.merged(out.trace)
+        params = out.results[0]["params"]
+        if bar is not None:
+            bar(rnd + 1, cfg.repeats)
+    assert trace is not None  # repeats >= 2, checked in the config
+    trace.meta.update({"concept": "roofline", "world_size": cfg.world_size})
+    return read_sweep(cfg, params, trace)
 
 
 def _spans(events: list[Event], ranks: int) -> float:
@@ -204,3 +225,13 @@ def read_sweep(cfg: SweepConfig, params: int, trace: Trace) -> SweepReport:
         {"compute": max(s for _, s in best["c"]), "communication": max(s for _, s in best["s"])},
         trace,
     )
+
+
+def sweep_runner(cluster: Executor, **options: Any) -> Any:
+    """``run(accumulation) -> SweepReport`` for predict-then-run quizzes: the sweep on
+    ``cluster`` with those microbatch counts (``options``: the other fields of the sweep)."""
+
+    def run(accumulation: tuple[int, ...]) -> SweepReport | None:
+        return run_sweep(cluster, accumulation=tuple(accumulation), **options)
+
+    return run

@@ -21,7 +21,7 @@ from ..core.i18n import N_, _
 from ..core.shown import shown
 from ..strategy_map.tables import crossover_table, message_table
 from .formulas import step_time
-from .gpu import H100_FLOPS, IN_NODE, PLACE_NAMES, gpu_rows
+from .gpu import IN_NODE, PLACE_NAMES, gpu_rows
 from .strategies import row_time, strategy_flops, transfers
 
 MS = 1e3
@@ -33,7 +33,7 @@ def sweep_table(report: Any) -> pd.DataFrame:
     """One row per point of a :class:`~edu_parallel.roofline.sweep.SweepReport`."""
     rows = []
     for i, t in enumerate(report.tokens):
-        comm, compute = report.comm_level_s, report.compute_s[i]
+        level, compute = report.comm_level_s, report.compute_s[i]
         rows.append(
             {
                 N_("microbatches k"): report.config.accumulation[i],
@@ -41,9 +41,10 @@ def sweep_table(report: Any) -> pd.DataFrame:
                 N_("matmuls, measured (ms)"): compute * MS,
                 N_("W / F, formula (ms)"): report.formula_compute_s[i] * MS,
                 N_("other compute, measured (ms)"): report.other_s[i] * MS,
-                N_("all-reduce, measured (ms)"): comm * MS,
+                N_("all-reduce, measured (ms)"): report.comm_s[i] * MS,
+                N_("all-reduce, fastest of all (ms)"): level * MS,
                 N_("all-reduce, formula (ms)"): report.formula_comm * MS,
-                N_("bound (measured)"): _(BOUND["communication" if comm > compute else "compute"]),
+                N_("bound (measured)"): _(BOUND["communication" if level > compute else "compute"]),
             }
         )
     return shown(pd.DataFrame(rows).set_index("microbatches k"))
@@ -148,10 +149,3 @@ def message_time_table(reports: Sequence[Any], link: Any) -> pd.DataFrame:
     table[N_("rank 0's latency here (ms)")] = here
     table[N_("on NVLink, modelled (µs)")] = gpu
     return shown(table)
-
-
-def flops_per_s_text(flops_per_s: float) -> str:
-    """'11.2 GFLOP/s here, 400 TFLOP/s on an H100 (Llama 3's)'."""
-    return _("{here} GFLOP/s here, {gpu} TFLOP/s on an H100 (achieved by Llama 3)").format(
-        here=f"{flops_per_s / 1e9:.1f}", gpu=f"{H100_FLOPS / 1e12:.0f}"
-    )

@@ -23,6 +23,21 @@ from .plotly_figure import Figure
 from .style import COMMUNICATION, COMPUTE, FONT, INK, MUTED, WIDTH, legend_below, title_layout
 
 MS = 1e3
+NICE = (1, 2, 5)  # log-axis ticks: 1, 2, 5 times a power of ten
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 ticks from ``low`` to ``high`` (positive), for a log axis without minor digits."""
+    e = int(np.floor(np.log10(low)))
+    out = []
+    while 10.0**e <= high * 10:
+        out += [m * 10.0**e for m in NICE if low <= m * 10.0**e <= high]
+        e += 1
+    return out
+
+
+def _tick(v: float) -> str:
+    return f"{v:g}"
 
 
 def _line(fig: Any, x: Any, y: Any, name: str, color: str, dash: str = "solid", **kw: Any) -> None:
@@ -45,7 +60,20 @@ def crossover_time_figure(report: Any, title: str | None = None) -> Any:
         COMPUTE,
         "dash",
     )
-    _line(fig, xs, [c * MS for c in report.comm_s], _("all-reduce, measured"), COMMUNICATION)
+    fig.add_scatter(
+        x=xs,
+        y=[c * MS for c in report.comm_s],
+        mode="markers",
+        marker=dict(color=COMMUNICATION),
+        name=_("all-reduce, measured at each point"),
+    )
+    fig.add_scatter(
+        x=[xs[0], xs[-1]],
+        y=[report.comm_level_s * MS] * 2,
+        mode="lines",
+        line=dict(color=COMMUNICATION),
+        name=_("all-reduce, measured (the fastest: the same bucket at every point)"),
+    )
     link = report.link
     _line(
         fig,
@@ -58,7 +86,8 @@ def crossover_time_figure(report: Any, title: str | None = None) -> Any:
         "dash",
     )
     _line(fig, xs, [c * MS for c in report.other_s], _("other compute, measured"), MUTED)
-    top = max(max(report.compute_s), max(report.other_s), max(report.comm_s)) * MS * 1.4
+    values = [*report.compute_s, *report.other_s, *report.comm_s, *report.formula_compute_s]
+    low, top = min(values) * MS / 1.3, max(values) * MS * 1.3
     marks = [
         (report.measured_crossover, _("measured: {t} tokens"), "solid"),
         (report.formula_crossover, _("formula: {t} tokens"), "dash"),
@@ -68,16 +97,26 @@ def crossover_time_figure(report: Any, title: str | None = None) -> Any:
             continue
         fig.add_scatter(
             x=[x, x],
-            y=[min(report.compute_s) * MS / 1.6, top],
+            y=[low, top],
             mode="lines",
             line=dict(color=INK, dash=dash, width=1),
             name=text.format(t=f"{x:.1f}"),
             legendgroup=f"mark{i}",
         )
     fig.update_xaxes(
-        type="log", title_text=_("tokens per rank per optimizer step (k microbatches)")
+        type="log",
+        title_text=_("tokens per rank per optimizer step (k microbatches)"),
+        tickvals=xs,
+        ticktext=[str(x) for x in xs],
     )
-    fig.update_yaxes(type="log", title_text=_("time per step (ms)"))
+    yt = log_ticks(low, top)
+    fig.update_yaxes(
+        type="log",
+        title_text=_("time per step (ms)"),
+        tickvals=yt,
+        ticktext=[_tick(v) for v in yt],
+        range=[np.log10(low), np.log10(top)],
+    )
     height, margin = 560, dict(l=80, r=30, t=80, b=190)
     ratio = report.ratio
     sub = _("{n} ranks, {rounds} rounds, fastest kept; formula / measured = {r}").format(
@@ -117,15 +156,32 @@ def gpu_share_figure(hidden: int = 8192, tokens: Any = None, title: str | None =
             line=dict(color=colors[strategy], dash=dash),
             name=f"{strategy.upper()}, {_(PLACE_NAMES[place])}",
         )
-    fig.add_scatter(
-        x=[per_gpu[0], per_gpu[-1]],
-        y=[1, 1],
-        mode="lines",
-        line=dict(color=INK, width=1, dash="dot"),
-        name=_("communication = compute"),
+    for y, name, color in (
+        (1.0, _("communication = compute"), INK),
+        (2 / 3, _("= backward: overlap hides DP's all-reduce below"), MUTED),
+    ):
+        fig.add_scatter(
+            x=[per_gpu[0], per_gpu[-1]],
+            y=[y, y],
+            mode="lines",
+            line=dict(color=color, width=1, dash="dot"),
+            name=name,
+        )
+    xt = [4.0**e for e in range(4, 9) if per_gpu[0] <= 4.0**e <= per_gpu[-1]]
+    fig.update_xaxes(
+        type="log",
+        title_text=_("tokens per GPU per step"),
+        tickvals=xt,
+        ticktext=[f"{int(x):,}" for x in xt],
     )
-    fig.update_xaxes(type="log", title_text=_("tokens per GPU per step"))
-    fig.update_yaxes(type="log", title_text=_("communication / compute (modelled)"))
+    ys = [v for ratio in series.values() for v in ratio]
+    yt = log_ticks(min(ys), max(ys))
+    fig.update_yaxes(
+        type="log",
+        title_text=_("communication / compute (modelled)"),
+        tickvals=yt,
+        ticktext=[_tick(v) for v in yt],
+    )
     height, margin = 480, dict(l=80, r=30, t=80, b=150)
     sub = _("8 x H100, 400 TFLOP/s each; NVLink at nccl-tests' 370 GB/s, NDR at 50 GB/s; h = {h}")
     fig.update_layout(

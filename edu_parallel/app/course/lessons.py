@@ -171,6 +171,13 @@ LESSONS: tuple[Lesson, ...] = (
         ("E2", "E3"),
     ),
     Lesson(
+        "11_bytes_to_time",
+        N_("Bytes become time: when communication bounds the step"),
+        N_("A DP step's crossover measured on the ranks and predicted; every strategy on H100s."),
+        ("U7",),
+        ("U1",),
+    ),
+    Lesson(
         "12_3d_planner",
         N_("3D parallelism: DP × TP × PP on one mesh, and a planner for real clusters"),
         N_("DP × TP × PP on 8 ranks, checked and counted; a planner ranks real layouts."),
@@ -200,7 +207,6 @@ LESSONS: tuple[Lesson, ...] = (
 )
 
 PLANNED: tuple[Planned, ...] = (
-    Planned("11", N_("Bytes become time: when communication bounds the step"), ("U7",)),
     Planned("16", N_("Debugging: killed, hung, lagging and mismatched ranks")),
     Planned("17", N_("Long sequences: context parallelism and activation recomputation")),
 )
