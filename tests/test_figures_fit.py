@@ -56,11 +56,12 @@ def ring(n: int, nbytes: int):
 
 @pytest.fixture(scope="module")
 def runs(cluster4):
-    """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 07, 09, 13)."""
+    """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 07, 09, 11, 13)."""
     from edu_parallel.comm import cluster_traffic_runner, run_collective
     from edu_parallel.compression import run_compress
     from edu_parallel.expert_parallel import run_moe
     from edu_parallel.models import traffic_table
+    from edu_parallel.roofline import run_sweep
     from edu_parallel.strategy_map.report import run_strategy_map
 
     moe = dict(top_k=2, capacity_factor=1.25, tokens=16, hidden=8)
@@ -78,6 +79,7 @@ def runs(cluster4):
         "moe": run_moe(cluster4, experts=8, **moe),
         "moe_skew": run_moe(cluster4, experts=8, skew=4.0, **moe),
         "map": run_strategy_map(cluster4),
+        "sweep": run_sweep(cluster4, hidden=64, layers=1, repeats=2),
         "curves": pd.concat([r.curve() for r in compress]),
         "traffic": traffic_table(
             ["ring", "naive", "ps", "rabenseifner"],
@@ -130,6 +132,8 @@ BUILDERS = {
     "bytes_by_n_figure": lambda r: [viz.bytes_by_n_figure(bytes_by_n_table())],
     "collective_sequence": lambda r: [viz.collective_sequence(r["fsdp"])],
     "crossover_figure": lambda r: [viz.crossover_figure(64, "ib-ndr-400")],
+    "crossover_time_figure": lambda r: [viz.crossover_time_figure(r["sweep"])],
+    "gpu_share_figure": lambda r: [viz.gpu_share_figure(), viz.gpu_share_figure(hidden=4096)],
     "curves_figure": lambda r: [viz.curves_figure(r["curves"], target=0.8)],
     "dispatch_animation": lambda r: [viz.dispatch_animation(r["moe"])],
     "expert_load_bars": lambda r: [viz.expert_load_bars(r["moe_skew"])],

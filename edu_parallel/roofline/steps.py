@@ -1,15 +1,17 @@
-"""The rank side of the measured roofline: data-parallel steps swept over the tokens, timed.
+"""The rank side of the measured roofline: data-parallel steps swept over their tokens, timed.
 
 :func:`sweep_job` trains the strategy map's residual MLP (``x + W2 GeLU(W1 x + b1) + b2``, the
 weights and data of :mod:`edu_parallel.strategy_map.model`, lesson 01's DP run) on every rank with
 ``k`` microbatches of ``T`` tokens per rank per step, one step per ``k`` in each round (one job
-per round, so the parent can show the rounds go by). A step is the
-forward and backward of each microbatch (``compute`` events ``forward``, ``backward``), the
-gradients adding up, then one ``all_reduce`` of the flat gradient bucket (phase ``grad_sync``)
-into which every gradient is a view, as DDP's buckets are (Li et al. 2020, arXiv 2006.15704
-§3.2.3); the optimizer is left out. Inside, every matmul is its own ``compute`` event
-of phase ``matmul``: the forward ``addmm`` timed around the call, the backward ``AddmmBackward0``
-node (dX and dW) between the hooks autograd calls before and after it
+per round, so the parent can show the rounds go by). A step is the forward and backward of each
+microbatch (``compute`` events ``forward``, ``backward``), the gradients adding up, then one
+``all_reduce`` of the flat gradient bucket (phase ``grad_sync``) into which every gradient is a
+view, as DDP's buckets are (Li et al. 2020, arXiv 2006.15704 §3.2.3); the optimizer is left out.
+Accumulating microbatches of one size keeps each one's compute the same, so the step's compute
+grows in proportion to ``k`` while its all-reduce stays: the crossover is well defined even where
+a single small matmul is bound by memory, not FLOPs. Inside, every matmul is its own ``compute``
+event of phase ``matmul``: the forward ``addmm`` timed around the call, the backward
+``AddmmBackward0`` node (dX and dW) between the hooks autograd calls before and after it
 (``Node.register_prehook`` / ``register_hook``). The rest of the compute (GeLU, the residual,
 gradient accumulation, autograd and Python) is what the roofline leaves out.
 
@@ -19,8 +21,8 @@ In the same round, on the same ranks, it times the two constants the formula nee
   by one, forward ``addmm`` and the backward's ``mm`` for dX and dW (a ``calibrate`` compute
   event carrying their FLOPs in ``attrs``);
 * right after it, as a step's all-reduce follows a compute, one ``all_reduce`` of the step's own
-  bucket size and one of a smaller calibration size (``calibrate`` collectives, the bucket's of
-  chunk 0, the other's of chunk 1, size ``(round + i) % (len(sizes) - 1)``), for the α-β fit.
+  bucket size, then one of a smaller calibration size, ``sizes[(round + i) % (len(sizes) - 1)]``
+  (``calibrate`` collectives, in that order on every rank), for the α-β fit.
 
 Rounds interleave every point, so a burst of load on shared cores slows one point of each curve,
 not a whole curve; the parent keeps the fastest round. Ranks line up at a barrier before each

@@ -40,6 +40,20 @@ def _tick(v: float) -> str:
     return f"{v:g}"
 
 
+def _finish(fig: Any, title: str, subtitle: str, height: int, bottom: int) -> Any:
+    """The lesson column's width, the title and subtitle, the legend under the x axis."""
+    margin = dict(l=80, r=30, t=80, b=bottom)
+    fig.update_layout(
+        title=title_layout(title, subtitle),
+        width=WIDTH,
+        height=height,
+        margin=margin,
+        font=FONT,
+        legend=legend_below(height, margin, 60),
+    )
+    return fit_layout(fig)
+
+
 def _line(fig: Any, x: Any, y: Any, name: str, color: str, dash: str = "solid", **kw: Any) -> None:
     mode = "lines+markers" if dash == "solid" else "lines"
     fig.add_scatter(
@@ -117,22 +131,13 @@ def crossover_time_figure(report: Any, title: str | None = None) -> Any:
         ticktext=[_tick(v) for v in yt],
         range=[np.log10(low), np.log10(top)],
     )
-    height, margin = 560, dict(l=80, r=30, t=80, b=190)
     ratio = report.ratio
     sub = _("{n} ranks, {rounds} rounds, fastest kept; formula / measured = {r}").format(
         n=report.world_size,
         rounds=report.config.repeats - 1,
         r="-" if ratio is None else f"{ratio:.2f}",
     )
-    fig.update_layout(
-        title=title_layout(title or _("When the step stops being communication-bound"), sub),
-        width=WIDTH,
-        height=height,
-        margin=margin,
-        font=FONT,
-        legend=legend_below(height, margin, 60),
-    )
-    return fit_layout(fig)
+    return _finish(fig, title or _("When the step stops being communication-bound"), sub, 560, 190)
 
 
 def gpu_share_figure(hidden: int = 8192, tokens: Any = None, title: str | None = None) -> Any:
@@ -182,16 +187,6 @@ def gpu_share_figure(hidden: int = 8192, tokens: Any = None, title: str | None =
         tickvals=yt,
         ticktext=[_tick(v) for v in yt],
     )
-    height, margin = 480, dict(l=80, r=30, t=80, b=150)
     sub = _("8 x H100, 400 TFLOP/s each; NVLink at nccl-tests' 370 GB/s, NDR at 50 GB/s; h = {h}")
-    fig.update_layout(
-        title=title_layout(
-            title or _("DP gains from a larger batch, TP does not"), sub.format(h=hidden)
-        ),
-        width=WIDTH,
-        height=height,
-        margin=margin,
-        font=FONT,
-        legend=legend_below(height, margin, 60),
-    )
-    return fit_layout(fig)
+    title = title or _("DP gains from a larger batch, TP does not")
+    return _finish(fig, title, sub.format(h=hidden), 480, 150)
