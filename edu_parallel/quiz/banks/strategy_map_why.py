@@ -84,7 +84,7 @@ def q_what_splits(d: Any, run: Any) -> MultipleChoice:
         0,
         _(
             "The lesson's split picture, read from what each rank held: DP full copies with"
-            " 1/N of the batch, TP 1/t of W1, b1 and W2 (b2 replicated), PP whole blocks on"
+            " 1/N of the batch, TP 1/N of W1, b1 and W2 (b2 replicated), PP whole blocks on"
             " one rank each, EP E/N experts per block with the router replicated."
         ),
         key="what_splits",
