@@ -31,6 +31,7 @@ from .style import DIM_COLORS, EMPTY, FONT_PX, WHITE, WIDTH, tint
 OWN, ROUTED = 1, 2  # data codes: the rank's own input; another rank's token for its expert
 DIMS = {"dp": "dp", "tp": "tp", "tp-sp": "tp", "pp": "pp", "ep": "ep"}  # -> DIM_COLORS
 ROW_PX = 34  # one rank's row in each panel
+GRID = {"zmin": 0, "showscale": False, "xgap": 1, "ygap": 1}  # both heatmaps: cells apart, no bar
 
 
 def op_label(op: str) -> str:
@@ -154,13 +155,10 @@ def strategy_figure(report: Any, strategy: str, title: str | None = None) -> Any
             texttemplate="%{text}",
             textfont={"size": FONT_PX - 1},
             customdata=held,
-            zmin=0,
             zmax=1,
             colorscale=[[0, WHITE], [1, color]],
-            showscale=False,
-            xgap=1,
-            ygap=1,
             hovertemplate="%{customdata}: %{z:.2f}<extra></extra>",
+            **GRID,
         ),
         row=1,
         col=1,
@@ -171,7 +169,6 @@ def strategy_figure(report: Any, strategy: str, title: str | None = None) -> Any
             z=codes,
             y=ranks,
             customdata=seen,
-            zmin=0,
             zmax=ROUTED,
             colorscale=[
                 [0, EMPTY],
@@ -181,10 +178,8 @@ def strategy_figure(report: Any, strategy: str, title: str | None = None) -> Any
                 [0.75, tint(color, 0.6)],
                 [1, tint(color, 0.6)],
             ],
-            showscale=False,
-            xgap=1,
-            ygap=1,
             hovertemplate="%{customdata}<extra></extra>",
+            **GRID,
         ),
         row=2,
         col=1,
