@@ -2,7 +2,7 @@
 
     python benchmarks/bench_3d.py [--repeat 3]
 
-Starts an 8-rank local cluster and runs one training step of lesson 10's model
+Starts an 8-rank local cluster and runs one training step of lesson 12's model
 (:func:`edu_parallel.parallel_3d.run_3d`) in each layout of ``parallel_3d.LAYOUTS``
 (DP2 x TP2 x PP2 first), plus ZeRO-1. Goal: cluster start + the first DP2 x TP2 x PP2 step (which
 makes the mesh's process groups) <= 15 s on 2 cores. Later steps reuse the groups; each is the

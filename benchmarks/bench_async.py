@@ -1,4 +1,4 @@
-"""Lesson 12's speed goals and its result table, measured in one run (goals, not tests).
+"""Lesson 14's speed goals and its result table, measured in one run (goals, not tests).
 
     python benchmarks/bench_async.py [--steps 100] [--workers 3]
 

@@ -1,4 +1,4 @@
-"""Lesson 11's speed goals, measured in one run and printed as a table (goals, not tests).
+"""Lesson 13's speed goals, measured in one run and printed as a table (goals, not tests).
 
     python benchmarks/bench_compress.py
 

@@ -1,4 +1,4 @@
-"""Lesson 05's speed goals, measured in one run and printed as a table (goals, not tests).
+"""Lesson 06's speed goals, measured in one run and printed as a table (goals, not tests).
 
     python benchmarks/bench_ddp.py
 

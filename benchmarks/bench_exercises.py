@@ -4,9 +4,9 @@
 
 Grading an exercise runs every case on real ranks and then, for the picture, the reference
 solution on the case shown. Each exercise's reference is graded twice: on the lesson's cluster
-(``Cluster(4)``; ``Cluster(8)`` in lessons 10 and 13), where a case of another size starts a
+(``Cluster(4)``; ``Cluster(8)`` in lessons 12 and 15), where a case of another size starts a
 short-lived cluster as in a notebook, and with no cluster, as ``edu-parallel exercise check``
-grades (the grader starts its own). The starters of exercises 10 and 13 return at once with wrong
+grades (the grader starts its own). The starters of exercises 12 and 15 return at once with wrong
 groups or sums; they are graded on the lesson's cluster too, since a learner's first check must
 come back quickly with a diagnosis, not after a hang. The goals were assertions in
 ``tests/test_exercise_*.py`` until issue 28 moved timing out of the tests; the tests keep what
@@ -26,7 +26,7 @@ import torch
 from edu_parallel import Cluster
 from edu_parallel.exercises import EXERCISES, get_exercise, grade
 
-GOAL_S = 5.0  # grading a reference, every case on 2..4 ranks (8 for lessons 10 and 13)
+GOAL_S = 5.0  # grading a reference, every case on 2..4 ranks (8 for lessons 12 and 15)
 STARTER_GOAL_S = {"10": 10.0, "13": 20.0}  # grading the starter on the lesson's 8 ranks
 
 

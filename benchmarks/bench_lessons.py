@@ -1,7 +1,7 @@
 """How long each lesson takes to run, measured, for the course index's "time to run" column.
 
     python benchmarks/bench_lessons.py                    # every lesson of LESSONS, in order
-    python benchmarks/bench_lessons.py --only 03_ring_allreduce --only 09_pipeline
+    python benchmarks/bench_lessons.py --only 03_ring_allreduce --only 10_pipeline
 
 Each lesson is copied into a temporary folder and executed there by nbclient, as Run All would in
 a fresh kernel (kernel start included); the checkout's notebooks are never touched. The seconds,
@@ -96,7 +96,7 @@ def run_lesson(stem: str, timeout: int, profile: bool = True) -> LessonTime:
         )
         # Without a front end, nbclient mirrors every ipywidgets Output back to the kernel; with a
         # figure of more than ~100 KB in one it then waits out the cell timeout (a widget's plotly
-        # figure did in lessons 09 and 10). Outputs go to the cell instead: what JupyterLab times.
+        # figure did in lessons 10 and 12). Outputs go to the cell instead: what JupyterLab times.
         client.widget_registry = {}
         lesson_cells = list(enumerate(nb.cells))
         # nbclient writes a cell back at its index: the profile's two cells get their own

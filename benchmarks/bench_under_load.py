@@ -1,4 +1,4 @@
-"""Lessons on a busy machine: lessons 05 and 08, and the export of lesson 08, each run with
+"""Lessons on a busy machine: lessons 06 and 09, and the export of lesson 09, each run with
 CPU-bound processes beside them (issue 37), printed as a table of passes and seconds.
 
     python benchmarks/bench_under_load.py                 # 2 hogs, 3 runs of each
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_lessons import run_lesson  # noqa: E402
 
-LESSONS = ("05_dp_bucketing_overlap", "08_expert_parallel")
+LESSONS = ("06_dp_bucketing_overlap", "09_expert_parallel")
 EXPORTED = "08"  # the lesson whose export once failed with a bare AssertionError under load
 
 

@@ -4,7 +4,7 @@ A figure is a ``.js-plotly-plot`` element handle. Before Play, every panel (a ca
 that holds a visible trace) has drawn marks: bar, marker and line paths (a bar of zero, drawn
 flat or as ``M0,0Z``, is no mark), or images. While Play runs, the figure is sampled several
 times, and the marks of a layer drawn at frame 0 (a panel's bars, its markers and lines) never
-all vanish (lesson 09's Gantt blanked its bars while its cursor went on moving). Neither
+all vanish (lesson 10's Gantt blanked its bars while its cursor went on moving). Neither
 play button covers the slider's current-value label ("ent: 0" under the pause button). Page
 errors (``pageerror``: an uncaught exception or an unhandled promise rejection) are collected
 from the moment :func:`collect_page_errors` is called: during Run All, Play and pause.

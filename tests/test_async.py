@@ -1,4 +1,4 @@
-"""Lesson 12: synchronous, asynchronous, local-SGD and backup-worker training on real ranks.
+"""Lesson 14: synchronous, asynchronous, local-SGD and backup-worker training on real ranks.
 The configuration and the stragglers' delays are in ``test_async_config.py``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lesson 12 without ranks: the configuration's checks, the worker convention, the batches, the
+"""Lesson 14 without ranks: the configuration's checks, the worker convention, the batches, the
 CLI handing the rank job its config, and the stragglers' delays."""
 
 from __future__ import annotations

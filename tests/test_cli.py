@@ -180,7 +180,7 @@ def test_console_script_is_installed():
     assert scripts.get("edu-parallel") == "edu_parallel.app.cli:entry"
 
 
-# ------------------------------------------------------------------ lesson 11: run compress
+# ------------------------------------------------------------------ lesson 13: run compress
 def test_run_compress_json_has_the_issue_keys():
     out = cli(
         "run",
@@ -240,7 +240,7 @@ def test_run_compress_errors_are_one_line_before_any_process(args, expected):
     assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
 
 
-# ------------------------------------------------------------------ lesson 12: run async
+# ------------------------------------------------------------------ lesson 14: run async
 def test_run_async_json_has_the_issue_keys():
     out = cli(
         "run",

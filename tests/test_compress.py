@@ -1,4 +1,4 @@
-"""Lesson 11: the learning task, the compressors on real ranks, their bytes, torch's hooks."""
+"""Lesson 13: the learning task, the compressors on real ranks, their bytes, torch's hooks."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_steps_to_target_is_the_first_step_at_the_target():
 
 
 def test_the_classifier_trains_data_parallel_like_one_process_and_like_torch_ddp(cluster2):
-    """Cross-entropy through lesson 05's trainer: bit for bit the one-process replay, and the
+    """Cross-entropy through lesson 06's trainer: bit for bit the one-process replay, and the
     same gradients as torch's DDP."""
     r = run_ddp(cluster2, "classifier", steps=4, lr=TASK_LR)
     assert r.matches_reference and r.bitwise_equal_reference and r.matches_big_batch
@@ -411,7 +411,7 @@ def test_bf16_has_no_torch_reference_on_gloo(cluster2):
 
 @pytest.fixture(scope="module")
 def lesson(cluster2):
-    """Lesson 11's runs at the lesson's size (LESSON_STEPS at LESSON_LR, 2 ranks), as the lesson
+    """Lesson 13's runs at the lesson's size (LESSON_STEPS at LESSON_LR, 2 ranks), as the lesson
     runs them: the sweep and the ablation without error feedback, by label; and the progress
     bar's ticks, each with the jobs the cluster had run by then. torch's hooks are checked by
     the tests above."""
@@ -449,7 +449,7 @@ def test_a_sweep_checks_its_progress_option_before_any_run():
 
 
 def test_the_lessons_claims_hold_at_its_size(lesson):
-    """What lesson 11 says about its curves, true at LESSON_STEPS: plain SGD, the 16-bit casts
+    """What lesson 13 says about its curves, true at LESSON_STEPS: plain SGD, the 16-bit casts
     and the compressors with error feedback reach the target (top-k and PowerSGD a little after
     plain SGD); random-k with feedback needs more steps than the run has; fp16 and bf16 lie on
     top of none; every compressor but the casts cuts the bytes by at least 10x."""

@@ -113,9 +113,9 @@ def test_planned_lessons_are_named_never_linked():
         assert not list(NOTEBOOKS.glob(f"{plan.number}_*.ipynb")), "written: move it to LESSONS"
         assert any(f"{plan.label} (planned)" in t for t in texts)
         assert not any(f"[{plan.label}]" in t for t in texts)
-    assert "13_landscape.ipynb" in [p.file for p in taught_in()["U13"]]
-    assert "13_landscape.ipynb" in [p.file for p in taught_in()["U19"]]
-    assert "10_3d_planner.ipynb" in [p.file for p in taught_in()["U6"]]
+    assert "15_landscape.ipynb" in [p.file for p in taught_in()["U13"]]
+    assert "15_landscape.ipynb" in [p.file for p in taught_in()["U19"]]
+    assert "12_3d_planner.ipynb" in [p.file for p in taught_in()["U6"]]
 
 
 def test_the_times_are_measured_for_every_lesson():
@@ -151,11 +151,11 @@ def _edit(path: Path, cell_id: str, text: str) -> None:
 def test_a_planted_broken_link_is_caught(course: Path):
     assert broken_links(course) == []
     _edit(course / "03_ring_allreduce.ipynb", NAV_ID, "See [02](02_collective.ipynb).")
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, "[U3](syllabus.ipynb#U33)")
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, "[U3](syllabus.ipynb#U33)")
     _edit(course / INDEX, "index-nav", "[the README](../README.md), [web](https://pytorch.org)")
     assert broken_links(course) == [
         "03_ring_allreduce.ipynb: link 02_collective.ipynb: no such notebook in the course folder",
-        "05_dp_bucketing_overlap.ipynb: link syllabus.ipynb#U33: "
+        "06_dp_bucketing_overlap.ipynb: link syllabus.ipynb#U33: "
         "syllabus.ipynb has no heading #U33",
         "index.ipynb: link ../README.md: not a notebook of the course folder "
         "(a workspace holds notebooks only)",
@@ -164,27 +164,29 @@ def test_a_planted_broken_link_is_caught(course: Path):
 
 def test_a_planted_broken_path_is_caught(course: Path):
     assert chain_problems(course, INDEX, FILES) == []
-    skip = nav_line("05_dp_bucketing_overlap").replace("06_zero_fsdp", "07_tensor_parallel")
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, skip)
+    skip = nav_line("06_dp_bucketing_overlap").replace("07_zero_fsdp", "08_tensor_parallel")
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, skip)
     assert chain_problems(course, INDEX, FILES)[0].startswith("index.ipynb: Next visits [")
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, "Next: [03](03_ring_allreduce.ipynb)")
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, "Next: [03](03_ring_allreduce.ipynb)")
     assert chain_problems(course, INDEX, FILES) == [
-        "05_dp_bucketing_overlap.ipynb: Next leads back to 03_ring_allreduce.ipynb, a loop that "
+        "06_dp_bucketing_overlap.ipynb: Next leads back to 03_ring_allreduce.ipynb, a loop that "
         "misses the index"
     ]
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, "Next: [gone](10_3d.ipynb)")
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, "Next: [gone](10_3d.ipynb)")
     assert chain_problems(course, INDEX, FILES) == [
-        "05_dp_bucketing_overlap.ipynb: Next leads to missing 10_3d.ipynb"
+        "06_dp_bucketing_overlap.ipynb: Next leads to missing 10_3d.ipynb"
     ]
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, "The end.")
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, "The end.")
     assert chain_problems(course, INDEX, FILES) == [
-        "05_dp_bucketing_overlap.ipynb: its last cell has no 'Next: [...](...)' link"
+        "06_dp_bucketing_overlap.ipynb: its last cell has no 'Next: [...](...)' link"
     ]
-    wrong_back = nav_line("05_dp_bucketing_overlap").replace("04_ring_tree_ps", "03_ring_allreduce")
-    _edit(course / "05_dp_bucketing_overlap.ipynb", NAV_ID, wrong_back)
+    wrong_back = nav_line("06_dp_bucketing_overlap").replace(
+        "05_nccl_in_practice", "03_ring_allreduce"
+    )
+    _edit(course / "06_dp_bucketing_overlap.ipynb", NAV_ID, wrong_back)
     assert chain_problems(course, INDEX, FILES) == [
-        "05_dp_bucketing_overlap.ipynb: Previous links to 03_ring_allreduce.ipynb, expected "
-        "04_ring_tree_ps.ipynb"
+        "06_dp_bucketing_overlap.ipynb: Previous links to 03_ring_allreduce.ipynb, expected "
+        "05_nccl_in_practice.ipynb"
     ]
 
 

@@ -285,7 +285,7 @@ def test_a_sweep_checks_every_size_before_the_first_runs():
 
 
 def test_the_lessons_gpu_claims_hold_for_the_deep_model(cluster4):
-    """Lesson 05 says: with 2 MiB buckets, issued during backward most of the all-reduce hides
+    """Lesson 06 says: with 2 MiB buckets, issued during backward most of the all-reduce hides
     and the step beats issuing after backward, which beats one all-reduce per parameter; DDP's
     default leaves most of it exposed on this 8 MiB model."""
     gpu = {"link": "ib-ndr-400", "rows": 16384, "steps": 1, "compare_torch": False}
@@ -296,7 +296,7 @@ def test_the_lessons_gpu_claims_hold_for_the_deep_model(cluster4):
 
 
 def test_the_lessons_bucket_sweep_shows_what_its_prose_says(cluster4):
-    """Lesson 05's sweep (one step per size): 16 all-reduces of one parameter each on the left,
+    """Lesson 06's sweep (one step per size): 16 all-reduces of one parameter each on the left,
     one 8 MiB bucket on the right with nothing hidden, a U-shape whose bottom lies between them,
     DDP's default leaving most of the all-reduce exposed; the same bytes at every size, and
     every size equal to one process."""

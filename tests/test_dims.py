@@ -242,7 +242,7 @@ _BAD_DIMS = [
 
 @pytest.mark.parametrize(("degrees", "fact"), _BAD_DIMS)
 def test_a_bad_combination_of_degrees_is_named_in_chinese(degrees, fact) -> None:
-    """The degree errors that a learner meets in lessons 07 to 10 and in ``run`` / ``planner``
+    """The degree errors that a learner meets in lessons 08 to 12 and in ``run`` / ``planner``
     come through the catalog: the zh message holds the same numbers and no English phrase."""
     messages = {}
     for lang in ("en", "zh"):

@@ -1,4 +1,4 @@
-"""Exercise 05 (bucketed reducer with overlap): the reference passes on real ranks; planted wrong
+"""Exercise 06 (bucketed reducer with overlap): the reference passes on real ranks; planted wrong
 solutions fail with the diagnosis a learner needs (no overlap, one all-reduce per parameter, the
 sum instead of the average)."""
 

@@ -1,4 +1,4 @@
-"""Exercise 10 (the 3D mesh's groups): the reference passes on real ranks and its groups are used
+"""Exercise 12 (the 3D mesh's groups): the reference passes on real ranks and its groups are used
 in real all-reduces; planted wrong solutions fail with the diagnosis a learner needs (DP fastest,
 one rank that disagrees, PP and DP swapped), and so does the starter."""
 
@@ -126,7 +126,7 @@ def test_pp_and_dp_swapped_fails_only_where_both_are_split(cluster8):
 
 def test_the_starter_returns_and_fails_on_the_group_sizes(cluster8, tmp_path, monkeypatch):
     monkeypatch.setenv(WORKSPACE_VAR, str(tmp_path))
-    feedback = check("10", starter(), cluster8)
+    feedback = check("12", starter(), cluster8)
     g = feedback.grade
     assert not g.passed and {f.check for f in g.failures} == {"result"}
     assert g.first_failure.message == (

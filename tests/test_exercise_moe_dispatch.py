@@ -1,4 +1,4 @@
-"""Exercise 08 (MoE dispatch): the reference passes on real ranks; planted wrong solutions fail with
+"""Exercise 09 (MoE dispatch): the reference passes on real ranks; planted wrong solutions fail with
 the diagnosis a learner needs (no capacity, every token to every rank, the wrong home rank for an
 expert, a token-major queue)."""
 

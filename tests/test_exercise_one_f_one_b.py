@@ -1,4 +1,4 @@
-"""Exercise 09 (1F1B as a plan): the reference passes on real ranks; planted wrong plans fail with
+"""Exercise 10 (1F1B as a plan): the reference passes on real ranks; planted wrong plans fail with
 the diagnosis a learner needs (GPipe's stash, a backward before its forward, a missing action,
 a warm-up off by one)."""
 

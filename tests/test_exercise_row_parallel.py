@@ -1,4 +1,4 @@
-"""Exercise 07 (row-parallel linear): the reference passes on real ranks; planted wrong solutions
+"""Exercise 08 (row-parallel linear): the reference passes on real ranks; planted wrong solutions
 fail with the diagnosis a learner needs (an all-reduce in backward, a forgotten all-reduce, the
 partial sums concatenated along the hidden dimension, a backward collective on one rank only)."""
 

@@ -1,4 +1,4 @@
-"""Exercise 06 (a ZeRO-1 step): the reference passes on real ranks and equals plain DP bit for bit;
+"""Exercise 07 (a ZeRO-1 step): the reference passes on real ranks and equals plain DP bit for bit;
 planted wrong solutions fail with the diagnosis a learner needs (the whole optimizer state kept,
 an all-reduce instead of a reduce-scatter, the wrong shard updated)."""
 
@@ -75,7 +75,7 @@ def test_keeping_the_whole_optimizer_state_fails_the_memory(cluster4):
         "rank 0 keeps 6.375 KiB of optimizer state in `state` (m: 3.188 KiB, v: 3.188 KiB); "
         "ZeRO-1 keeps 1/N of DP's: 8\u03a8/N = 3.188 KiB (DP: 8\u03a8 = 6.375 KiB)"
     )
-    (bars, _bytes) = picture(g)  # lesson 06's memory bars: DP, ZeRO-1, yours
+    (bars, _bytes) = picture(g)  # lesson 07's memory bars: DP, ZeRO-1, yours
     labels = [t.get_text() for t in bars.axes[0].get_xticklabels()]
     assert labels == ["DP", "ZeRO-1", "yours (rank 0)"]
 

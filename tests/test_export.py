@@ -199,14 +199,14 @@ def test_the_site_holds_plotly_js_once_and_its_size_is_counted(tour_site):
 
 
 def test_links_between_lessons_point_to_the_pages():
-    stems = ["03_ring_allreduce", "05_dp_bucketing_overlap", "index"]
+    stems = ["03_ring_allreduce", "06_dp_bucketing_overlap", "index"]
     text = (
-        "see [bucketing](05_dp_bucketing_overlap.ipynb#overlap), [the ring](./03_ring_allreduce"
+        "see [bucketing](06_dp_bucketing_overlap.ipynb#overlap), [the ring](./03_ring_allreduce"
         ".ipynb), <a href='index.ipynb'>the index</a>, [a gist](https://x.org/05_dp_bucketing"
         "_overlap.ipynb) and [mine](my_notes.ipynb)"
     )
     assert link_pages(text, stems) == (
-        "see [bucketing](05_dp_bucketing_overlap.html#overlap), [the ring](./03_ring_allreduce"
+        "see [bucketing](06_dp_bucketing_overlap.html#overlap), [the ring](./03_ring_allreduce"
         ".html), <a href='index.html'>the index</a>, [a gist](https://x.org/05_dp_bucketing"
         "_overlap.ipynb) and [mine](my_notes.ipynb)"
     )
@@ -396,7 +396,7 @@ def test_bad_arguments_are_one_line_before_any_work(tmp_path, capsys, args, expe
 
 
 def test_the_unknown_lesson_error_names_the_lessons(capsys, tmp_path):
-    assert main(["export", "--html", str(tmp_path), "--lessons", "14"]) == 2
+    assert main(["export", "--html", str(tmp_path), "--lessons", "16"]) == 2
     assert "lessons: 00, 01, 02, 03" in capsys.readouterr().err
 
 

@@ -56,7 +56,7 @@ def ring(n: int, nbytes: int):
 
 @pytest.fixture(scope="module")
 def runs(cluster4):
-    """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 06, 08, 11)."""
+    """The lessons' runs, on 4 real ranks (sizes as in lessons 01, 02, 07, 09, 13)."""
     from edu_parallel.comm import cluster_traffic_runner, run_collective
     from edu_parallel.compression import run_compress
     from edu_parallel.expert_parallel import run_moe
@@ -291,7 +291,7 @@ def test_checker_fails_buttons_over_the_slider():
 
 
 def test_a_frame_that_moves_some_traces_is_named_and_made_whole():
-    """plotly.js erases the traces a frame leaves out while it plays (lesson 09's bars blanked
+    """plotly.js erases the traces a frame leaves out while it plays (lesson 10's bars blanked
     under a moving cursor): the checker names such a frame, and whole_frames gives every frame
     every trace, the ones it moved as they were and the others as a stub of their type."""
     from edu_parallel.viz.fit import whole_frames

@@ -2,7 +2,7 @@
 
 Planted figures are drawn with the installed plotly package's plotly.js, with the package's play
 controls: an animation whose frames empty its bars, one whose frames move only a cursor (plotly.js
-erases the bars they leave out: lesson 09's Gantt), a panel with no marks at frame 0 (lesson
+erases the bars they leave out: lesson 10's Gantt), a panel with no marks at frame 0 (lesson
 06's ZeRO-1) and a slider whose label sits under the pause button must be named; the same
 figures made whole, with all their panels drawn and the slider clear of the buttons, must pass.
 The real lessons are checked by ``test_learner_path.py``.
@@ -127,7 +127,7 @@ def test_frames_that_empty_the_bars_are_named(page):
 
 
 def test_frames_that_move_only_a_cursor_blank_the_bars_until_made_whole(page):
-    """lesson 09's Gantt: bars, and a cursor that the frames move (``traces=[cursor]``)."""
+    """lesson 10's Gantt: bars, and a cursor that the frames move (``traces=[cursor]``)."""
     import plotly.graph_objects as go
 
     base = [*_bars(0, panels=1), go.Scatter(x=[0, 0], y=[0, 20], mode="lines")]

@@ -79,7 +79,7 @@ def test_an_annotation_on_a_bars_text_is_named(page):
 
 
 def test_a_marker_on_a_points_number_is_named(page):
-    """Lesson 05's sweep: the star of the default drawn over the number of buckets."""
+    """Lesson 06's sweep: the star of the default drawn over the number of buckets."""
     fig = go.Figure(
         go.Scatter(
             x=[1, 2, 3],
@@ -118,7 +118,7 @@ def test_a_traces_text_on_its_own_markers_passes(page):
 
 
 def test_a_subtitle_over_a_panels_title_is_named(page):
-    """Lesson 11's case: the figure's subtitle drawn where the first subplot's title sits."""
+    """Lesson 13's case: the figure's subtitle drawn where the first subplot's title sits."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=["NVLink 4", "25 Gb Ethernet"])
@@ -169,7 +169,7 @@ def test_a_button_over_the_sliders_label_is_named(page):
 
 
 def test_a_title_on_the_figures_left_edge_is_named_and_the_styled_one_passes(page):
-    """Lesson 05's subtitle read "ll-reduce hidden": a left-aligned title at the container's
+    """Lesson 06's subtitle read "ll-reduce hidden": a left-aligned title at the container's
     x = 0 and no pad starts on the figure's edge; viz/style.title_layout pads it in."""
     from edu_parallel.viz.style import title_layout
 

@@ -1,4 +1,4 @@
-"""Lesson 13's landscape as data: the libraries (errata E6), the backend each vendor's GPUs get, the
+"""Lesson 15's landscape as data: the libraries (errata E6), the backend each vendor's GPUs get, the
 frameworks mapped to modules that import and lessons that exist, and the lesson's quiz recomputed
 from independent formulas."""
 
@@ -55,7 +55,7 @@ def test_backend_table_reads_torch_and_the_engine_rule():
 
 def test_frameworks_map_to_modules_that_import_and_lessons_that_exist():
     stems = {lesson.stem for lesson in LESSONS}
-    assert "13_landscape" in stems
+    assert "15_landscape" in stems
     names = [f.name for f in FRAMEWORKS]
     for want in ("Megatron", "DeepSpeed", "FSDP2", "Colossal-AI", "GSPMD"):
         assert any(want in n for n in names), want
@@ -70,7 +70,7 @@ def test_frameworks_map_to_modules_that_import_and_lessons_that_exist():
 
 @pytest.mark.parametrize("seed", (None, 0, 1, 2))
 def test_quiz_answers_match_independent_formulas(seed):
-    assert BANKS["13_landscape"] is landscape_quiz
+    assert BANKS["15_landscape"] is landscape_quiz
     quiz = landscape_quiz(seed=seed)
     assert len(quiz.questions) >= 6
     p = quiz.by_key("port_gbps").params

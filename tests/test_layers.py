@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parents[1] / "edu_parallel"
 
 # folder -> the folders it may import from (its own folder always). Read bottom-up.
 _TRAINING = ("core", "plans", "engine", "models", "memory", "comm")
-# the tiny models and the task that the data-parallel lessons train (lessons 05, 06, 11, 12)
+# the tiny models and the task that the data-parallel lessons train (lessons 06, 07, 13, 14)
 _TASK = (*_TRAINING, "task")
 # DDP, then what builds on its comm-hook seam: compression and asynchronous training
 _DATA = ("data_parallel", "zero", "compression", "async_training")
 PARALLELISMS = (*_DATA, "tensor_parallel", "expert_parallel", "pipeline_parallel")
-COMPOSED = ("planner", "parallel_3d")  # lesson 10: the parallelisms together, planned and run
+COMPOSED = ("planner", "parallel_3d")  # lesson 12: the parallelisms together, planned and run
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
     "plans": ("core",),

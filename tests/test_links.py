@@ -1,4 +1,4 @@
-"""Lesson 13's interconnect presets: every bandwidth is its datasheet figure through its arithmetic,
+"""Lesson 15's interconnect presets: every bandwidth is its datasheet figure through its arithmetic,
 every preset names its source, and rail-optimised fabrics and the retime table hold together."""
 
 from __future__ import annotations

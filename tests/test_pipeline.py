@@ -326,7 +326,7 @@ def test_bubble_and_comm_tables_equal_the_runs_and_the_formulas(cluster4):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_report_fits_the_output_area_and_its_grid_shows_every_action_once(cluster4, lang):
-    """Lesson 09: an interleaved grid of 58 time units continues below itself, never past
+    """Lesson 10: an interleaved grid of 58 time units continues below itself, never past
     MAX_TEXT_COLUMNS (it was 231 columns wide, and wrapped mid-label)."""
     report = run_pipeline(cluster4, "interleaved", stages=4, microbatches=8, chunks=2)
     with language(lang):

@@ -248,7 +248,7 @@ def test_bad_degrees_name_every_factor_in_one_line(model, kwargs, words):
 
 
 def test_every_published_layout_ranks_in_the_planners_top_tenth():
-    """What lesson 10 says of the published runs: feasible, in the top tenth, not necessarily
+    """What lesson 12 says of the published runs: feasible, in the top tenth, not necessarily
     first (the planner's best is another layout for each)."""
     for cmp in compare_all():
         assert cmp["feasible"], cmp["name"]

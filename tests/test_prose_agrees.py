@@ -98,7 +98,7 @@ def test_the_prose_names_buttons_as_the_widgets_label_them(stem, lang):
 
 
 def test_the_widget_line_names_its_predict_then_run_questions():
-    bank = get_quiz("05_dp_bucketing_overlap", learner="prose-test")
+    bank = get_quiz("06_dp_bucketing_overlap", learner="prose-test")
     assert predict_line(bank.without(["predict_ddp_buckets", "predict_ddp_messages"])) == ""
     assert predict_line(bank.subset(["predict_ddp_buckets"])) == ""  # the prose above says it
     mixed = bank.subset([bank[0].key, "predict_ddp_buckets", "predict_ddp_messages"])
@@ -108,7 +108,7 @@ def test_the_widget_line_names_its_predict_then_run_questions():
     assert not predict_count_problems([seg])
     with language("zh"):
         zh = predict_line(
-            get_quiz("05_dp_bucketing_overlap", learner="prose-test").subset(
+            get_quiz("06_dp_bucketing_overlap", learner="prose-test").subset(
                 [bank[0].key, "predict_ddp_messages"]
             )
         )

@@ -1,4 +1,4 @@
-"""The quiz bank of lesson 12 (synchronous against asynchronous training): answers, choices,
+"""The quiz bank of lesson 14 (synchronous against asynchronous training): answers, choices,
 the formula runner, and the predict-then-run questions on real ranks."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from edu_parallel.quiz.banks.async_training import (
     formula_runner,
 )
 
-NAME = "12_sync_async"
+NAME = "14_sync_async"
 SEEDS = (None, *range(12))
 PSI = 32 * 128 + 128 + 128 * 128 + 128 + 128 * 10 + 10  # the classifier, by hand
 REQUIRED = {

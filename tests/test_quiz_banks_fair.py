@@ -183,9 +183,9 @@ def test_predictions_are_asked_in_the_body_on_a_configuration_not_printed_before
 
 
 def test_a_planted_duplicate_is_caught():
-    path = NOTEBOOKS / "09_pipeline.ipynb"
+    path = NOTEBOOKS / "10_pipeline.ipynb"
     key = "predict_1f1b_peak"
-    q = BANKS["09_pipeline"]().by_key(key)
+    q = BANKS["10_pipeline"]().by_key(key)
     cells = code_cells(path)
     at = next(i for i, (_id, src) in enumerate(cells) if asks(src, key))
     for plant in (

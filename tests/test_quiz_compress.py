@@ -1,4 +1,4 @@
-"""The quiz bank of lesson 11 (gradient compression): answers, choices, runner, real ranks."""
+"""The quiz bank of lesson 13 (gradient compression): answers, choices, runner, real ranks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from edu_parallel.compression import compress_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, get_quiz
 from edu_parallel.quiz.banks.compression import compress_quiz, formula_runner
 
-NAME = "11_compression"
+NAME = "13_compression"
 SEEDS = (None, *range(12))
 PSI = 32 * 128 + 128 + 128 * 128 + 128 + 128 * 10 + 10  # the classifier, by hand
 CHOICE_KEYS = (

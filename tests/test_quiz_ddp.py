@@ -1,4 +1,4 @@
-"""The quiz bank of lesson 05 (data-parallel training): answers, choices, runner, real ranks."""
+"""The quiz bank of lesson 06 (data-parallel training): answers, choices, runner, real ranks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from edu_parallel.data_parallel.report import ddp_runner
 from edu_parallel.quiz import BANKS, MultipleChoice, Numeric, PredictThenRun, Quiz, get_quiz
 from edu_parallel.quiz.banks.ddp import RUN_ONLY, ddp_quiz, formula_runner
 
-NAME = "05_dp_bucketing_overlap"
+NAME = "06_dp_bucketing_overlap"
 SEEDS = (None, *range(12))
 MIB = 1 << 20
 REQUIRED = {

@@ -1,4 +1,4 @@
-"""The quiz machinery and the banks of lessons 00-04 in Chinese: every learner-facing text is
+"""The quiz machinery and the banks of lessons 00-05 in Chinese: every learner-facing text is
 translated, and nothing a grader compares (answers, correct choices, keys, params, units) changes
 with the language."""
 
@@ -17,12 +17,12 @@ from edu_parallel.quiz import (
     algorithms_quiz,
     collectives_quiz,
     map_quiz,
+    nccl_quiz,
     ring_quiz,
     run_in_terminal,
     show_quiz,
     tour_quiz,
 )
-from edu_parallel.quiz.banks.nccl import nccl_questions
 
 SEEDS = (None, 0, 1)
 LETTER = re.compile(r"[A-Za-z]")
@@ -99,20 +99,12 @@ def test_banks_map_in_chinese(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("bank", [collectives_quiz, algorithms_quiz], ids=["02", "04"])
+@pytest.mark.parametrize(
+    "bank", [collectives_quiz, algorithms_quiz, nccl_quiz], ids=["02", "04", "05"]
+)
 def test_banks_comm_in_chinese(bank, seed):
     en, zh = both(bank, seed)
     compare(en.questions, zh.questions)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_banks_nccl_in_chinese(seed):
-    import random
-
-    en = nccl_questions(None if seed is None else random.Random(seed))
-    with language("zh"):
-        zh = nccl_questions(None if seed is None else random.Random(seed))
-    compare(en, zh)
 
 
 def test_feedback_hints_and_terminal_in_chinese():

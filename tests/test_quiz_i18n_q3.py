@@ -1,4 +1,4 @@
-"""The quiz banks of lessons 09-13 in 简体中文: every text translated, every answer unchanged.
+"""The quiz banks of lessons 10-15 in 简体中文: every text translated, every answer unchanged.
 
 Each bank is built twice with the same seed and learner, in English and in Chinese. Every learner
 text (title, prompt, choice, explanation, a predict-then-run's inner question and what its run

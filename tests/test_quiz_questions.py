@@ -92,7 +92,7 @@ def test_the_bank_arguments_are_checked_once_and_together():
     args = BankArgs(7, None)
     assert args.rng().random() == random.Random(7).random() and BankArgs().rng() is None
     with pytest.raises(ValueError, match=r"^runner=.*runner\(stage, world_size\)"):
-        BANKS["06_zero_fsdp"](runner="not callable")
+        BANKS["07_zero_fsdp"](runner="not callable")
     with pytest.raises(ValueError, match="^questions="):
         register_bank("99_test", ring_quiz, questions=[ring_quiz])
     assert "99_test" not in BANKS

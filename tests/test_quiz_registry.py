@@ -115,10 +115,10 @@ KNOWN_BANKS = (
     "02_collectives",
     "03_ring_allreduce",
     "04_ring_tree_ps",
-    "06_zero_fsdp",
-    "07_tensor_parallel",
-    "08_expert_parallel",
-    "09_pipeline",
+    "07_zero_fsdp",
+    "08_tensor_parallel",
+    "09_expert_parallel",
+    "10_pipeline",
 )
 
 

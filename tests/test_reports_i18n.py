@@ -130,7 +130,7 @@ def test_landscape_wrapped_table_shows_chinese_headers() -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_shown_table_keeps_every_word_of_a_long_cell(lang) -> None:
-    """Lesson 13's frameworks table: pandas cut each cell past 50 characters to '...', the
+    """Lesson 15's frameworks table: pandas cut each cell past 50 characters to '...', the
     citations too; a shown table (text and HTML) keeps them whole."""
     with language(lang):
         table = frameworks_table()

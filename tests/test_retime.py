@@ -260,7 +260,7 @@ def test_presets_have_sources_and_datasheet_bandwidths() -> None:
         "ib-xdr-800": 100e9,
         "eth-25g": 3.125e9,
     }
-    assert set(expected) <= set(LINKS)  # lesson 13 adds more (tests/test_links.py)
+    assert set(expected) <= set(LINKS)  # lesson 15 adds more (tests/test_links.py)
     for name, bw in expected.items():
         assert LINKS[name].name == name
         assert LINKS[name].bandwidth_Bps == pytest.approx(bw, rel=0.01)

@@ -2,7 +2,7 @@
 bytes than DP for an MLP block and for a full transformer layer, with gradient accumulation.
 
 The formulas (:mod:`edu_parallel.strategy_map.crossover`, ``formula_messages``) against real
-runs: the strategy map (MLP blocks) and lesson 10's 3D step (attention + MLP layers)."""
+runs: the strategy map (MLP blocks) and lesson 12's 3D step (attention + MLP layers)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_crossover_is_4h_plus_2_5_for_mlp_and_3h_for_a_full_layer(h: int) -> Non
 
 
 def test_layer_parameters_are_the_models_own() -> None:
-    """mlp: the strategy map's block; bare: lesson 10's layer; gpt2: torch modules of a GPT-2
+    """mlp: the strategy map's block; bare: lesson 12's layer; gpt2: torch modules of a GPT-2
     layer (QKV and output projections with bias, MLP with bias, two LayerNorms)."""
     h = 16
     block = dense_weights(MapConfig(layers=1, hidden=h))[0]

@@ -1,6 +1,6 @@
 """The lessons' tables from the parallelism folders show their headers in the learner's language.
 
-Lessons 01, 07, 08, 09, 10 and 11 display these tables (issue 31). Each is built from a small
+Lessons 01, 08, 09, 10, 12 and 13 display these tables (issue 31). Each is built from a small
 real run on 4 ranks and shown in both languages: the Chinese display has no English phrase of
 three words or more in its headers, the English display no Chinese, and both keep the English
 column names that the lessons' code indexes.

@@ -1,4 +1,4 @@
-"""Lesson 12's renderers, on traces built by hand in the event format of the regimes.
+"""Lesson 14's renderers, on traces built by hand in the event format of the regimes.
 
 Sync, two ranks, ranks lined up at t = 1 s. Rank 0: gradient 0-2 ms, all-reduce 2-12 ms (waiting
 for rank 1), update 12-13 ms. Rank 1: gradient 0-2 ms, straggler delay 2-10 ms, all-reduce

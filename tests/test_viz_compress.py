@@ -1,4 +1,4 @@
-"""Lesson 11's figures: built from real runs and the formulas, checked without a browser."""
+"""Lesson 13's figures: built from real runs and the formulas, checked without a browser."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_whatif_figure_stacks_the_model():
     assert totals == pytest.approx(list(eth.step_s * 1e3))
     labels = [t for t in fig.data if t.type == "scatter"]
     assert [float(x[:-1]) for x in labels[1].text] == pytest.approx(list(eth.speedup), rel=0.05)
-    # the panels' titles sit just above the plot; the title and subtitle above them (lesson 11
+    # the panels' titles sit just above the plot; the title and subtitle above them (lesson 13
     # had the subtitle on the first panel's title): 120 px of top margin
     assert [a.text for a in fig.layout.annotations[:2]] == ["nvlink4-h100", "eth-25g"]
     assert fig.layout.margin.t >= 120

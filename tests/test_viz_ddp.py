@@ -1,4 +1,4 @@
-"""Data-parallel renderers (lesson 05): streams, bucket fill animation, bucket-size sweep.
+"""Data-parallel renderers (lesson 06): streams, bucket fill animation, bucket-size sweep.
 
 Traces are built by hand in the event format of :mod:`edu_parallel.data_parallel.ddp` (two
 Linear layers, two buckets, two ranks), so every expected time below is written out, not

@@ -1,4 +1,4 @@
-"""The planner's pictures and explorer (lesson 10): what they draw is the planner's result."""
+"""The planner's pictures and explorer (lesson 12): what they draw is the planner's result."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def test_a_memory_category_and_a_dimension_keep_their_colour():
         style.BLUE,
         style.ORANGE,
         style.GREEN,
-    )  # lesson 07's prose: blue slice, orange partial sum, green full tensor
+    )  # lesson 08's prose: blue slice, orange partial sum, green full tensor
 
 
 def test_series_cycle_and_the_wide_series_is_twenty_distinct_colours():

@@ -340,7 +340,7 @@ def test_animation_exports_playable_html(tmp_path):
 
 
 def test_the_16_bit_categories_name_the_dtype_the_engine_trains_in():
-    """The legend of lesson 06's ZeRO figures names the 2-byte parameters and gradients by the
+    """The legend of lesson 07's ZeRO figures names the 2-byte parameters and gradients by the
     dtype ``zero/stages.py`` allocates them in (``task.mlp.PARAM_DTYPE``), as the prose does."""
     import torch
 

@@ -34,16 +34,16 @@ from edu_parallel.viz.figure import TEXT_KEY
 
 ALLOW = (
     *SHOWN_NAMES,
-    # the names lesson 06's code gives its runs, the keys the learner indexes them by
+    # the names lesson 07's code gives its runs, the keys the learner indexes them by
     "FSDP per layer",
     "FSDP whole model",
     "FSDP per layer, kept",
     "FSDP per layer,",
-    # the mesh coordinates' names, as torch's DeviceMesh has them (lesson 10)
+    # the mesh coordinates' names, as torch's DeviceMesh has them (lesson 12)
     "rank (pp, dp, tp)",
-    # a straggler setting's name (AsyncConfig.straggler_label), the key lesson 12 indexes runs by
+    # a straggler setting's name (AsyncConfig.straggler_label), the key lesson 14 indexes runs by
     "random worker, exponential",
-    # an organisation's own name, the vendor column of lesson 13's libraries table
+    # an organisation's own name, the vendor column of lesson 15's libraries table
     "Intel (UXL Foundation)",
 )
 _TAGS = re.compile(r"<[^>]+>")

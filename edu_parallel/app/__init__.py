@@ -10,7 +10,7 @@
 * ``lab.py``: the lessons in JupyterLab (127.0.0.1, token auth), opened on the course index from
   the learner's own copy (``workspace.py``: copy, refresh, ``--reset``); ``tour.py``: the first
   lesson in a terminal; ``paths.py``: output paths checked before a run.
-* ``course/``: the course as data (lessons in order, the outline's units and errata, lesson 13's
+* ``course/``: the course as data (lessons in order, the outline's units and errata, lesson 15's
   landscape) and the index, syllabus and errata pages and lesson navigation built from it, with the
   lessons' Chinese prose.
 * ``export/``: ``edu-parallel export --html``, the lessons executed into a static site that plays

@@ -191,12 +191,12 @@ def run_check(a: argparse.Namespace) -> int:
     try:
         fn = load_function(a.path, ex, a.function)
     except LearnerFileError as err:
-        record_try(ex.id, False)
+        record_try(ex, False)
         fail = _("FAIL {error}").format(error=err)
         _print(a, {"exercise": ex.id, "passed": False, "error": str(err)}, fail)
         return 1
     result = exercises.grade(ex, fn)
-    record_try(ex.id, result.passed)
+    record_try(ex, result.passed)
     findings = [
         {"case": f.case.label() if f.case else None, "check": f.check, "ok": f.ok}
         | {"note": f.note, "message": f.message, "rank": f.rank, "step": f.step}

@@ -4,7 +4,7 @@ One ``.po`` file per module that has messages, beside the others under ``locale/
 (``quiz/banks/ddp.py`` -> ``locale/zh_CN/package/quiz/banks_ddp.po``), so that each module's
 messages are translated and reviewed in one place. A lesson's code cells are a source too: a label
 a cell prints goes through ``_()`` (``from edu_parallel.core.i18n import _``), and its messages
-live in ``locale/zh_CN/package/lessons/05_dp_bucketing_overlap.po``: the Chinese lesson runs the
+live in ``locale/zh_CN/package/lessons/06_dp_bucketing_overlap.po``: the Chinese lesson runs the
 same code and prints them in Chinese. ``--compile`` merges them into the one catalog
 the package reads, ``edu_parallel/core/locale/zh_CN/LC_MESSAGES/edu_parallel.mo``.
 

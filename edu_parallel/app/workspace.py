@@ -7,7 +7,10 @@
   a new release);
 * a lesson the learner changed (edited, or saved with outputs) is kept, and one line says how to
   restore it: ``edu-parallel lab --reset 03``;
-* a lesson new to the course is copied.
+* a lesson new to the course is copied;
+* a lesson the course renumbered (:data:`~edu_parallel.core.lesson_renames.FORMER_STEMS`) is
+  renamed in place first, edits and all (``09_pipeline.ipynb`` becomes ``10_pipeline.ipynb``),
+  and then refreshed or kept as above.
 
 The Chinese lessons come along in ``zh/`` (``zh/03_ring_allreduce.ipynb``), and the glossary
 (``GLOSSARY.md``) beside the index; ``--reset 03`` restores a lesson in both languages.
@@ -29,6 +32,7 @@ from pathlib import Path
 
 from ..core.errors import bad_value
 from ..core.i18n import _
+from ..core.lesson_renames import current_name
 from .paths import check_output_folder
 
 DEFAULT_DIR = Path("~/edu-parallel-course")
@@ -46,6 +50,7 @@ class SyncReport:
     refreshed: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # the learner's edits; the course's copy changed
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (former name, name now)
 
     def lines(self) -> list[str]:
         """What a learner should read: the folder, what changed, and how to restore a lesson."""
@@ -60,6 +65,8 @@ class SyncReport:
         ]
         head = _("lessons: {folder}").format(folder=self.folder)
         out = [head + (_(" ({done})").format(done=", ".join(done)) if done else "")]
+        moved = _("  {old} is now {new} (the lessons were renumbered)")
+        out += [moved.format(old=old, new=new) for old, new in self.renamed]
         kept = _(
             "  {name}: the course's version changed and yours has edits;"
             " `edu-parallel lab --reset {number}` replaces yours with it"
@@ -131,6 +138,19 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def rename_former(target: Path, copied_as: dict[str, str], report: SyncReport) -> None:
+    """Give each lesson of ``target`` that has a former name its name now, with its record in
+    ``copied_as``; a lesson already present under its new name leaves the old file alone."""
+    for name in course_files(target):
+        new = current_name(name)
+        if new == name or (target / new).exists():
+            continue
+        (target / name).rename(target / new)
+        if name in copied_as:
+            copied_as[new] = copied_as.pop(name)
+        report.renamed.append((name, new))
+
+
 def sync_workspace(target: Path, source: Path, reset: Iterable[str] = ()) -> SyncReport:
     """Bring ``target`` up to date with the course in ``source`` (see the module docstring).
 
@@ -145,6 +165,7 @@ def sync_workspace(target: Path, source: Path, reset: Iterable[str] = ()) -> Syn
     except (OSError, ValueError):
         copied_as = {}
     report = SyncReport(target)
+    rename_former(target, copied_as, report)
     for name, src in course_files(source).items():
         dest, new = target / name, _sha(src)
         if not dest.exists():

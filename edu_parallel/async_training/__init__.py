@@ -1,4 +1,4 @@
-"""Synchronous against asynchronous training with stragglers (lesson 12).
+"""Synchronous against asynchronous training with stragglers (lesson 14).
 
 * ``config.py``: the validated :class:`AsyncConfig`, torch-free: regimes, worker convention,
   straggler delays;

@@ -1,4 +1,4 @@
-"""Lesson 12 on the ranks: a parameter server, asynchronous or with backup workers.
+"""Lesson 14 on the ranks: a parameter server, asynchronous or with backup workers.
 
 Rank 0 is a dedicated server (lesson 04's parameter-server role, :mod:`edu_parallel.plans.ps`,
 here with the update applied on the server as in Dean et al. 2012 and Li et al. 2014); ranks

@@ -1,4 +1,4 @@
-"""Lesson 12 in one process: replay a run's updates and score the model along the way.
+"""Lesson 14 in one process: replay a run's updates and score the model along the way.
 
 The ranks' order of updates is decided by timing, so two asynchronous runs differ; but each run
 records, on the server, the order in which it applied updates and which version every gradient

@@ -1,4 +1,4 @@
-"""Parent side of lesson 12: run a regime, replay it, measure it.
+"""Parent side of lesson 14: run a regime, replay it, measure it.
 
 :func:`run_async_config` takes an :class:`~edu_parallel.async_training.config.AsyncConfig`
 (:func:`run_async` builds it, once, from keyword options, before any process starts), trains on
@@ -45,7 +45,7 @@ JOBS = {"sync": sync_sgd, "local-sgd": local_sgd, "async-ps": server_job, "backu
 
 @dataclass
 class AsyncReport:
-    """What lesson 12 and ``edu-parallel run async`` show for one run."""
+    """What lesson 14 and ``edu-parallel run async`` show for one run."""
 
     config: AsyncConfig = field(repr=False)
     samples_per_s: float

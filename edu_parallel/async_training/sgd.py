@@ -1,4 +1,4 @@
-"""Lesson 12 on the ranks: synchronous SGD and local SGD, and what every regime shares.
+"""Lesson 14 on the ranks: synchronous SGD and local SGD, and what every regime shares.
 
 The regimes and their conventions are in :mod:`edu_parallel.async_training.config`; the
 server regimes (``async-ps``, ``backup``) are in :mod:`edu_parallel.async_training.param_server`.

@@ -39,6 +39,7 @@ _LAZY = {
     "HierarchicalReport": "hierarchical",
     "run_hierarchical": "hierarchical",
     "sent_by_link_class": "hierarchical",
+    "hierarchical_runner": "hierarchical",
     "cluster_traffic_runner": "compare",
     "bench_collectives": "bench",
     "check_sweep_fits": "bench",

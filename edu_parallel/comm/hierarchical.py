@@ -2,7 +2,8 @@
 
 The plan is :func:`edu_parallel.plans.hierarchical.hierarchical_allreduce_plan` (ring
 reduce-scatter in each node, every local rank all-reduces its shard across nodes over its own NIC,
-ring all-gather in each node: Jia et al. 2018's 2D all-reduce); :func:`run_hierarchical` runs it on
+ring all-gather in each node: the 2D-torus all-reduce of Mikami et al. 2018, Horovod's hierarchical
+all-reduce); :func:`run_hierarchical` runs it on
 a cluster whose ranks are split into ``nodes`` equal groups, compares the result with
 ``dist.all_reduce`` and counts the bytes each rank sent inside its node and across nodes, beside
 :func:`~edu_parallel.plans.hierarchical.hierarchical_bytes_formula` (``2(g-1)/g·S`` and
@@ -13,12 +14,14 @@ a cluster whose ranks are split into ``nodes`` equal groups, compares the result
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import _
 from ..core.inputs import Buffer
 from ..core.metrics import algbw_gbps, busbw_gbps
 from ..core.trace import Trace
@@ -26,7 +29,7 @@ from ..core.units import INTEGER_DTYPES, torch_dtype
 from ..engine.context import RankContext
 from ..engine.execute import run_plan, same_result
 from ..engine.executor import Executor
-from ..models.topology import LINKS, Topology
+from ..models.topology import LINKS, Topology, sent_by_link_class
 from ..plans.hierarchical import hierarchical_allreduce_plan, hierarchical_bytes_formula
 from ..plans.layout import plan_meta
 from ..plans.plan import Plan
@@ -119,11 +122,15 @@ def run_hierarchical(
     )
 
 
-def sent_by_link_class(trace: Trace, topology: Topology) -> tuple[list[int], list[int]]:
-    """Bytes each rank sent inside its node and across nodes (``topology.link`` of each send)."""
-    topology.check_world_size(trace.world_size, "trace.world_size")
-    intra, inter = [0] * trace.world_size, [0] * trace.world_size
-    for e in trace.select(kind="send"):
-        same = topology.node_of(e.rank) == topology.node_of(e.peer)
-        (intra if same else inter)[e.rank] += int(e.nbytes)
-    return intra, inter
+def hierarchical_runner(cluster: Executor) -> Callable[[int, int], Trace]:
+    """``runner(nodes, nbytes) -> Trace``: the hierarchical all-reduce on ``cluster``'s real ranks
+    split into ``nodes`` pretend nodes, checked against ``dist.all_reduce`` (a mismatch raises),
+    for lesson 05's predict-then-run question."""
+
+    def runner(nodes: int, nbytes: int) -> Trace:
+        report = run_hierarchical(cluster, nodes, nbytes)
+        if not report.matches_builtin:
+            raise RuntimeError(_("the hierarchical all-reduce differs from dist.all_reduce"))
+        return report.trace
+
+    return runner

@@ -1,4 +1,4 @@
-"""Gradient compression as DDP communication hooks, with error feedback (lesson 11).
+"""Gradient compression as DDP communication hooks, with error feedback (lesson 13).
 
 * ``config.py``: the validated :class:`CompressConfig` and the wire-bytes formula (torch-free);
 * ``compressors.py``: fp16/bf16 casts, top-k, random-k and sign compression with error feedback;

@@ -1,6 +1,6 @@
 """Gradient compressors as communication hooks, with error feedback.
 
-Each compressor is a hook ``hook(ctx, flat, step, bucket)`` of lesson 05's trainer
+Each compressor is a hook ``hook(ctx, flat, step, bucket)`` of lesson 06's trainer
 (:func:`~edu_parallel.data_parallel.ddp.train_ddp`): it replaces the bucket ``flat`` in place by
 the average over the ranks of what they sent, and moves every byte through the engine's plans
 (ring all-reduce or ring all-gather), so the trace counts the wire bytes. ``C`` is the

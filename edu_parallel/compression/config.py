@@ -1,7 +1,7 @@
 """One validated description of a gradient-compression run: :class:`CompressConfig`.
 
 Torch-free, so that ``edu-parallel run compress`` checks every option before any process starts.
-The run trains the ``classifier`` task (:mod:`edu_parallel.task.classifier`) with lesson 05's
+The run trains the ``classifier`` task (:mod:`edu_parallel.task.classifier`) with lesson 06's
 data-parallel trainer, each bucket reduced by the compressor's communication hook
 (:mod:`edu_parallel.compression.compressors`, :mod:`edu_parallel.compression.powersgd`):
 
@@ -53,7 +53,7 @@ CASTS = {"fp16": "float16", "bf16": "bfloat16"}
 MIN_COMPRESSION_RATE = 2  # torch's PowerSGDState default: compress when (n+m) r * 2 < n m
 MODEL = "classifier"
 BATCH = DDP_MODELS[MODEL].batch  # rows of one step, split over the ranks
-# Lesson 11's runs: at 1.5x the task's lr (TASK_LR = 0.2, TARGET_STEPS = 200) the target comes
+# Lesson 13's runs: at 1.5x the task's lr (TASK_LR = 0.2, TARGET_STEPS = 200) the target comes
 # sooner, so 140 steps keep every claim of the lesson with a margin (2 ranks: none, fp16 and bf16
 # reach it at step 90, sign + EF 89, top-k 1% + EF 111, PowerSGD r=1 + EF 118; random-k 1% + EF and
 # top-k and PowerSGD without feedback never do), checked at this size by tests/test_compress.py.

@@ -2,7 +2,7 @@
 
 :func:`run_compress_config` takes a :class:`~edu_parallel.compression.config.CompressConfig`
 (:func:`run_compress` builds it, once, from keyword options, before any process starts), trains
-the classifier task with the compressor's hook on lesson 05's trainer, and reports, from the
+the classifier task with the compressor's hook on lesson 06's trainer, and reports, from the
 trace and the ranks' results:
 
 * wire bytes per rank per step (every ``send`` of phase ``grad_sync``), the formula
@@ -81,7 +81,7 @@ def compress_job(
 
 @dataclass
 class CompressReport:
-    """What lesson 11 and ``edu-parallel run compress`` show for one compressor."""
+    """What lesson 13 and ``edu-parallel run compress`` show for one compressor."""
 
     config: CompressConfig = field(repr=False)
     wire_bytes_per_step: float  # mean over ranks and steps, counted from the trace

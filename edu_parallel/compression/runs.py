@@ -1,4 +1,4 @@
-"""Lesson 11's runs as data (torch-free): its cluster's ranks, the sweep and the ablation.
+"""Lesson 13's runs as data (torch-free): its cluster's ranks, the sweep and the ablation.
 
 :func:`~edu_parallel.compression.sweep.sweep_compress` trains these configurations; the quiz
 bank reads the same ones, so a number a question quotes is the one the lesson's figure draws.

@@ -1,4 +1,4 @@
-"""torch's own compression hooks on the same ranks, model and data: the references of lesson 11.
+"""torch's own compression hooks on the same ranks, model and data: the references of lesson 13.
 
 :func:`torch_hook_run` wraps the classifier in ``DistributedDataParallel`` (DDP's default
 buckets), registers ``fp16_compress_hook``, ``bf16_compress_hook`` or ``powerSGD_hook`` (with a

@@ -32,7 +32,7 @@ BUCKET_READY_MARK = "bucket_ready"  # data parallel: every gradient of ``attrs["
 GRAD_READY_MARK = "grad_ready"  # data parallel: ``attrs["param"]``'s gradient is accumulated
 # gradient compression: a bucket was exchanged; attrs step, bucket, residual_norm, fed_back
 COMPRESS_MARK = "compress"
-DROPPED_MARK = "dropped"  # lesson 12's backup server dropped a late gradient (attrs: worker, t)
+DROPPED_MARK = "dropped"  # lesson 14's backup server dropped a late gradient (attrs: worker, t)
 MARKS = (
     SPLITS_MARK,
     HOLDS_MARK,
@@ -142,7 +142,7 @@ META: dict[str, MetaKey] = {
     "capacity_factor": MetaKey(_NUM, "run_moe", "capacity factor C"),
     "skew": MetaKey(_NUM, "run_moe", "router bias toward expert 0"),
     "strategy": MetaKey(_STR, "run_strategy_map", "dp, tp, tp-sp, pp or ep"),
-    # lesson 12: synchronous against asynchronous training
+    # lesson 14: synchronous against asynchronous training
     "regime": MetaKey(_STR, "run_async", "sync, async-ps, local-sgd or backup"),
     "workers": MetaKey(_INT, "run_async", "ranks that compute gradients W"),
     "straggler": MetaKey(_STR, "run_async", "the straggler setting, e.g. 'rank 3, fixed 4 ms'"),

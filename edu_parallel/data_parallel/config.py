@@ -16,7 +16,7 @@ The models are the seeded MLP family of the ZeRO lesson (:mod:`edu_parallel.task
 * ``deep``: 8 layers of 512x512, each weight exactly 1 MiB in fp32, so DDP's 1 MiB first bucket
   and its 25 MiB default are both visible;
 * ``tied``: 4 layers of 16x16 whose first and last share one weight (like tied embeddings);
-* ``classifier``: the learning task of lessons 11 and 12 (:mod:`edu_parallel.task.classifier`),
+* ``classifier``: the learning task of lessons 13 and 14 (:mod:`edu_parallel.task.classifier`),
   32 -> 128 -> 128 -> 10 trained with cross-entropy on inputs a fixed linear teacher labels.
 
 The global batch (``batch`` rows per optimizer step) is fixed by the model and split over ``N``
@@ -104,7 +104,7 @@ DDP_MODELS: dict[ModelName, ModelSpec] = {
             64,
             task="classify",
             doc=N_(
-                "32-128-128-10, cross-entropy on a linear teacher's 10 classes (lessons 11, 12)"
+                "32-128-128-10, cross-entropy on a linear teacher's 10 classes (lessons 13, 14)"
             ),
         ),
     )

@@ -3,7 +3,7 @@
 :func:`torch_ddp_run` wraps the lesson's model in ``torch.nn.parallel.DistributedDataParallel``
 (same ``bucket_cap_mb``; ``None`` is its default) and trains the same steps with ``no_sync`` for
 accumulation. It registers a communication hook (``DistributedDataParallel.register_comm_hook``,
-the seam where lesson 11's compression plugs in) that does what DDP's built-in reduction does,
+the seam where lesson 13's compression plugs in) that does what DDP's built-in reduction does,
 ``buffer * (1/N)`` then ``all_reduce``, and records each ``GradBucket`` it is handed: index,
 bytes and parameter names, per iteration. DDP's first iteration runs with one bucket (with
 ``find_unused_parameters=False`` it does not yet know the order gradients arrive in); it then

@@ -35,9 +35,9 @@ STATUS = {"passed": N_("passed"), "tried": N_("tried")}
 def check(exercise: str | int | Exercise, fn: Any, cluster: Executor | None = None) -> Feedback:
     """Grade ``fn`` for ``exercise`` on ``cluster`` (or on clusters made for it), record the
     try, and return the feedback (``.passed``, ``.grade``; a panel in Jupyter)."""
-    ex = get_exercise(exercise)
+    ex = get_exercise(exercise, fn)
     result = grade(ex, fn, cluster)
-    record_try(ex.id, result.passed)
+    record_try(ex, result.passed)
     return Feedback(result, inspect.getsource(ex.reference))
 
 
@@ -51,7 +51,7 @@ def hint(exercise: str | int | Exercise, tier: int = 1) -> str:
 def solution(exercise: str | int | Exercise, *, instructor: bool = False) -> str:
     """The reference solution's source, once the learner has tried (``instructor`` skips that)."""
     ex = get_exercise(exercise)
-    if not instructor and not tried(ex.id):
+    if not instructor and not tried(ex):
         msg = _("exercise {id}: the solution opens after a try; run {call} first")
         call = f"check({ex.id!r}, {ex.function}, cluster)"
         raise PermissionError(msg.format(id=ex.id, call=call))
@@ -67,7 +67,7 @@ def progress_table(translate: bool = True) -> pd.DataFrame:
     progress = load_progress()
     rows = []
     for ex in EXERCISES.values():
-        entry = progress.get(ex.id, {})
+        entry = progress.get(ex.function, {})
         status = "passed" if entry.get("passed") else ("tried" if entry.get("tries") else "")
         rows.append(
             {

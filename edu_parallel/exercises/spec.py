@@ -125,7 +125,6 @@ class RankOutcome:
 class Exercise:
     """A coding exercise of one lesson (see the module docstring for the callables)."""
 
-    id: str  # the lesson number, "03"
     lesson: str  # the notebook, "03_ring_allreduce"
     title: str  # English, marked N_(); shown_title() translates
     function: str  # the name the learner's function should have
@@ -145,6 +144,11 @@ class Exercise:
     picture: Callable[..., list[Any]] | None = None  # figures from a Grade; None: grid + bytes
     powers_of_two: bool = False  # inputs are 2^rank: a chunk's value names its ranks
     point_to_point: bool = False  # built from ctx.send/recv: ctx.collective is refused (untraced)
+
+    @property
+    def id(self) -> str:
+        """The lesson's number, ``"03"``: what ``check("03", ...)`` names."""
+        return self.lesson.split("_", 1)[0]
 
     def shown_title(self) -> str:
         """The title in the learner's language (``title`` is the English, marked ``N_``)."""

@@ -9,7 +9,7 @@ Three families are counted, the first two from their reference implementations:
   ``LlamaForCausalLM``): RoPE (no position parameters), RMSNorm (weight only), no biases,
   grouped-query attention with ``kv_heads`` key/value heads, a SwiGLU MLP of width ``ffn``
   (three matrices), an output layer *not* tied to the embedding.
-* ``"bare"`` (the lesson 10 model, :mod:`edu_parallel.parallel_3d`): ``L`` layers of attention
+* ``"bare"`` (the lesson 12 model, :mod:`edu_parallel.parallel_3d`): ``L`` layers of attention
   (``Wq``, ``Wo`` (h, h); ``Wk``, ``Wv`` (h, kv_heads * h/heads)) and a two-matrix MLP h -> ffn
   -> h (ffn default 4h); no biases, norms or embeddings (``vocab`` may be 0). With the defaults a
   layer has exactly ``12 h^2`` parameters.

@@ -29,6 +29,7 @@ from .choose import Choice, choose_allreduce, crossover_size
 from .cost import ALLREDUCE_ALGOS, NAMES, OTHER_COLLECTIVES, Prediction, link_preset, predict
 from .fast_simulation import SimSummary, simulate_fast
 from .interconnects import FABRICS, fabric, interconnect_table, rail_of, rail_optimized
+from .nccl.knobs import KNOBS, nccl_knobs_table
 from .nccl.selection import NcclChoice, nccl_choose
 from .nccl.systems import NCCL_SYSTEMS, nccl_system
 from .nccl.tuning import NcclSystem, nccl_entry, nccl_time
@@ -67,6 +68,8 @@ __all__ = [
     "format_traffic_table",
     "link_preset",
     "nccl_choice_table",
+    "nccl_knobs_table",
+    "KNOBS",
     "nccl_choose",
     "nccl_entry",
     "nccl_system",

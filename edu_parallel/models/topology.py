@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from ..core.errors import bad_value, check_int
 from ..core.i18n import _
+from ..core.trace import Trace
 from .links import LINKS, Link
 
 __all__ = ["LINKS", "MAX_TOPOLOGY_RANKS", "Link", "Topology"]
@@ -200,3 +201,13 @@ class Topology:
             inter=self.inter.name,
             nics=_("1 NIC") if c == 1 else _("{n} NICs").format(n=c),
         )
+
+
+def sent_by_link_class(trace: Trace, topology: Topology) -> tuple[list[int], list[int]]:
+    """Bytes each rank sent inside its node and across nodes (``topology.link`` of each send)."""
+    topology.check_world_size(trace.world_size, "trace.world_size")
+    intra, inter = [0] * trace.world_size, [0] * trace.world_size
+    for e in trace.select(kind="send"):
+        same = topology.node_of(e.rank) == topology.node_of(e.peer)
+        (intra if same else inter)[e.rank] += int(e.nbytes)
+    return intra, inter

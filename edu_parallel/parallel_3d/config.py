@@ -76,7 +76,7 @@ def model_shape(layers: int, hidden: int, heads: int, seq: int) -> ModelShape:
         heads=heads,
         vocab=0,
         seq=seq,
-        source="edu_parallel.parallel_3d: the lesson 10 model",
+        source="edu_parallel.parallel_3d: the lesson 12 model",
     )
 
 

@@ -1,4 +1,4 @@
-"""The lesson 10 model in torch: seeded weights, one layer under TP, and the one-process reference.
+"""The lesson 12 model in torch: seeded weights, one layer under TP, and the one-process reference.
 
 A layer (:func:`layer`) is ``x + Attn(x)`` then ``x + MLP(x)`` (or ``x + MoE(x)``), no biases or
 norms (see :mod:`edu_parallel.parallel_3d.config`). Under tensor parallelism (Megatron-LM, Shoeybi

@@ -15,10 +15,14 @@ nodes through NIC ``l % nics``. Two plans:
 3. ``intra-all-gather``: the ring of step 1 in reverse role, ``g-1`` steps copying the shards.
 
 Each rank sends ``2(g-1)/g·S`` inside its node and ``2(K-1)/K·S/g`` across nodes
-(:func:`hierarchical_bytes_formula`). This is the two-dimensional all-reduce of Jia et al. 2018
-("Highly Scalable Deep Learning Training System with Mixed-Precision", arXiv 1807.11205, §3.3:
-intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather) and the reduce-scatter /
-all-reduce / all-gather split of Thakur, Rabenseifner & Gropp 2005 for SMP clusters; NCCL reaches
+(:func:`hierarchical_bytes_formula`). This is the 2D-torus all-reduce of Mikami et al. 2018
+("Massively Distributed SGD: ImageNet/ResNet-50 Training in a Flash", arXiv 1811.05233:
+reduce-scatter along one dimension, all-reduce along the other, all-gather along the first),
+Horovod's ``NCCLHierarchicalAllreduce`` (``horovod/common/ops/nccl_operations.cc``: NCCL
+reduce-scatter, MPI all-reduce, NCCL all-gather) and the reduce-scatter / all-reduce / all-gather
+split of Thakur, Rabenseifner & Gropp 2005 for SMP clusters. (Jia et al. 2018, arXiv 1807.11205,
+call their scheme "hierarchical all-reduce" too, but theirs is the leader scheme below: reduce to
+a master in each group, ring among the masters, broadcast.) NCCL reaches
 the same per-NIC split with its channels (each ring enters and leaves a node on its own NIC) and
 its NVLS-tree (intra-node NVLink SHARP reduce-scatter, one tree per NIC across nodes; NCCL 2.30.7
 ``src/graph/tuning.cc``, ``NCCL_ALGO_NVLS_TREE``). It replaces this package's earlier

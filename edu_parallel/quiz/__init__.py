@@ -28,6 +28,7 @@ from ..core.lazy import lazy_exports
 # loaded on first use (core/lazy.py): a lesson's quiz imports its own bank, not all fourteen
 _LAZY = {
     "algorithms_quiz": "banks.algorithms",
+    "nccl_quiz": "banks.nccl",
     "async_quiz": "banks.async_training",
     "collectives_quiz": "banks.collectives",
     "compress_quiz": "banks.compression",

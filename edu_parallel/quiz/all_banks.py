@@ -19,6 +19,7 @@ BANK_MODULES = (  # one per lesson bank, in course order
     "collectives",
     "ring",
     "algorithms",
+    "nccl",
     "ddp",
     "zero",
     "tensor_parallel",

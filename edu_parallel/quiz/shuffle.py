@@ -10,7 +10,9 @@ Two seeds, two jobs:
   ``.edu-parallel/learner.json`` (see :mod:`edu_parallel.core.workspace`).
 
 A question's permutation is drawn from SHA-256 of (learner seed, bank name, question key), so
-re-running a cell shows the same order, and two learners see the answers in different places.
+re-running a cell shows the same order, and two learners see the answers in different places. The
+bank name is taken without its lesson number (``dp_bucketing_overlap``), so renumbering the lessons
+keeps every learner's order.
 Letters and indices a learner types refer to the order shown. Answer-position bias in test
 writing is well documented (Attali & Bar-Hillel 2003, "Guess where: the position of correct
 answers in multiple-choice test items"); shuffling removes it.
@@ -66,7 +68,9 @@ def learner_seed() -> str:
 
 def permutation(n: int, learner: str, bank: str, key: str) -> tuple[int, ...]:
     """The shown order of ``n`` options: position ``i`` shows the bank's option ``order[i]``."""
-    digest = hashlib.sha256(f"{learner}\x1f{bank}\x1f{key}".encode()).digest()
+    number, _, topic = bank.partition("_")
+    topic = topic if number.isdigit() and topic else bank  # "06_zero_fsdp" -> "zero_fsdp"
+    digest = hashlib.sha256(f"{learner}\x1f{topic}\x1f{key}".encode()).digest()
     order = list(range(n))
     random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
     return tuple(order)

@@ -12,7 +12,7 @@ Equal when ``T* = P / (a k h)`` tokens per microbatch (``k T* = P / (a h)`` toke
 
 * ``"mlp"``: lesson 01's residual MLP block, ``P = 8h^2 + 5h``, ``a = 2`` (``g`` forward, ``f``
   backward): ``T* = 4h + 2.5``;
-* ``"bare"``: lesson 10's transformer layer (:mod:`edu_parallel.parallel_3d`), attention and MLP
+* ``"bare"``: lesson 12's transformer layer (:mod:`edu_parallel.parallel_3d`), attention and MLP
   without biases or norms, ``P = 12h^2``, ``a = 4`` (``g`` after attention's output projection and
   after the MLP forward, ``f`` before both backward): ``T* = 3h``;
 * ``"gpt2"``: a GPT-2 layer, ``P = 12h^2 + 13h`` (QKV and output biases, MLP biases, two
@@ -20,7 +20,7 @@ Equal when ``T* = P / (a k h)`` tokens per microbatch (``k T* = P / (a h)`` toke
 
 Layer parameters come from :func:`edu_parallel.memory.presets.layer_params` (``bare``, ``gpt2``)
 and :func:`edu_parallel.strategy_map.formulas.block_params` (``mlp``). With ``input_grad=False``
-the model's input is data (no embedding below the first layer, as in lesson 10's model): autograd
+the model's input is data (no embedding below the first layer, as in lesson 12's model): autograd
 never runs the first layer's ``f`` backward, one all-reduce fewer per microbatch,
 ``T* = L P / ((a L - 1) k h)``. ``tests/test_strategy_crossover.py`` checks these bytes against
 real runs of both models.

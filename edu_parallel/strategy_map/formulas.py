@@ -159,7 +159,7 @@ def formula_messages(
     """Messages ``rank`` sends in one step of a dense strategy: sends plus collective calls.
 
     DP: 1 (one bucket). TP: ``2L`` all-reduces (the map's TP runs the batch as one microbatch;
-    with ``k`` microbatches it is ``2Lk``, as lesson 10's TP ranks show). TP+SP: per block an
+    with ``k`` microbatches it is ``2Lk``, as lesson 12's TP ranks show). TP+SP: per block an
     all-gather and a reduce-scatter forward, two all-gathers and a reduce-scatter backward, plus
     the one b2 all-reduce: ``5L + 1``. PP: ``M`` activations forward (not the last stage) and
     ``M`` gradients backward (not the first): ``2M`` on a middle stage, whatever ``L``.

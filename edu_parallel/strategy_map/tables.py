@@ -7,7 +7,7 @@
   against the crossover ``T* = 4h + 2.5`` (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053);
 * :func:`message_table`: messages per rank of each dense strategy, trace beside
   :func:`~edu_parallel.strategy_map.formulas.formula_messages`, across layers and microbatches;
-* :func:`layer_crossover_table`: the same DP-against-TP question for lesson 10's full transformer
+* :func:`layer_crossover_table`: the same DP-against-TP question for lesson 12's full transformer
   layer with gradient accumulation, from its runs (:func:`edu_parallel.parallel_3d.run_3d`
   reports, read by attribute, so this folder does not import the one above it) beside
   :mod:`edu_parallel.strategy_map.crossover`.
@@ -99,7 +99,7 @@ def message_table(reports: Sequence[StrategyMapReport]) -> pd.DataFrame:
 
 
 def layer_crossover_table(runs: Sequence[Any]) -> pd.DataFrame:
-    """Rank 0's bytes per step of lesson 10's model under pure DP and pure TP, one row per number
+    """Rank 0's bytes per step of lesson 12's model under pure DP and pure TP, one row per number
     of accumulated microbatches k: the runs (``run_3d`` reports, ``dp = N`` or ``tp = N``) beside
     :func:`~edu_parallel.strategy_map.crossover.step_sent_bytes` and the crossover ``T*``."""
     by_k: dict[int, dict[str, Any]] = {}
@@ -112,7 +112,7 @@ def layer_crossover_table(runs: Sequence[Any]) -> pd.DataFrame:
         c, n = tp.config, tp.dims.tp
         tokens = c.batch // k * c.seq  # one microbatch, every TP rank (DP: 1/N on each rank)
         sizes = {"kind": "bare", "layers": c.layers, "hidden": c.hidden, "tokens": tokens}
-        sizes.update(accumulation=k, input_grad=False)  # lesson 10's input is data
+        sizes.update(accumulation=k, input_grad=False)  # lesson 12's input is data
         dp_sent = dp.rows[0]["sent_bytes_by_group"]["dp"]
         tp_sent = tp.rows[0]["sent_bytes_by_group"]["tp"]
         rows.append(

@@ -1,11 +1,11 @@
 """The learning tasks that the data-parallel lessons train: one home, shared by DDP, ZeRO,
 compression and asynchronous training.
 
-* ``mlp.py``: the tiny seeded MLP of lessons 05 and 06 as one flat vector (its layer views,
+* ``mlp.py``: the tiny seeded MLP of lessons 06 and 07 as one flat vector (its layer views,
   batches, 16-bit forward and backward), mixed-precision Adam, and the single-process reference
   that every ZeRO stage is checked against (bit for bit: the reference replays the ring's
   summation order); DDP's model family (``data_parallel/model.py``) is built from its weights;
-* ``classifier.py``: the learning task of lessons 11 and 12 (a linear teacher labels Gaussian
+* ``classifier.py``: the learning task of lessons 13 and 14 (a linear teacher labels Gaussian
   inputs), its loss and its held-out score; ``targets.py``: what that task asks (learning rate,
   target accuracy, steps), torch-free so that the command line checks options with it before
   torch loads;

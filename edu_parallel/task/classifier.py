@@ -1,4 +1,4 @@
-"""The learning task of lessons 11 and 12: a classifier that really learns, in seconds, offline.
+"""The learning task of lessons 13 and 14: a classifier that really learns, in seconds, offline.
 
 A teacher-student problem (the standard controlled setting for optimisation experiments; see
 e.g. Saad & Solla 1995): inputs ``x ~ N(0, I_32)``, labels ``argmax(x W*)`` for a fixed random

@@ -1,4 +1,4 @@
-"""What the classifier's learning task asks (lessons 11 and 12), torch-free so that the command
+"""What the classifier's learning task asks (lessons 13 and 14), torch-free so that the command
 line checks options with it before torch loads; data and scoring are in ``classifier.py``."""
 
 from __future__ import annotations

@@ -9,16 +9,16 @@
   :func:`nccl_choice_figure` (NCCL's algorithm and protocol per size, errata E9).
 * Pipelines: :func:`pipeline_gantt` with a time cursor, :func:`activation_memory_figure`,
   :func:`bubble_vs_microbatches_figure`, and the :class:`PipelineWidget` explorer.
-* Data parallel (lesson 05): :func:`streams_figure` (each rank's compute and comm streams, the
+* Data parallel (lesson 06): :func:`streams_figure` (each rank's compute and comm streams, the
   buckets' all-reduces under backward), :func:`bucket_fill_animation` (gradients filling buckets,
   issued, reduced), :func:`sweep_figure` (step time against bucket size).
-* Gradient compression (lesson 11): :func:`curves_figure` (accuracy against steps and bytes),
+* Gradient compression (lesson 13): :func:`curves_figure` (accuracy against steps and bytes),
   :func:`residual_figure` (error feedback's residual), :func:`bytes_by_n_figure` (all-gather
   against all-reduce as N grows), :func:`whatif_figure` (when compression pays, per link).
-* Synchronous against asynchronous training (lesson 12): :func:`regime_timeline` (idle time at
+* Synchronous against asynchronous training (lesson 14): :func:`regime_timeline` (idle time at
   barriers against overlapping pushes), :func:`staleness_figure`, :func:`loss_curves_figure`,
   :func:`time_to_target_figure`.
-* Interconnects (lesson 13): :func:`interconnect_figure` (one trace timed on every link
+* Interconnects (lesson 15): :func:`interconnect_figure` (one trace timed on every link
   preset and rail-optimised fabric).
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
@@ -26,10 +26,10 @@
   ``tp_frames.py``), :func:`traffic_heatmap`, :func:`dispatch_animation`, :func:`map_table_figure`,
   :func:`strategy_figure` (one strategy of lesson 01's run: who holds which weights, which data,
   and what travels).
-* The planner (lesson 10): :func:`pareto_figure` (memory per GPU against step time, the Pareto
+* The planner (lesson 12): :func:`pareto_figure` (memory per GPU against step time, the Pareto
   front, the best starred), :func:`time_terms_figure` (why the fastest win), and the
   :class:`PlannerWidget` explorer.
-* The mesh of a 3D run (lesson 10): :func:`mesh_figure` (ranks as a (stage, replica, TP) grid,
+* The mesh of a 3D run (lesson 12): :func:`mesh_figure` (ranks as a (stage, replica, TP) grid,
   TP / PP / DP / EP buttons showing who talks and how many bytes, animated from the trace),
   :func:`group_bytes_figure` (bytes per rank by group type against the planner),
   :func:`memory_figure` (model states and activations per rank).

@@ -1,4 +1,4 @@
-"""Lesson 12's pictures: idle time at barriers against overlapping pushes, staleness, loss curves.
+"""Lesson 14's pictures: idle time at barriers against overlapping pushes, staleness, loss curves.
 
 They read the traces of :mod:`edu_parallel.async_training.sgd` and
 :mod:`edu_parallel.async_training.param_server` and the tables of
@@ -41,7 +41,7 @@ from .style import (
     WIDTH,
 )
 
-# one colour per regime in every figure of lesson 12, far apart (plotly's defaults drew sync
+# one colour per regime in every figure of lesson 14, far apart (plotly's defaults drew sync
 # and backup in near-identical blue and purple)
 REGIME_COLORS = {"sync": BLUE, "async-ps": ORANGE, "local-sgd": GREEN, "backup": RED}
 

@@ -1,4 +1,4 @@
-"""Gradient compression (lesson 11), drawn from the tables of runs on the ranks.
+"""Gradient compression (lesson 13), drawn from the tables of runs on the ranks.
 
 * :func:`curves_figure`: held-out accuracy (or a loss) of several compressors against training
   steps and, beside it, against the megabytes each rank sent: the same curve costs another

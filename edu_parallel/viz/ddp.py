@@ -1,4 +1,4 @@
-"""Data-parallel renderers (lesson 05): the two streams of a rank, and the bucket-size sweep.
+"""Data-parallel renderers (lesson 06): the two streams of a rank, and the bucket-size sweep.
 
 They read the trace of :func:`~edu_parallel.data_parallel.ddp.train_ddp` (or the retimed trace of
 :func:`~edu_parallel.data_parallel.overlap.gpu_retime`) and the table of

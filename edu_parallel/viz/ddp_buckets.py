@@ -1,4 +1,4 @@
-"""Gradient buckets filling up during backward (lesson 05), animated with plotly frames.
+"""Gradient buckets filling up during backward (lesson 06), animated with plotly frames.
 
 :func:`bucket_fill_animation` reads one rank's step of a
 :func:`~edu_parallel.data_parallel.ddp.train_ddp` trace: one cell per parameter, in reduction

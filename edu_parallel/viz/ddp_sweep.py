@@ -1,4 +1,4 @@
-"""Step time against bucket size (lesson 05): the table of
+"""Step time against bucket size (lesson 06): the table of
 :func:`~edu_parallel.data_parallel.report.sweep_buckets`, drawn.
 
 :func:`sweep_figure`: measured on the ranks (ms, top panel) and modelled for a GPU (µs, bottom

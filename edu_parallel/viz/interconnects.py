@@ -1,4 +1,4 @@
-"""One trace, timed on every interconnect: a bar per link preset and fabric (lesson 13, U19).
+"""One trace, timed on every interconnect: a bar per link preset and fabric (lesson 15, U19).
 
 :func:`interconnect_figure` draws :func:`edu_parallel.models.interconnects.interconnect_table`:
 the same run's time on each interconnect, on a log axis (the presets span three orders of

@@ -1,4 +1,4 @@
-"""The planner's results drawn (lesson 10): which configurations fit, which are fast, and why.
+"""The planner's results drawn (lesson 12): which configurations fit, which are fast, and why.
 
 They read a :class:`~edu_parallel.planner.plan.PlannerResult` only (never run anything, never
 import torch; plotly is imported inside):

@@ -1,4 +1,4 @@
-"""The planner explorer (lesson 10): pick a model and a cluster, see every configuration ranked.
+"""The planner explorer (lesson 12): pick a model and a cluster, see every configuration ranked.
 
 :class:`PlannerState` is the thin state: one frozen config of the planner's inputs (model preset,
 nodes, GPUs per node, GPU, global batch, sequence length, compute efficiency, memory budget),

@@ -70,7 +70,7 @@ def require_fsdp2() -> tuple[Any, Any]:
     except ImportError as exc:
         raise FsdpUnavailableError(
             "run_fsdp needs FSDP2: torch.distributed.fsdp.fully_shard (torch >= 2.6); the"
-            f" installed torch {torch.__version__} does not have it ({exc}). Lesson 06 explains"
+            f" installed torch {torch.__version__} does not have it ({exc}). Lesson 07 explains"
             " FSDP against ZeRO-3 (edu_parallel.zero.stages) instead."
         ) from exc
     return fully_shard, MixedPrecisionPolicy

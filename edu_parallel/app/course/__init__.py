@@ -5,7 +5,7 @@
 * ``outline.py``: the outline's 19 units and its errata; ``pages.py``: the pages' cells;
   ``links.py``: lesson navigation;
 * ``landscape.py`` (libraries, backends) and ``frameworks.py`` (frameworks mapped to this course's
-  modules): lesson 13's tables;
+  modules): lesson 15's tables;
 * ``notebook_i18n.py``: each lesson's prose in Chinese, per cell id, with source hashes.
 """
 

@@ -154,7 +154,7 @@ ERRATA: tuple[Erratum, ...] = (
             "AMD's. An MI300X has 7 Infinity Fabric (xGMI) links, a fully connected 8-GPU mesh."
         ),
         N_(
-            "The landscape table of lesson 13: every library with its maker, hardware and the "
+            "The landscape table of lesson 15: every library with its maker, hardware and the "
             'torch backend that reaches it (RCCL loads as torch\'s "nccl" backend on ROCm), and '
             "the Infinity Fabric presets of the cost model with one real trace retimed on them."
         ),

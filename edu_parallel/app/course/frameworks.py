@@ -1,5 +1,5 @@
 """The training frameworks, as data: what each parallelises, where this course builds the same idea,
-and what the framework adds that the course does not (lesson 13, syllabus U13).
+and what the framework adds that the course does not (lesson 15, syllabus U13).
 
 :data:`FRAMEWORKS` holds Megatron-LM, DeepSpeed, PyTorch FSDP2 / torchtitan, Colossal-AI and
 JAX/XLA (GSPMD). Each :class:`Framework` maps its parallelisms to :class:`Same` entries: the
@@ -41,41 +41,41 @@ class Framework:
 TP = Same(
     N_("tensor parallel (column/row, Megatron MLP)"),
     "edu_parallel.tensor_parallel.layers",
-    "07_tensor_parallel",
+    "08_tensor_parallel",
 )
 SP = Same(
     N_("sequence parallel (reduce-scatter/all-gather around TP)"),
     "edu_parallel.tensor_parallel.layers",
-    "07_tensor_parallel",
+    "08_tensor_parallel",
 )
 PP = Same(
     N_("pipeline schedules (GPipe, 1F1B, interleaved, ZB-H1)"),
     "edu_parallel.pipeline_parallel.builders",
-    "09_pipeline",
+    "10_pipeline",
 )
-ZERO = Same(N_("ZeRO-1/2/3 sharding"), "edu_parallel.zero.stages", "06_zero_fsdp")
-FSDP = Same(N_("FSDP2 fully_shard, run for real"), "edu_parallel.zero.fsdp", "06_zero_fsdp")
+ZERO = Same(N_("ZeRO-1/2/3 sharding"), "edu_parallel.zero.stages", "07_zero_fsdp")
+FSDP = Same(N_("FSDP2 fully_shard, run for real"), "edu_parallel.zero.fsdp", "07_zero_fsdp")
 EP = Same(
     N_("expert parallel (all-to-all dispatch)"),
     "edu_parallel.expert_parallel.layer",
-    "08_expert_parallel",
+    "09_expert_parallel",
 )
 DDP = Same(
     N_("data parallel with buckets overlapped with backward"),
     "edu_parallel.data_parallel.ddp",
-    "05_dp_bucketing_overlap",
+    "06_dp_bucketing_overlap",
 )
 MESH = Same(
-    N_("a device mesh of DP x TP x PP groups"), "edu_parallel.parallel_3d.mesh", "10_3d_planner"
+    N_("a device mesh of DP x TP x PP groups"), "edu_parallel.parallel_3d.mesh", "12_3d_planner"
 )
 PLAN = Same(
-    N_("searching layouts by memory and time"), "edu_parallel.planner.planning", "10_3d_planner"
+    N_("searching layouts by memory and time"), "edu_parallel.planner.planning", "12_3d_planner"
 )
-MEMORY = Same(N_("model-state bytes per GPU"), "edu_parallel.memory.model_states", "06_zero_fsdp")
+MEMORY = Same(N_("model-state bytes per GPU"), "edu_parallel.memory.model_states", "07_zero_fsdp")
 COMPRESS = Same(
     N_("gradient compression with error feedback"),
     "edu_parallel.compression.compressors",
-    "11_compression",
+    "13_compression",
 )
 COLLECTIVES = Same(
     N_("the collectives a compiler inserts"), "edu_parallel.plans.collectives", "02_collectives"

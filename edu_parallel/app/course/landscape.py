@@ -1,5 +1,5 @@
 """The communication libraries, as data: who makes each, for which hardware, what it runs, and how
-torch reaches it (lesson 13, syllabus U19; errata E6).
+torch reaches it (lesson 15, syllabus U19; errata E6).
 
 :data:`LIBRARIES` is one row per library; :func:`libraries_table` shows it. :func:`backend_table`
 says which ``torch.distributed`` backend the course's code gets on each vendor's accelerators,

@@ -121,41 +121,49 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         "04_ring_tree_ps",
-        N_("Ring, tree and parameter server: traffic, cost model, topology"),
+        N_("Ring, tree and parameter server: traffic, cost model, calibration"),
         N_("Ring, trees and servers compared by counted traffic and an alpha-beta model."),
-        ("U3", "U5", "U8", "U9"),
-        ("U19",),
-        ("E5", "E9"),
+        ("U3", "U9"),
+        ("U5",),
+        ("E5",),
     ),
     Lesson(
-        "05_dp_bucketing_overlap",
+        "05_nccl_in_practice",
+        N_("NCCL in practice: algorithms × protocols, channels, NICs and knobs"),
+        N_("What NCCL runs on a real cluster: its tuner, one ring per NIC, and the knobs."),
+        ("U5", "U8"),
+        ("U19",),
+        ("E9",),
+    ),
+    Lesson(
+        "06_dp_bucketing_overlap",
         N_("Data parallelism for real: gradient buckets, overlap with backward, accumulation"),
         N_("Gradient buckets overlapped with backward, checked against PyTorch's DDP."),
         ("U8", "U11", "U18"),
         errata=("E10",),
     ),
     Lesson(
-        "06_zero_fsdp",
+        "07_zero_fsdp",
         N_("ZeRO and FSDP: sharded training with a memory ledger"),
         N_("ZeRO-1/2/3 and FSDP2 trained for real, every rank's memory and bytes counted."),
         ("U2", "U14", "U15"),
         errata=("E7", "E8"),
     ),
     Lesson(
-        "07_tensor_parallel",
+        "08_tensor_parallel",
         N_("Tensor parallelism: column- and row-parallel layers, run and checked"),
         N_("Column- and row-parallel layers against a dense layer: which collective each needs."),
         ("U12",),
         errata=("E4",),
     ),
     Lesson(
-        "08_expert_parallel",
+        "09_expert_parallel",
         N_("Expert parallelism: a mixture-of-experts layer over all-to-all"),
         N_("Tokens routed to experts by all-to-all: traffic matrix, capacity, dropped tokens."),
         ("U12", "U1", "U7"),
     ),
     Lesson(
-        "09_pipeline",
+        "10_pipeline",
         N_("Pipeline parallelism: the bubble, measured; activation memory, counted"),
         N_("The bubble measured and stashed activations counted under four schedules."),
         ("U4",),
@@ -163,26 +171,26 @@ LESSONS: tuple[Lesson, ...] = (
         ("E2", "E3"),
     ),
     Lesson(
-        "10_3d_planner",
+        "12_3d_planner",
         N_("3D parallelism: DP × TP × PP on one mesh, and a planner for real clusters"),
         N_("DP × TP × PP on 8 ranks, checked and counted; a planner ranks real layouts."),
         ("U6", "U7", "U14", "U15"),
         errata=("E7",),
     ),
     Lesson(
-        "11_compression",
+        "13_compression",
         N_("Gradient compression: fewer bytes on the wire, and error feedback to keep convergence"),
         N_("Seven gradient compressors: bytes on the wire, convergence, error feedback."),
         ("U16",),
     ),
     Lesson(
-        "12_sync_async",
+        "14_sync_async",
         N_("Synchronous against asynchronous training, with stragglers"),
         N_("Synchronous, asynchronous, local-SGD and backup workers under stragglers."),
         ("U16", "U17"),
     ),
     Lesson(
-        "13_landscape",
+        "15_landscape",
         N_("The landscape: communication libraries, interconnects and frameworks"),
         N_("NCCL, RCCL and the rest; one real run retimed on every interconnect; five frameworks."),
         ("U13", "U19"),
@@ -192,7 +200,9 @@ LESSONS: tuple[Lesson, ...] = (
 )
 
 PLANNED: tuple[Planned, ...] = (
-    Planned("14", N_("Debugging: killed, hung, lagging and mismatched ranks")),
+    Planned("11", N_("Bytes become time: when communication bounds the step"), ("U7",)),
+    Planned("16", N_("Debugging: killed, hung, lagging and mismatched ranks")),
+    Planned("17", N_("Long sequences: context parallelism and activation recomputation")),
 )
 
 
@@ -200,15 +210,15 @@ PLANNED: tuple[Planned, ...] = (
 # outline's own words (``Erratum.outline_zh``) first, in both languages (tests/test_i18n.py).
 ERRATA_BOXES: dict[str, tuple[str, str]] = {
     "E1": ("03_ring_allreduce", "c14"),
-    "E2": ("09_pipeline", "c17"),
-    "E3": ("09_pipeline", "c11"),
-    "E4": ("07_tensor_parallel", "c07"),
+    "E2": ("10_pipeline", "c17"),
+    "E3": ("10_pipeline", "c11"),
+    "E4": ("08_tensor_parallel", "c07"),
     "E5": ("04_ring_tree_ps", "c07"),
-    "E6": ("13_landscape", "c17"),
-    "E7": ("06_zero_fsdp", "c08"),
-    "E8": ("06_zero_fsdp", "c06"),
-    "E9": ("04_ring_tree_ps", "nccl-e9-md"),
-    "E10": ("05_dp_bucketing_overlap", "d16"),
+    "E6": ("15_landscape", "c17"),
+    "E7": ("07_zero_fsdp", "c08"),
+    "E8": ("07_zero_fsdp", "c06"),
+    "E9": ("05_nccl_in_practice", "nccl-e9-md"),
+    "E10": ("06_dp_bucketing_overlap", "d16"),
 }
 
 

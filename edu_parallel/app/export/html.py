@@ -14,7 +14,7 @@ loads require.js, MathJax, mermaid and the widget manager from CDNs. Here:
   its kernel-free counterpart when the package offers one (see ``probe.py``), else what it
   showed when the lesson ran (its HTML texts and the outputs of its Output areas; not for quizzes,
   whose answers need the kernel);
-* links between lessons (``05_dp_bucketing_overlap.ipynb``) point to the ``.html`` pages.
+* links between lessons (``06_dp_bucketing_overlap.ipynb``) point to the ``.html`` pages.
 
 References: nbconvert templates (https://nbconvert.readthedocs.io/en/latest/customizing.html),
 plotly offline HTML (https://plotly.com/python/interactive-html-export/), the widget state that

@@ -121,7 +121,6 @@ def _case(n: int, numel: int, root: int, segments: int, dtype: str = "float32", 
 
 
 EXERCISE = Exercise(
-    id="02",
     lesson="02_collectives",
     title=N_("Broadcast as a pipelined chain"),
     function="my_chain_broadcast",

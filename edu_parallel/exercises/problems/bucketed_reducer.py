@@ -1,4 +1,4 @@
-"""Exercise 05: DDP's bucketed gradient reducer, its all-reduces overlapped with backward.
+"""Exercise 06: DDP's bucketed gradient reducer, its all-reduces overlapped with backward.
 
 ``my_bucketed_reducer(ctx, model, loss_fn, batch, buckets)`` runs forward and backward of the rank's
 ``batch`` and leaves in each ``.grad`` the average over the ranks, as ``DistributedDataParallel``
@@ -253,7 +253,7 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]
 
 # ----------------------------------------------------------------------------- the picture
 def streams_trace(trace: Trace) -> Trace:
-    """``trace`` as lesson 05's stream view reads it: the k-th all-reduce of a rank is bucket k's,
+    """``trace`` as lesson 06's stream view reads it: the k-th all-reduce of a rank is bucket k's,
     phase ``grad_sync``, launched at its start (its bar spans the launch only: the wait is not
     traced)."""
     events, seen = [], {}
@@ -310,8 +310,7 @@ def my_bucketed_reducer(ctx, model, loss_fn, batch, buckets):
 """
 
 EXERCISE = Exercise(
-    id="05",
-    lesson="05_dp_bucketing_overlap",
+    lesson="06_dp_bucketing_overlap",
     title=N_("A bucketed gradient reducer with overlap"),
     function="my_bucketed_reducer",
     params=("ctx", "model", "loss_fn", "batch", "buckets"),

@@ -1,11 +1,11 @@
-"""Exercise 10: build the 3D mesh's process groups.
+"""Exercise 12: build the 3D mesh's process groups.
 
 ``my_mesh_groups(rank, dp, tp, pp)`` returns ``{"tp": [...], "dp": [...], "pp": [...]}``: the
 global ranks of the three groups ``rank`` belongs to, each in order of that coordinate. The mesh is
 (pp, dp, tp) with TP fastest, ``rank = (pp_rank·dp + dp_rank)·tp + tp_rank``: Megatron-LM's default
 order (Narayanan et al. 2021, arXiv 2104.04473 §3) and torchtitan's
 ``init_device_mesh(..., (pp, dp, tp))``; :meth:`~edu_parallel.core.dims.ParallelDims.groups` is the
-reference and :func:`~edu_parallel.parallel_3d.mesh.mesh_groups` builds them for lesson 10's runs.
+reference and :func:`~edu_parallel.parallel_3d.mesh.mesh_groups` builds them for lesson 12's runs.
 TP groups are consecutive ranks, so on a node of g GPUs a TP group of t | g stays on NVLink.
 
 Each rank calls the function for itself, on real ranks. Graded: every answer is well-formed (three
@@ -284,8 +284,7 @@ def _case(dp: int, tp: int, pp: int) -> Case:
 
 
 EXERCISE = Exercise(
-    id="10",
-    lesson="10_3d_planner",
+    lesson="12_3d_planner",
     title=N_("Build the 3D mesh's groups"),
     function="my_mesh_groups",
     params=("rank", "dp", "tp", "pp"),

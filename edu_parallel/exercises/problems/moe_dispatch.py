@@ -1,4 +1,4 @@
-"""Exercise 08: the MoE dispatch, with all-to-all and GShard's capacity.
+"""Exercise 09: the MoE dispatch, with all-to-all and GShard's capacity.
 
 ``my_moe_dispatch(ctx, tokens, expert_ids, capacity, num_experts)`` sends each of this rank's token
 rows to the rank that holds its expert (rank d holds experts [d·E/N, (d+1)·E/N)), as the package's
@@ -335,8 +335,7 @@ def my_moe_dispatch(ctx, tokens, expert_ids, capacity, num_experts):
 """
 
 EXERCISE = Exercise(
-    id="08",
-    lesson="08_expert_parallel",
+    lesson="09_expert_parallel",
     title=N_("MoE dispatch with all-to-all and capacity"),
     function="my_moe_dispatch",
     params=("ctx", "tokens", "expert_ids", "capacity", "num_experts"),

@@ -1,4 +1,4 @@
-"""Exercise 09: write the 1F1B pipeline schedule as a plan.
+"""Exercise 10: write the 1F1B pipeline schedule as a plan.
 
 ``my_1f1b(stages, microbatches)`` returns each rank's actions in the order it runs them (stage s
 on rank s), in torch.distributed.pipelining's names: ``"1F0"`` is stage 1's forward of microbatch
@@ -318,8 +318,7 @@ def my_1f1b(stages, microbatches):
 """
 
 EXERCISE = Exercise(
-    id="09",
-    lesson="09_pipeline",
+    lesson="10_pipeline",
     title=N_("The 1F1B schedule as a plan"),
     function="my_1f1b",
     params=("stages", "microbatches"),

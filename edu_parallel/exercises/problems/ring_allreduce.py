@@ -96,7 +96,6 @@ def my_ring_allreduce(ctx, tensor):
 """
 
 EXERCISE = Exercise(
-    id="03",
     lesson="03_ring_allreduce",
     title=N_("Ring all-reduce"),
     function="my_ring_allreduce",

@@ -1,4 +1,4 @@
-"""Exercise 07: a row-parallel linear layer, forward and backward, as an autograd Function.
+"""Exercise 08: a row-parallel linear layer, forward and backward, as an autograd Function.
 
 ``my_row_parallel_linear(ctx, x_shard, w_shard)`` is Megatron-LM's row-parallel ``nn.Linear``
 (Shoeybi et al. 2019, arXiv 1909.08053, §3 and Fig. 3; the package's
@@ -318,8 +318,7 @@ def my_row_parallel_linear(ctx, x_shard, w_shard):
 """
 
 EXERCISE = Exercise(
-    id="07",
-    lesson="07_tensor_parallel",
+    lesson="08_tensor_parallel",
     title=N_("A row-parallel linear, forward and backward"),
     function="my_row_parallel_linear",
     params=("ctx", "x_shard", "w_shard"),

@@ -124,7 +124,6 @@ def my_tree_reduce(ctx, tensor):
 """
 
 EXERCISE = Exercise(
-    id="04",
     lesson="04_ring_tree_ps",
     title=N_("A binary-tree reduce"),
     function="my_tree_reduce",

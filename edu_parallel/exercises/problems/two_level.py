@@ -1,4 +1,4 @@
-"""Exercise 13: a two-level (hierarchical) all-reduce on pretend nodes.
+"""Exercise 15: a two-level (hierarchical) all-reduce on pretend nodes.
 
 ``my_two_level_allreduce(ctx, x, node, rail)`` sums every rank's ``x`` as ``dist.all_reduce``
 does, split in two levels for nodes of ``g`` GPUs as Horovod's hierarchical all-reduce does it
@@ -241,8 +241,7 @@ def _case(n: int, nodes: int) -> Case:
 
 
 EXERCISE = Exercise(
-    id="13",
-    lesson="13_landscape",
+    lesson="15_landscape",
     title=N_("A two-level all-reduce across pretend nodes"),
     function="my_two_level_allreduce",
     params=("ctx", "x", "node", "rail"),

@@ -1,4 +1,4 @@
-"""Exercise 06: one ZeRO-1 optimizer step.
+"""Exercise 07: one ZeRO-1 optimizer step.
 
 ``my_zero1_step(ctx, params, grad, state, step, lr)`` is ZeRO stage 1's step (P_os; Rajbhandari et
 al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC, §5.1):
@@ -11,7 +11,7 @@ Graded on the result (plain DP's step, ``all_reduce`` / N then Adam on every ele
 rtol 1e-5, atol 1e-7; bit for bit on gloo), the bytes of the trace's collectives (2(N−1)/N·Ψ·4 per
 rank, an all-reduce's: ``comm_bytes_per_step``), the collectives (a reduce-scatter and an
 all-gather) and the memory: the tensors left in ``state`` are 8Ψ/N bytes, 1/N of DP's
-(``model_state_bytes``), drawn beside DP's with lesson 06's memory bars.
+(``model_state_bytes``), drawn beside DP's with lesson 07's memory bars.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def judge(case: Case, outputs: list[RankOutcome], trace: Trace) -> list[Finding]
 
 # ----------------------------------------------------------------------------- the picture
 def picture(grade: Any) -> list[Any]:
-    """Lesson 06's memory bars (DP, ZeRO-1 and your rank's state) and the bytes per rank by
+    """Lesson 07's memory bars (DP, ZeRO-1 and your rank's state) and the bytes per rank by
     collective, yours beside the reference's."""
     case, figures = grade.shown, []
     if case is None or not grade.outputs:
@@ -287,8 +287,7 @@ def my_zero1_step(ctx, params, grad, state, step, lr):
 """
 
 EXERCISE = Exercise(
-    id="06",
-    lesson="06_zero_fsdp",
+    lesson="07_zero_fsdp",
     title=N_("A ZeRO-1 optimizer step"),
     function="my_zero1_step",
     params=("ctx", "params", "grad", "state", "step", "lr"),

@@ -1,16 +1,16 @@
 """Question bank of lesson 04 (ring, tree and parameter server): bottlenecks (errata E5), latency
-terms, the alpha-beta model's choice of algorithm, NCCL's tuner (errata E9) and a naive run.
+terms, the alpha-beta model's choice of algorithm and a naive run (NCCL's own tuner is lesson 05's,
+``nccl.py``).
 
 Answers come from the plans (:func:`~edu_parallel.plans.algorithms.build_plan`), the alpha-beta
 model (:func:`~edu_parallel.models.cost.predict`, :func:`~edu_parallel.models.choose.
-choose_allreduce`; Thakur, Rabenseifner & Gropp 2005) and NCCL's tuner (``nccl.py``).
+choose_allreduce`; Thakur, Rabenseifner & Gropp 2005).
 ``runner(algo, world_size, nbytes) -> Trace`` runs an all-reduce algorithm; the default simulates
 it, the lesson passes :func:`edu_parallel.comm.compare.cluster_traffic_runner`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +28,6 @@ from ..predict import PredictThenRun
 from ..questions import MultipleChoice
 from ..registry import QuestionSet, register_bank
 from .common import pick, ranks
-from .nccl import NCCL_QUESTIONS, NcclDraw
 
 NAME = "04_ring_tree_ps"
 AlgoRunner = Callable[[str, int, int], Trace]
@@ -38,8 +37,8 @@ D_RUN = 12 * KIB  # bytes of the naive run
 
 
 @dataclass(frozen=True)
-class AlgorithmsDraw(NcclDraw):
-    """Lesson 04's parameters: the NCCL questions' (drawn last) and these."""
+class AlgorithmsDraw:
+    """Lesson 04's parameters."""
 
     n: int
     """Ranks of the tree and parameter-server questions."""
@@ -59,8 +58,7 @@ class AlgorithmsDraw(NcclDraw):
         big_n = pick(rng, 64, 32, 64, 128)
         link = pick(rng, "ib-ndr-400", "ib-ndr-400", "nvlink4-h100", "pcie5-x16")
         n_run = pick(rng, 3, 3, 5, 6)
-        nccl = NcclDraw.draw(rng)
-        return cls(**dataclasses.asdict(nccl), n=n, d=d, big_n=big_n, link=link, n_run=n_run)
+        return cls(n=n, d=d, big_n=big_n, link=link, n_run=n_run)
 
 
 def q_errata_e5(d: AlgorithmsDraw, run: AlgoRunner) -> MultipleChoice:
@@ -234,7 +232,6 @@ ALGORITHMS = QuestionSet(
         q_ring_latency_us,
         q_pick_small,
         q_pick_large,
-        *NCCL_QUESTIONS,
         q_predict_naive_busiest,
     ),
     simulated_runner(),
@@ -245,7 +242,7 @@ ALGORITHMS = QuestionSet(
 def algorithms_quiz(
     seed: int | None = None, runner: AlgoRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 04: bottlenecks (errata E5), latency terms, the model and NCCL-style choice (E9).
+    """Lesson 04: bottlenecks (errata E5), latency terms, the alpha-beta model's choice.
 
     ``runner(algo, world_size, nbytes) -> Trace`` runs an all-reduce algorithm; the default
     simulates it, the lesson passes :func:`edu_parallel.comm.compare.cluster_traffic_runner`."""

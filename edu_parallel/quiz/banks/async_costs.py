@@ -1,4 +1,4 @@
-"""Lesson 12's drawn parameters and its questions on what each regime costs: the bytes of
+"""Lesson 14's drawn parameters and its questions on what each regime costs: the bytes of
 synchronous and local SGD, the staleness of asynchronous SGD, what a straggler adds and why, and a
 heavy-tailed delay.
 
@@ -26,7 +26,7 @@ PREDICT_WORKERS = 4  # workers of the predict-then-run questions: a count the le
 
 @dataclass(frozen=True)
 class AsyncDraw:
-    """Lesson 12's parameters, drawn in one go."""
+    """Lesson 14's parameters, drawn in one go."""
 
     w_bytes: int
     """Workers of synchronous SGD in the bytes question."""

@@ -1,4 +1,4 @@
-"""Question bank of lesson 12: synchronous against asynchronous training, with stragglers.
+"""Question bank of lesson 14: synchronous against asynchronous training, with stragglers.
 
 Every number comes from :class:`~edu_parallel.async_training.config.AsyncConfig` and its
 formulas (torch-free); the drawn parameters and the questions on costs are in ``async_costs.py``,
@@ -36,7 +36,7 @@ from .async_costs import (
 )
 from .common import ranks, with_right
 
-NAME = "12_sync_async"
+NAME = "14_sync_async"
 RUN_WORKERS = 3  # workers of the lesson's runs (its cluster has 4 ranks: a server and 3)
 RUN_STEPS = 60
 
@@ -233,10 +233,10 @@ ASYNC = QuestionSet(
 def async_quiz(
     seed: int | None = None, runner: AsyncRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 12: bytes of sync and local SGD, staleness, stragglers, backup workers, replay."""
+    """Lesson 14: bytes of sync and local SGD, staleness, stragglers, backup workers, replay."""
     questions = ASYNC.build(seed, runner)
     return Quiz(
-        _("Lesson 12: synchronous against asynchronous training"),
+        _("Lesson 14: synchronous against asynchronous training"),
         questions,
         name=NAME,
         learner=learner,

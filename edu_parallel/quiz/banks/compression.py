@@ -1,4 +1,4 @@
-"""Question bank of lesson 11 (gradient compression): bytes, all-gather, error feedback, PowerSGD.
+"""Question bank of lesson 13 (gradient compression): bytes, all-gather, error feedback, PowerSGD.
 
 Every number comes from :class:`~edu_parallel.compression.config.CompressConfig` and
 its wire-bytes formula (torch-free); the drawn parameters and the questions on why are in
@@ -39,7 +39,7 @@ from .compression_why import (
     q_when_it_pays,
 )
 
-NAME = "11_compression"
+NAME = "13_compression"
 RUN_STEPS = 3  # a predict-then-run trains this many steps: the bytes per step do not change
 
 
@@ -215,9 +215,9 @@ COMPRESS = QuestionSet(
 def compress_quiz(
     seed: int | None = None, runner: CompressRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 11: wire bytes, all-gather against all-reduce, error feedback, PowerSGD, payoff."""
+    """Lesson 13: wire bytes, all-gather against all-reduce, error feedback, PowerSGD, payoff."""
     questions = COMPRESS.build(seed, runner)
-    return Quiz(_("Lesson 11: gradient compression"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 13: gradient compression"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, compress_quiz, COMPRESS)

@@ -1,4 +1,4 @@
-"""Lesson 11's drawn parameters and its questions on why: top-k's all-gather, error feedback,
+"""Lesson 13's drawn parameters and its questions on why: top-k's all-gather, error feedback,
 random-k's all-reduce, and when compression pays.
 
 The numbers come from :class:`~edu_parallel.compression.config.CompressConfig`, its wire-bytes
@@ -26,7 +26,7 @@ CompressRunner = Callable[..., Any]
 
 @dataclass(frozen=True)
 class CompressDraw:
-    """Lesson 11's parameters, drawn in one go."""
+    """Lesson 13's parameters, drawn in one go."""
 
     n_top: int
     """Ranks of the top-k bytes question."""

@@ -1,4 +1,4 @@
-"""Question bank of lesson 05 (data-parallel training): buckets, overlap, gradient accumulation.
+"""Question bank of lesson 06 (data-parallel training): buckets, overlap, gradient accumulation.
 
 Every number comes from :class:`~edu_parallel.data_parallel.config.DdpConfig` and its bucket
 plan (:mod:`edu_parallel.data_parallel.buckets`), both torch-free. The drawn parameters and the
@@ -40,7 +40,7 @@ from .ddp_buckets import (
     q_reverse_order,
 )
 
-NAME = "05_dp_bucketing_overlap"
+NAME = "06_dp_bucketing_overlap"
 RUN_ONLY = ("compare_torch", "link", "flops_per_s", "rows", "hook")  # no effect on the formulas
 RUN_STEPS = 2  # the second iteration shows torch DDP's rebuilt buckets
 
@@ -290,9 +290,9 @@ DDP = QuestionSet(
 def ddp_quiz(
     seed: int | None = None, runner: DdpRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 05: bytes vs buckets, messages, DDP's buckets, overlap, accumulation, tied weights."""
+    """Lesson 06: bytes vs buckets, messages, DDP's buckets, overlap, accumulation, tied weights."""
     questions = DDP.build(seed, runner)
-    return Quiz(_("Lesson 05: data-parallel training (DDP)"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 06: data-parallel training (DDP)"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, ddp_quiz, DDP)

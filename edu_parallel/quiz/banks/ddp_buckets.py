@@ -1,4 +1,4 @@
-"""Lesson 05's drawn parameters and its questions on buckets: bytes per step, messages, DDP's
+"""Lesson 06's drawn parameters and its questions on buckets: bytes per step, messages, DDP's
 default buckets, why reverse order, why a U-shaped step time.
 
 Every number comes from :class:`~edu_parallel.data_parallel.config.DdpConfig` and its bucket plan
@@ -27,7 +27,7 @@ ITEM = ITEMSIZE[DTYPE]
 
 @dataclass(frozen=True)
 class DdpDraw:
-    """Lesson 05's parameters, drawn in one go."""
+    """Lesson 06's parameters, drawn in one go."""
 
     n_bytes: int
     """Ranks of the bytes-per-step question."""

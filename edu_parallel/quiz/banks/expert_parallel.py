@@ -1,4 +1,4 @@
-"""Question bank of lesson 08 (expert parallelism): numbers from the MoE formulas.
+"""Question bank of lesson 09 (expert parallelism): numbers from the MoE formulas.
 
 ``runner(world_size, experts, top_k, capacity_factor, skew, tokens) -> report`` runs one MoE layer;
 the report has ``dropped_tokens`` and ``traffic_matrix_bytes``. The lesson passes one that runs real
@@ -32,7 +32,7 @@ from ..registry import QuestionSet, register_bank
 from .common import pick, ranks
 from .expert_parallel_why import q_a2a_scales_with, q_counts_first, q_hot_column
 
-NAME = "08_expert_parallel"
+NAME = "09_expert_parallel"
 MoERunner = Callable[[int, int, int, float, float, int], Any]
 HOT_SKEW = 20.0  # router bias toward expert 0: every token's first choice becomes expert 0
 
@@ -58,7 +58,7 @@ def formula_runner(
 
 @dataclass(frozen=True)
 class MoeDraw:
-    """Lesson 08's parameters, drawn in one go."""
+    """Lesson 09's parameters, drawn in one go."""
 
     t: int
     """Tokens per rank of the paper questions."""
@@ -248,9 +248,9 @@ MOE = QuestionSet(
 def moe_quiz(
     seed: int | None = None, runner: MoERunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 08: capacity, all-to-all volume, the hot expert, drops (U12, U1, U7)."""
+    """Lesson 09: capacity, all-to-all volume, the hot expert, drops (U12, U1, U7)."""
     questions = MOE.build(seed, runner)
-    return Quiz(_("Lesson 08: expert parallelism (MoE)"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 09: expert parallelism (MoE)"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, moe_quiz, MOE)

@@ -1,4 +1,4 @@
-"""Lesson 08's questions on why, which draw no parameter: what the all-to-all volume grows with
+"""Lesson 09's questions on why, which draw no parameter: what the all-to-all volume grows with
 (U7), what a hot expert does to the traffic matrix, and why the counts travel first.
 
 The bank is ``expert_parallel.py``. References: Lepikhin et al. 2020 (GShard), Fedus et al. 2021

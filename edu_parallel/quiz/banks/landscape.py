@@ -1,10 +1,10 @@
-"""Question bank of lesson 13 (communication libraries, interconnects, frameworks).
+"""Question bank of lesson 15 (communication libraries, interconnects, frameworks).
 
 Numbers come from the package: link bandwidths from :data:`~edu_parallel.models.links.LINKS`
 (each the datasheet figure through the arithmetic of :data:`~edu_parallel.models.links.ARITHMETIC`),
 all-reduce times from :func:`~edu_parallel.models.cost.predict`, retimed runs from
 :func:`~edu_parallel.models.retiming.retime`, and the two-level all-reduce's bytes across nodes
-from the formula ``2(K-1)/K · S/g`` that exercise 13 checks on real ranks; the questions on
+from the formula ``2(K-1)/K · S/g`` that exercise 15 checks on real ranks; the questions on
 libraries and frameworks are in ``landscape_libraries.py``. ``runner(world_size,
 nbytes) -> Trace`` runs a ring all-reduce (the lesson passes
 :func:`edu_parallel.comm.allreduce.cluster_runner`); without one, the in-process simulation
@@ -29,7 +29,7 @@ from ..registry import QuestionSet, Runner, register_bank, simulation_runner
 from .common import pick
 from .landscape_libraries import q_errata_e6, q_rocm_backend, q_zero3_framework
 
-NAME = "13_landscape"
+NAME = "15_landscape"
 PORT_GBPS = {"ib-hdr-200": 200, "ib-ndr-400": 400, "ib-xdr-800": 800}  # InfiniBand ports, Gb/s
 N_PTR = 8  # ranks of the retimed ring
 
@@ -41,7 +41,7 @@ def two_level_cross_bytes(nodes: int, gpus_per_node: int, nbytes: float) -> floa
 
 @dataclass(frozen=True)
 class LandscapeDraw:
-    """Lesson 13's parameters, drawn in one go."""
+    """Lesson 15's parameters, drawn in one go."""
 
     port: str
     """The InfiniBand port preset, a key of :data:`PORT_GBPS`."""
@@ -223,11 +223,11 @@ LANDSCAPE = QuestionSet(
 def landscape_quiz(
     seed: int | None = None, runner: Runner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 13: libraries and backends (E6), interconnect bandwidths, the two-level all-reduce,
+    """Lesson 15: libraries and backends (E6), interconnect bandwidths, the two-level all-reduce,
     and a run retimed on a preset (U13, U19)."""
     questions = LANDSCAPE.build(seed, runner)
     return Quiz(
-        _("Lesson 13: libraries, interconnects and frameworks"),
+        _("Lesson 15: libraries, interconnects and frameworks"),
         questions,
         name=NAME,
         learner=learner,

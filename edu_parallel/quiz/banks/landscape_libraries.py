@@ -1,4 +1,4 @@
-"""Lesson 13's questions on libraries and frameworks, which draw no parameter: errata E6 (there
+"""Lesson 15's questions on libraries and frameworks, which draw no parameter: errata E6 (there
 is no RCXL), the backend name a ROCm build of torch uses for RCCL, and the framework of ZeRO-3.
 
 The bank is ``landscape.py``. Sources: github.com/ROCm/rccl, meta-pytorch/torchcomms (RCCLX),

@@ -1,4 +1,4 @@
-"""Question bank of lesson 10 (3D parallelism and the planner).
+"""Question bank of lesson 12 (3D parallelism and the planner).
 
 Every answer is computed by package code: the mesh's groups by
 :class:`~edu_parallel.core.dims.ParallelDims`, bytes per rank and group by
@@ -31,7 +31,7 @@ from ..registry import QuestionSet, register_bank
 from .common import pick
 from .parallel_3d_planner import q_across_nodes, q_planner_memory
 
-NAME = "10_3d_planner"
+NAME = "12_3d_planner"
 Runner3D = Callable[..., Any]
 LESSON = Config3D()  # the lesson's model and step
 # what a report's peak activations count, by its row key (shown in the reveal)
@@ -57,7 +57,7 @@ def formula_runner(dp: int = 2, tp: int = 2, pp: int = 2, ep: int = 1, **sizes: 
 
 @dataclass(frozen=True)
 class Draw3D:
-    """Lesson 10's parameters, drawn in one go."""
+    """Lesson 12's parameters, drawn in one go."""
 
     rank: int
     """The rank whose groups the mesh question asks for."""
@@ -273,10 +273,10 @@ THREE_D = QuestionSet(
 def three_d_quiz(
     seed: int | None = None, runner: Runner3D | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 10: the mesh, bytes per group, memory and time from the planner (U6, U7, U14,
+    """Lesson 12: the mesh, bytes per group, memory and time from the planner (U6, U7, U14,
     U15)."""
     questions = THREE_D.build(seed, runner)
-    return Quiz(_("Lesson 10: 3D parallelism and a planner"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 12: 3D parallelism and a planner"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, three_d_quiz, THREE_D)

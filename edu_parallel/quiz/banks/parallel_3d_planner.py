@@ -1,4 +1,4 @@
-"""Lesson 10's questions on the planner, which draw no parameter: the memory per GPU of its best
+"""Lesson 12's questions on the planner, which draw no parameter: the memory per GPU of its best
 layout for Llama 3 70B on 16 x 8 H100, and which dimension to put across nodes (U14, U15).
 
 Memory and time come from :func:`edu_parallel.planner.plan`, link times from

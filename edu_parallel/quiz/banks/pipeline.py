@@ -1,4 +1,4 @@
-"""Question bank of lesson 09 (pipeline parallelism): bubble conventions, memory, errata E2/E3,
+"""Question bank of lesson 10 (pipeline parallelism): bubble conventions, memory, errata E2/E3,
 ZB-H1's stash and torch's action names (F, I, W, B).
 
 ``runner(schedule, P, M) -> result`` runs a schedule; ``result`` has ``peak_activations_per_stage``
@@ -34,7 +34,7 @@ from ..registry import QuestionSet, register_bank
 from .common import pick
 from .pipeline_why import q_errata_e2, q_torch_i_name
 
-NAME = "09_pipeline"
+NAME = "10_pipeline"
 PipelineRunner = Callable[[str, int, int], Any]
 P_RUN = 4  # stages of the 1F1B run
 
@@ -50,7 +50,7 @@ def simulated_pipeline(schedule: str, num_ranks: int, microbatches: int) -> Any:
 
 @dataclass(frozen=True)
 class PipelineDraw:
-    """Lesson 09's parameters, drawn in one go."""
+    """Lesson 10's parameters, drawn in one go."""
 
     p: int
     """Pipeline stages of the paper questions."""
@@ -263,9 +263,9 @@ PIPELINE = QuestionSet(
 def pipeline_quiz(
     seed: int | None = None, runner: PipelineRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 09: bubble share and Megatron's convention, interleaving, memory of GPipe vs 1F1B."""
+    """Lesson 10: bubble share and Megatron's convention, interleaving, memory of GPipe vs 1F1B."""
     questions = PIPELINE.build(seed, runner)
-    return Quiz(_("Lesson 09: pipeline parallelism"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 10: pipeline parallelism"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, pipeline_quiz, PIPELINE)

@@ -1,4 +1,4 @@
-"""Lesson 09's questions on why, which draw no parameter: what 1F1B changes compared with GPipe
+"""Lesson 10's questions on why, which draw no parameter: what 1F1B changes compared with GPipe
 (errata E2) and torch's name for ZB-H1's input-gradient pass.
 
 The bank is ``pipeline.py``. References: Narayanan et al. 2021 (PipeDream-Flush, 1F1B), Qi et al.

@@ -1,4 +1,4 @@
-"""Question bank of lesson 07 (tensor parallelism): numbers from the TP formulas.
+"""Question bank of lesson 08 (tensor parallelism): numbers from the TP formulas.
 
 ``runner(mode, world_size) -> report`` runs tensor-parallel ``mode`` (a report with
 ``per_rank_sent_bytes``). The default evaluates
@@ -30,7 +30,7 @@ from ..questions import MultipleChoice
 from ..registry import QuestionSet, register_bank
 from .common import pick
 
-NAME = "07_tensor_parallel"
+NAME = "08_tensor_parallel"
 TPRunner = Callable[[str, int], Any]
 LESSON = {"batch": 2, "seq": 4, "hidden": 8, "itemsize": 8}  # tp_run's defaults, float64
 
@@ -45,7 +45,7 @@ def formula_runner(mode: str, world_size: int) -> Any:
 
 @dataclass(frozen=True)
 class TpDraw:
-    """Lesson 07's parameters, drawn in one go."""
+    """Lesson 08's parameters, drawn in one go."""
 
     b: int
     """Micro-batch size of the paper questions."""
@@ -274,10 +274,10 @@ TP = QuestionSet(
 def tp_quiz(
     seed: int | None = None, runner: TPRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 07: which collective each layer needs (errata E4), bytes of Megatron's MLP and of a
+    """Lesson 08: which collective each layer needs (errata E4), bytes of Megatron's MLP and of a
     whole layer with attention, SP."""
     questions = TP.build(seed, runner)
-    return Quiz(_("Lesson 07: tensor parallelism"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 08: tensor parallelism"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, tp_quiz, TP)

@@ -1,4 +1,4 @@
-"""Question bank of lesson 06 (ZeRO and FSDP): every number comes from the memory calculator.
+"""Question bank of lesson 07 (ZeRO and FSDP): every number comes from the memory calculator.
 
 ``runner(stage, world_size) -> report`` trains the lesson's small model under ZeRO ``stage``; the
 report has ``per_rank_peak_model_state_bytes``. The default evaluates the ZeRO formula for that
@@ -25,7 +25,7 @@ from ..questions import MultipleChoice
 from ..registry import QuestionSet, register_bank
 from .common import pick
 
-NAME = "06_zero_fsdp"
+NAME = "07_zero_fsdp"
 ZeroRunner = Callable[[int, int], Any]
 SMALL_MODEL_PARAMS = 3 * (16 * 16 + 16)  # edu_parallel.zero.stages's default MLP: 3 Linear(16, 16)
 
@@ -38,7 +38,7 @@ def formula_runner(stage: int, world_size: int) -> Any:
 
 @dataclass(frozen=True)
 class ZeroDraw:
-    """Lesson 06's parameters, drawn in one go."""
+    """Lesson 07's parameters, drawn in one go."""
 
     psi: float
     """Parameters of the paper questions' model."""
@@ -277,9 +277,9 @@ ZERO = QuestionSet(
 def zero_quiz(
     seed: int | None = None, runner: ZeroRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 06: bytes per GPU by stage, what fits, communication (errata E7, E8), U15."""
+    """Lesson 07: bytes per GPU by stage, what fits, communication (errata E7, E8), U15."""
     questions = ZERO.build(seed, runner)
-    return Quiz(_("Lesson 06: ZeRO and FSDP"), questions, name=NAME, learner=learner)
+    return Quiz(_("Lesson 07: ZeRO and FSDP"), questions, name=NAME, learner=learner)
 
 
 register_bank(NAME, zero_quiz, ZERO)
