@@ -1,4 +1,4 @@
-"""Exercise 15 (two-level all-reduce): the reference passes on real ranks split into pretend nodes,
+"""Exercise 05 (two-level all-reduce): the reference passes on real ranks split into pretend nodes,
 sending 2(K-1)/K·S/g across nodes per rank; planted mistakes fail with the diagnosis a learner
 needs: a flat all-reduce (right sum, too many bytes over the node boundary), a leader per node
 (right sum, one NIC of g carries everything), a missing cross-node step (the node's sum only);
@@ -76,7 +76,7 @@ def test_the_reference_passes_with_the_target_bytes_across_nodes(cluster8):
     for out in g.outputs:
         assert torch.equal(out.result, torch.full((case.numel,), float(2**n - 1)))
         assert torch.equal(out.result, out.facts["expected"])
-    assert get_exercise("13") is EXERCISE and get_exercise(13) is EXERCISE
+    assert get_exercise("05") is EXERCISE and get_exercise(5) is EXERCISE
     (fig,) = picture(g)
     assert len(fig.axes) == 2
 
@@ -121,7 +121,7 @@ def test_no_cross_node_step_leaves_the_node_sum(cluster8):
 
 def test_the_starter_returns_and_fails(cluster8, tmp_path, monkeypatch):
     monkeypatch.setenv(WORKSPACE_VAR, str(tmp_path))
-    feedback = check("15", starter(), cluster8)
+    feedback = check("05", starter(), cluster8)
     grade_ = feedback.grade
     assert not grade_.passed and grade_.first_failure.check == "result"
     assert "rank 0's result differs from dist.all_reduce at element 0: got 1, expected 15" == (

@@ -182,6 +182,9 @@ BUILDERS = {
     "ring_step_figure": lambda r: [viz.ring_step_figure(ring(4, 64), 2)],
     "sent_bars_figure": lambda r: [viz.sent_bars_figure(r["map"])],
     "split_figure": lambda r: [viz.split_figure(r["map"])],
+    "strategy_figure": lambda r: [
+        viz.strategy_figure(r["map"], s) for s in ("dp", "tp", "tp-sp", "pp", "ep")
+    ],
     "staleness_figure": lambda r: [viz.staleness_figure({"sync": {0: 40}, "async": {0: 9, 2: 30}})],
     "step_grid": lambda r: [viz.step_grid(ring(4, 64)), viz.step_grid(ring(8, 256))],
     "streams_figure": lambda r: [viz.streams_figure(ddp_trace(), title="overlap")],

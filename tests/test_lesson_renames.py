@@ -13,8 +13,8 @@ import pytest
 
 from edu_parallel.app.course.lessons import LESSONS
 from edu_parallel.app.workspace import sync_workspace
-from edu_parallel.core.lesson_renames import FORMER_NUMBERS, FORMER_STEMS, current_name
-from edu_parallel.exercises import get_exercise
+from edu_parallel.core.lesson_renames import FORMER_EXERCISES, FORMER_STEMS, current_name
+from edu_parallel.exercises import EXERCISES, get_exercise
 from edu_parallel.exercises.progress import WORKSPACE_VAR, load_progress, record_try, tried
 from edu_parallel.quiz.shuffle import permutation
 
@@ -77,7 +77,7 @@ def test_an_old_progress_record_is_read_by_the_lessons_numbers_of_its_time(tmp_p
     assert progress["my_bucketed_reducer"]["passed"] and progress["my_ring_allreduce"]["tries"] == 1
     assert progress["my_two_level_allreduce"]["tries"] == 4
     assert set(progress) == {"my_bucketed_reducer", "my_ring_allreduce", "my_two_level_allreduce"}
-    ddp = get_exercise(FORMER_NUMBERS["05"])
+    ddp = get_exercise("06")
     assert ddp.function == "my_bucketed_reducer" and tried(ddp)
     got = record_try(ddp, passed=False)  # a new try merges into the old entry
     assert (got["tries"], got["passed"]) == (3, True)
@@ -92,10 +92,19 @@ def my_tree_reduce(ctx, tensor):
     raise AssertionError("never run here")
 
 
+def my_two_level_allreduce(ctx, x, node, rail):  # lesson 13's then, lesson 05's now
+    raise AssertionError("never run here")
+
+
 def test_an_old_lessons_check_call_is_graded_as_the_exercise_its_function_names():
     assert get_exercise("06").function == "my_bucketed_reducer"
+    assert get_exercise("05").function == "my_two_level_allreduce"
     assert get_exercise("05", my_bucketed_reducer).function == "my_bucketed_reducer"
+    assert get_exercise("13", my_two_level_allreduce).function == "my_two_level_allreduce"
+    assert get_exercise("05", my_two_level_allreduce).lesson == "05_nccl_in_practice"
     assert get_exercise("04", my_tree_reduce).function == "my_tree_reduce"  # 04 stayed 04
+    functions = {e.function for e in EXERCISES.values()}
+    assert set(FORMER_EXERCISES.values()) == functions  # every exercise of then is one of now
     with pytest.raises(ValueError, match=r"^exercise='99' is not valid"):
         get_exercise("99", my_bucketed_reducer)
 

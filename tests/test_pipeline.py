@@ -76,17 +76,17 @@ def test_every_schedule_matches_the_single_process_reference(request, fixture, n
         assert all(e.attrs["category"] == "activation" for e in mem)
     data = report.to_json_dict()
     json.dumps(data)
-    assert data["bubble_fraction_measured"] == pytest.approx(data["bubble_fraction_formula"])
+    assert data["bubble_fraction_retimed"] == pytest.approx(data["bubble_fraction_formula"])
 
 
 @pytest.mark.parametrize("name", ["gpipe", "1f1b"])
 @pytest.mark.parametrize("p,m", [(4, 8), (4, 4), (4, 2)])
 def test_equal_times_give_exactly_the_gpipe_bubble(cluster4, name, p, m):
     report = run_pipeline(cluster4, name, p, m, t_f=1.0, t_b=1.0)
-    assert report.bubble_fraction_measured == pytest.approx((p - 1) / (m + p - 1), rel=1e-9)
-    assert report.bubble_fraction_measured == pytest.approx(gpipe_bubble(p, m), rel=1e-9)
+    assert report.bubble_fraction_retimed == pytest.approx((p - 1) / (m + p - 1), rel=1e-9)
+    assert report.bubble_fraction_retimed == pytest.approx(gpipe_bubble(p, m), rel=1e-9)
     assert report.bubble_fraction_formula == pytest.approx(gpipe_bubble(p, m), rel=1e-9)
-    assert report.bubble_relative_to_ideal_measured == pytest.approx(megatron_bubble(p, m))
+    assert report.bubble_relative_to_ideal_retimed == pytest.approx(megatron_bubble(p, m))
     assert report.bubble_relative_to_ideal_formula == pytest.approx((p - 1) / m, rel=1e-9)
 
 
@@ -112,7 +112,7 @@ def test_ranks_beyond_the_stages_stay_idle(cluster4):
 def test_one_stage_and_interleaved_chunks_on_one_rank(cluster2):
     report = run_pipeline(cluster2, "interleaved", 1, 3, 2)  # stage 1 follows stage 0 locally
     assert report.matches_reference and report.trace.select(["send", "recv"]) == []
-    assert report.bubble_fraction_measured == 0.0
+    assert report.bubble_fraction_retimed == 0.0
 
 
 def test_the_reference_is_the_full_batch_gradient():
@@ -241,7 +241,7 @@ def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
     data = json.loads(out)
     for key in (
         "schedule",
-        "bubble_fraction_measured",
+        "bubble_fraction_retimed",
         "bubble_fraction_formula",
         "peak_activations_per_stage",
         "matches_reference",
@@ -249,7 +249,7 @@ def test_cli_json_keys_and_world_size_defaults_to_stages(capsys):
         assert key in data
     assert data["schedule_name"] == "1f1b" and data["world_size"] == 2 and data["matches_reference"]
     assert Schedule.from_text(data["schedule"]).to_text() == data["schedule"]  # the plan as text
-    assert data["bubble_fraction_measured"] == pytest.approx(1 / 5, rel=1e-9)
+    assert data["bubble_fraction_retimed"] == pytest.approx(1 / 5, rel=1e-9)
     assert data["peak_activations_per_stage"] == [2, 1]
 
 
@@ -265,7 +265,7 @@ def test_cli_zb_h1_defaults_to_the_papers_equal_passes(capsys):
     assert zb["times"] == {"t_f": 1.0, "t_b": 1.0, "t_w": 1.0, "t_comm": 0.0}
     assert one["times"] == {"t_f": 1.0, "t_b": 2.0, "t_w": 0.0, "t_comm": 0.0}
     assert zb["matches_reference"] and zb["follows_schedule"]
-    assert zb["bubble_fraction_measured"] == pytest.approx(zb["bubble_fraction_formula"])
+    assert zb["bubble_fraction_retimed"] == pytest.approx(zb["bubble_fraction_formula"])
     zb_idle = zb["makespan_retimed"] - 4 * 3  # per rank: M (t_f + t_b + t_w) of work
     one_idle = one["makespan_retimed"] - 4 * 3
     assert zb_idle * 3 == pytest.approx(one_idle) and zb_idle > 0
@@ -302,7 +302,7 @@ def test_bubble_and_comm_tables_equal_the_runs_and_the_formulas(cluster4):
     assert list(table.index) == [("gpipe", 8), ("1f1b", 8), ("interleaved", 8)]
     for r in runs:
         row = table.loc[(r.schedule, 8)]
-        b = r.bubble_fraction_measured
+        b = r.bubble_fraction_retimed
         assert row["modelled (share)"] == b and row["modelled/(1-modelled)"] == b / (1 - b)
         assert row["formula (share)"] == r.bubble_fraction_formula
         assert row["formula (bubble/ideal)"] == r.bubble_relative_to_ideal_formula

@@ -63,7 +63,7 @@ def fake_runner(calls):
         tl = time_schedule(build_schedule(schedule, p, m, v), t_f, t_b, t_w, t_comm=0.001)
         return SimpleNamespace(
             timeline=tl.to_trace({"source": "engine"}),
-            bubble_fraction_measured=tl.bubble_fraction(),
+            bubble_fraction_retimed=tl.bubble_fraction(),
             peak_activations_per_stage=tl.peak_activations_per_stage(),
         )
 
@@ -92,7 +92,7 @@ def test_widget_runs_small_configurations_for_real_and_large_ones_in_simulation(
     assert calls == [("1f1b", 2, 4, 1, 0.01, 0.02, 0.0)]
     assert w.source == "real" and "REAL run" in w.source_html.value
     assert "the run's trace (wall-clock seconds (measured))" in w.source_html.value
-    assert "measured" in w.bubble_html.value and "REAL" in w.gantt.layout.title.text
+    assert "executed order retimed" in w.bubble_html.value and "REAL" in w.gantt.layout.title.text
     assert w.gantt.layout.xaxis.title.text == "wall-clock seconds (measured)"
     assert w.peaks == [2, 1]
     w.run_button.click()  # run again
@@ -137,7 +137,7 @@ def test_widget_real_run_with_a_retimed_timeline_is_labelled_in_units_of_t_f():
         tl = time_schedule(build_schedule(schedule, p, m, v), t_f, t_b, t_w)
         return SimpleNamespace(
             timeline=tl,
-            bubble_fraction_measured=tl.bubble_fraction(),
+            bubble_fraction_retimed=tl.bubble_fraction(),
             peak_activations_per_stage=tl.peak_activations_per_stage,
         )
 

@@ -22,6 +22,10 @@ SPLITS_MARK = "all_to_all_splits"  # after every MoE all-to-all: send_bytes / re
 # ``attrs["exchange"]`` of a splits mark: the MoE layer's all-to-alls, forward then backward
 EXCHANGES = ("counts", "dispatch", "combine", "combine_grad", "dispatch_grad")
 HOLDS_MARK = "holds"  # strategy map: one parameter tensor (or slice of one) a rank holds
+# strategy map: the input a rank computes on: batch ``rows`` and sequence positions ``seq``
+# ([lo, hi) each), in ``microbatches`` one after another; EP: ``routed_to``, the ranks whose
+# experts each of its tokens visits in the first block
+DATA_MARK = "data"
 STEP_END_MARK = "step_end"  # a training job finished step ``attrs["step"]``
 STEP_START_MARK = "step_start"  # a training job starts step ``attrs["step"]`` (ranks lined up)
 BUCKET_READY_MARK = "bucket_ready"  # data parallel: every gradient of ``attrs["bucket"]`` is in
@@ -32,6 +36,7 @@ DROPPED_MARK = "dropped"  # lesson 14's backup server dropped a late gradient (a
 MARKS = (
     SPLITS_MARK,
     HOLDS_MARK,
+    DATA_MARK,
     STEP_END_MARK,
     STEP_START_MARK,
     BUCKET_READY_MARK,

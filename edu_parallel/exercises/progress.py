@@ -6,8 +6,8 @@ folder, so every lesson of one copy of the course shares it). A solution opens o
 
 An exercise's entry is kept under the name of the function the learner writes
 (``my_ring_allreduce``), which stays when lessons are renumbered. A record written before
-December 2026 keyed its entries by the lesson number of that time (``"05"``); :func:`load_progress`
-reads those through :data:`~edu_parallel.core.lesson_renames.FORMER_NUMBERS`.
+December 2026 keyed its entries by the exercise's id of that time (``"05"``); :func:`load_progress`
+reads those through :data:`~edu_parallel.core.lesson_renames.FORMER_EXERCISES`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.lesson_renames import FORMER_NUMBERS
+from ..core.lesson_renames import FORMER_EXERCISES
 from ..core.workspace import WORKSPACE_VAR, state_path
-from .registry import EXERCISES
 from .spec import Exercise
 
 __all__ = ["WORKSPACE_VAR", "entry", "load_progress", "progress_path", "record_try", "tried"]
@@ -39,8 +38,8 @@ def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def load_progress() -> dict[str, dict[str, Any]]:
     """``{function name: {"tries": n, "passed": bool, "last": iso time}}``; {} when unreadable.
 
-    An entry under a former lesson number (``"05"``, before December 2026) is read as the
-    exercise that lesson has now, and merged with any entry under its function's name."""
+    An entry under a former exercise id (``"05"``, before December 2026) is read as the
+    exercise whose function had that id, and merged with any entry under its name."""
     try:
         data = json.loads(progress_path().read_text())
     except (OSError, ValueError):
@@ -52,10 +51,9 @@ def load_progress() -> dict[str, dict[str, Any]]:
         if not isinstance(value, dict):
             continue
         if key.isdigit():  # the record of a course before its lessons were renumbered
-            ex = EXERCISES.get(FORMER_NUMBERS.get(key, key))
-            if ex is None:
+            if key not in FORMER_EXERCISES:
                 continue
-            key = ex.function
+            key = FORMER_EXERCISES[key]
         out[key] = _merged(out[key], value) if key in out else value
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import bad_value, one_of
-from ..core.lesson_renames import FORMER_NUMBERS
+from ..core.lesson_renames import FORMER_EXERCISES
 from .problems.broadcast_chain import EXERCISE as BROADCAST_CHAIN
 from .problems.bucketed_reducer import EXERCISE as BUCKETED_REDUCER
 from .problems.dp_crossover import EXERCISE as DP_CROSSOVER
@@ -43,8 +43,8 @@ EXERCISES: dict[str, Exercise] = {
 def get_exercise(exercise: str | int | Exercise, fn: Any = None) -> Exercise:
     """The exercise of a lesson: "03", 3 or the :class:`Exercise` itself.
 
-    ``fn``, the learner's function, settles a number that a lesson had before the lessons were
-    renumbered (:data:`~edu_parallel.core.lesson_renames.FORMER_NUMBERS`): an edited lesson of
+    ``fn``, the learner's function, settles an id that an exercise had before the lessons were
+    renumbered (:data:`~edu_parallel.core.lesson_renames.FORMER_EXERCISES`): an edited lesson of
     that time still calls ``check("05", my_bucketed_reducer, cluster)``, and is graded as the
     exercise whose function it names."""
     if isinstance(exercise, Exercise):
@@ -53,10 +53,10 @@ def get_exercise(exercise: str | int | Exercise, fn: Any = None) -> Exercise:
     if isinstance(exercise, int) and not isinstance(exercise, bool):
         key = f"{exercise:02d}"
     name = getattr(fn, "__name__", None)
-    if key in FORMER_NUMBERS and (key not in EXERCISES or EXERCISES[key].function != name):
-        former = EXERCISES.get(FORMER_NUMBERS[key])
-        if former is not None and former.function == name:
-            return former
+    if name is not None and FORMER_EXERCISES.get(key) == name:
+        named = [e for e in EXERCISES.values() if e.function == name]
+        if named:
+            return named[0]
     if key not in EXERCISES:
         raise bad_value("exercise", exercise, one_of(EXERCISES))
     return EXERCISES[key]

@@ -1,4 +1,4 @@
-"""Pipeline parallelism on real ranks: run a schedule, check the gradients, measure the bubble.
+"""Pipeline parallelism on real ranks: run a schedule, check the gradients, time the bubble.
 
 :func:`run_pipeline` builds a schedule (GPipe, Huang et al. 2019, arXiv 1811.06965; 1F1B and
 interleaved 1F1B, Narayanan et al. "Megatron-LM" 2021, arXiv 2104.04473; ZB-H1, Qi et al. 2023,
@@ -8,7 +8,7 @@ cluster with :func:`~edu_parallel.pipeline_parallel.execute.pipeline_job`, and r
 
 * ``matches_reference``: every stage's weight gradients equal (``allclose``) those of the same
   model and batch trained on one process, so the schedule changes *when* work runs, not the maths;
-* ``bubble_fraction_measured``: the executed per-rank order (read back from the trace) retimed
+* ``bubble_fraction_retimed``: the executed per-rank order (read back from the trace) retimed
   with ``t_f``, ``t_b``, ``t_w`` by :func:`~edu_parallel.pipeline_parallel.timing.time_schedule`;
   four ranks on two cores cannot show real parallel timing, so the wall-clock trace is kept but
   labelled measured, and the bubble comes from the retimed *executed* order;
@@ -51,7 +51,7 @@ __all__ = [
 
 @dataclass
 class PipelineReport:
-    """What a pipeline run shows: schedule, bubble (measured and formula), memory, correctness."""
+    """What a pipeline run shows: schedule, bubble (retimed and formula), memory, correctness."""
 
     schedule: str  # the schedule's name, e.g. "1f1b"
     stages: int  # P, ranks that take part
@@ -61,9 +61,9 @@ class PipelineReport:
     schedule_text: str  # Schedule.to_text(): the planned slot grid
     executed_orders: list[list[str]]  # per rank, the actions in the order they ran ("1F0")
     follows_schedule: bool  # executed orders == the schedule's rows without idle slots
-    bubble_fraction_measured: float  # retimed executed order, share of total time
+    bubble_fraction_retimed: float  # retimed executed order, share of total time
     bubble_fraction_formula: float  # GPipe convention (share of total)
-    bubble_relative_to_ideal_measured: float  # Megatron convention (bubble / ideal)
+    bubble_relative_to_ideal_retimed: float  # Megatron convention (bubble / ideal)
     bubble_relative_to_ideal_formula: float
     formula: dict[str, Any]  # bubble_formula(): text, source, when it is exact
     peak_activations_per_stage: list[int]  # counted from live tensors during the run
@@ -93,9 +93,9 @@ class PipelineReport:
             "layers": self.layers,
             "executed_orders": self.executed_orders,
             "follows_schedule": self.follows_schedule,
-            "bubble_fraction_measured": self.bubble_fraction_measured,
+            "bubble_fraction_retimed": self.bubble_fraction_retimed,
             "bubble_fraction_formula": self.bubble_fraction_formula,
-            "bubble_relative_to_ideal_measured": self.bubble_relative_to_ideal_measured,
+            "bubble_relative_to_ideal_retimed": self.bubble_relative_to_ideal_retimed,
             "bubble_relative_to_ideal_formula": self.bubble_relative_to_ideal_formula,
             "formula": self.formula,
             "peak_activations_per_stage": self.peak_activations_per_stage,
@@ -231,9 +231,9 @@ def execute_pipeline(
         schedule_text=text,
         executed_orders=[[a.text() for a in row] for row in orders],
         follows_schedule=orders == sched.orders(),
-        bubble_fraction_measured=share,
+        bubble_fraction_retimed=share,
         bubble_fraction_formula=formula["share_of_total"],
-        bubble_relative_to_ideal_measured=share / (1 - share) if share < 1 else float("inf"),
+        bubble_relative_to_ideal_retimed=share / (1 - share) if share < 1 else float("inf"),
         bubble_relative_to_ideal_formula=formula["relative_to_ideal"],
         formula=formula,
         peak_activations_per_stage=peak,
@@ -316,14 +316,14 @@ def format_pipeline(report: PipelineReport, max_columns: int = 60) -> str:
     )
     lines.append("")
     lines.append(
-        _("bubble (share of total, GPipe):       measured {measured}   formula {formula}").format(
-            measured=f"{report.bubble_fraction_measured:.4f}",
+        _("bubble (share of total, GPipe):       retimed {retimed}   formula {formula}").format(
+            retimed=f"{report.bubble_fraction_retimed:.4f}",
             formula=f"{report.bubble_fraction_formula:.4f}",
         )
     )
     lines.append(
-        _("bubble (relative to ideal, Megatron): measured {measured}   formula {formula}").format(
-            measured=f"{report.bubble_relative_to_ideal_measured:.4f}",
+        _("bubble (relative to ideal, Megatron): retimed {retimed}   formula {formula}").format(
+            retimed=f"{report.bubble_relative_to_ideal_retimed:.4f}",
             formula=f"{report.bubble_relative_to_ideal_formula:.4f}",
         )
     )

@@ -1,6 +1,6 @@
 """Pipeline runs and timed schedules as tables (pandas DataFrames), measured beside the formulas.
 
-* :func:`bubble_table`: each run's bubble, measured on its retimed executed order, beside
+* :func:`bubble_table`: each run's bubble, its executed order retimed, beside
   :func:`~edu_parallel.pipeline_parallel.timing.bubble_formula` in both conventions: share of the
   total time (GPipe, Huang et al. 2019, §2.3) and relative to the ideal time (Megatron-LM,
   Narayanan et al. 2021, §2.2); with the peak of stashed microbatches per stage;
@@ -24,11 +24,11 @@ def bubble_table(reports: Sequence[PipelineReport]) -> pd.DataFrame:
     """One row per run, indexed by (schedule, M): P, v, the bubble modelled and by formula.
 
     "modelled": the idle share of the schedule as it executed (each rank's order read back from the
-    trace), retimed with the run's stage times (``bubble_fraction_measured``): a model of the
+    trace), retimed with the run's stage times (``bubble_fraction_retimed``): a model of the
     executed order, not a wall-clock measurement."""
     rows = []
     for r in reports:
-        share = r.bubble_fraction_measured
+        share = r.bubble_fraction_retimed
         rows.append(
             {
                 N_("schedule"): r.schedule,

@@ -242,12 +242,12 @@ def format_strategy_map(report: StrategyMapReport) -> str:
     return "\n".join(lines)
 
 
-def map_runner(cluster: Executor, **sizes: Any) -> Any:
-    """``run(world_size) -> StrategyMapReport`` for predict-then-run quizzes: ``cluster`` when the
-    world size matches, else a short-lived one of that size."""
+def map_runner(cluster: Executor, strategies: Any = STRATEGIES, **sizes: Any) -> Any:
+    """``run(world_size) -> StrategyMapReport`` of ``strategies`` for predict-then-run quizzes:
+    ``cluster`` when the world size matches, else a short-lived one of that size."""
 
     def run(world_size: int) -> StrategyMapReport | None:
         with cluster.sized(world_size) as ranks:
-            return run_strategy_map(ranks, **sizes)
+            return run_strategy_map(ranks, strategies, **sizes)
 
     return run

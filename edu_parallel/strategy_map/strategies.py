@@ -38,7 +38,9 @@ One training step per strategy on N ranks (forward, backward, gradient sync, pla
 Measured on each rank, into the trace: ``memory`` events "params" (every tensor the rank holds)
 and "activations" (bytes saved for backward, through ``torch.autograd.graph.saved_tensors_hooks``,
 parameters excluded, each tensor once), a ``mark`` "holds" per parameter tensor naming the slice
-held, and every send and collective. :mod:`edu_parallel.strategy_map.report` reads them back.
+held, a ``mark`` "data" naming the batch rows and positions the rank computes on (EP: and the
+ranks each of its tokens visits in the first block), and every send and collective.
+:mod:`edu_parallel.strategy_map.report` reads them back.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 
 import torch
 
-from ..core.schema import ACTIVATIONS, STEP_END_MARK
+from ..core.schema import ACTIVATIONS, DATA_MARK, STEP_END_MARK
 from ..engine.autograd import backward_from
 from ..engine.context import RankContext
 from ..expert_parallel.layer import moe_layer
@@ -89,6 +91,17 @@ def _rows(cfg: MapConfig, ctx: RankContext) -> tuple[int, int]:
     return ctx.rank * per, (ctx.rank + 1) * per
 
 
+def _mark_data(
+    ctx: RankContext,
+    rows: tuple[int, int],
+    seq: tuple[int, int],
+    microbatches: int = 1,
+    **extra: Any,
+) -> None:
+    """Record the input this rank computes on: batch ``rows`` and sequence positions ``seq``."""
+    ctx.mark(DATA_MARK, rows=list(rows), seq=list(seq), microbatches=microbatches, **extra)
+
+
 def _sync_grads(ctx: RankContext, params: list[torch.Tensor]) -> None:
     """One flat bucket: all-reduce (sum) of every gradient in ``params``."""
     flat = torch.cat([p.grad.flatten() for p in params])  # (sum of numel,)
@@ -124,6 +137,7 @@ def _dp(ctx: RankContext, cfg: MapConfig) -> dict[str, Any]:
     held.record(ctx)
     x, y = make_data(cfg)
     lo, hi = _rows(cfg, ctx)
+    _mark_data(ctx, (lo, hi), (0, cfg.seq))
 
     def forward(t: torch.Tensor) -> torch.Tensor:
         for w in blocks:
@@ -156,6 +170,7 @@ def _tp(ctx: RankContext, cfg: MapConfig, sequence_parallel: bool = False) -> di
     x, y = make_data(cfg)  # the whole batch on every rank: (b, s, h)
     seq = slice_index(x.shape, r, n, 1)[1] if sequence_parallel else (0, cfg.seq)
     x, y = x[:, seq[0] : seq[1]], y[:, seq[0] : seq[1]]  # SP: the rank's sequence block (b, s/t, h)
+    _mark_data(ctx, (0, cfg.batch), seq)
 
     def forward(t: torch.Tensor) -> torch.Tensor:
         # TP: (b, s, h) -> (b, s, 4h/t) -> all-reduced (b, s, h); SP: (b, s/t, h) -> all-gathered
@@ -198,6 +213,7 @@ def _pp(ctx: RankContext, cfg: MapConfig) -> dict[str, Any]:
     held.record(ctx)
     x, y = make_data(cfg)
     mb = cfg.batch // m_count
+    _mark_data(ctx, (0, cfg.batch), (0, cfg.seq), m_count)  # every microbatch, one at a time
     shape = (mb, cfg.seq, cfg.hidden)  # one microbatch's activation (and its gradient)
     stash: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
     outs: dict[int, torch.Tensor] = {}
@@ -279,6 +295,13 @@ def _ep(ctx: RankContext, cfg: MapConfig) -> dict[str, Any]:
         return t
 
     out = _forward_backward(ctx, held, x[lo:hi], y[lo:hi], forward, y.numel())
+    per = cfg.experts // n  # expert e lives on rank e // (E/N)
+    first = routings[0]
+    routed_to = [
+        sorted({int(e) // per for e, kept in zip(es, ks, strict=True) if kept})
+        for es, ks in zip(first["experts"].tolist(), first["kept"].tolist(), strict=True)
+    ]  # per token of this rank (b/N * s, row-major): the ranks its kept experts live on
+    _mark_data(ctx, (lo, hi), (0, cfg.seq), routed_to=routed_to)
     routers = [p for router, _ in layers for p in router.parameters()]
     _sync_grads(ctx, routers)  # replicated routers; each expert lives on one rank only
     result = _result(held, out, (lo, hi), routings=routings)

@@ -13,7 +13,10 @@ Every number of the table is read from a strategy's trace (:func:`measure`):
   is a local copy);
 * messages: point-to-point sends plus collective calls (a ring all-reduce is 2(N-1) transfers
   underneath; one call is counted once);
-* collectives: the op names of the collective events (and ``isend`` for point-to-point).
+* collectives: the op names of the collective events (and ``isend`` for point-to-point), also
+  counted per pass (``calls_by_pass``);
+* data: the batch rows and sequence positions the rank computes on, from its "data" mark (EP:
+  with the ranks each of its tokens visits in the first block).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.metrics import ring_sent_bytes
-from ..core.schema import ACTIVATIONS, HOLDS_MARK, PARAMS, SPLITS_MARK
+from ..core.schema import ACTIVATIONS, DATA_MARK, HOLDS_MARK, PARAMS, SPLITS_MARK
 from ..core.trace import Trace
 from ..engine.context import ALL_TO_ALL
 from .formulas import SYNC
@@ -36,7 +39,8 @@ def pass_of(phase: str | None) -> str:
 
 
 def measure(trace: Trace, world_size: int) -> list[dict[str, Any]]:
-    """Per rank: params, peak activations, sent bytes (total and by pass), messages, ops, holds."""
+    """Per rank: params, peak activations, sent bytes (total and by pass), messages, ops (also
+    by pass), holds, data."""
     rows = []
     for r in range(world_size):
         ev = [e for e in trace.events if e.rank == r]
@@ -50,8 +54,11 @@ def measure(trace: Trace, world_size: int) -> list[dict[str, Any]]:
                 peak = max(peak, level)
         by_pass = dict.fromkeys(PASSES, 0.0)
         ops: Counter[str] = Counter()
+        calls: dict[str, Counter[str]] = {p: Counter() for p in PASSES}
         a2a_calls = 0
         for e in ev:
+            if e.kind in ("send", "collective"):
+                calls[pass_of(e.phase)][e.op] += 1
             if e.kind == "send":
                 by_pass[pass_of(e.phase)] += e.nbytes
                 ops[e.op] += 1
@@ -69,6 +76,7 @@ def measure(trace: Trace, world_size: int) -> list[dict[str, Any]]:
             raise ValueError(
                 f"rank {r}: {ALL_TO_ALL} calls and split marks do not pair up ({a2a_calls:+d})"
             )
+        data = next((e.attrs for e in ev if e.kind == "mark" and e.op == DATA_MARK), None)
         holds = {}
         for e in ev:
             if e.kind == "mark" and e.op == HOLDS_MARK:
@@ -90,7 +98,9 @@ def measure(trace: Trace, world_size: int) -> list[dict[str, Any]]:
                 "sent_by_pass": by_pass,
                 "messages": sum(ops.values()),
                 "ops": dict(sorted(ops.items())),
+                "calls_by_pass": {p: dict(sorted(c.items())) for p, c in calls.items() if c},
                 "holds": holds,
+                "data": data,
             }
         )
     return rows

@@ -25,7 +25,9 @@
 * Memory: the ZeRO ledger animated per rank (:func:`memory_bars_animation`), calculator bars
   (:func:`memory_bars`), the :class:`ZeroWidget` explorer; ``fsdp.py``: FSDP2's collectives by unit.
 * Tensor and expert parallelism and the strategy map: :func:`tp_animation` (the frames of
-  ``tp_frames.py``), :func:`traffic_heatmap`, :func:`dispatch_animation`, :func:`map_table_figure`.
+  ``tp_frames.py``), :func:`traffic_heatmap`, :func:`dispatch_animation`, :func:`map_table_figure`,
+  :func:`strategy_figure` (one strategy of lesson 01's run: who holds which weights, which data,
+  and what travels).
 * The planner (lesson 12): :func:`pareto_figure` (memory per GPU against step time, the Pareto
   front, the best starred), :func:`time_terms_figure` (why the fastest win), and the
   :class:`PlannerWidget` explorer.
@@ -114,6 +116,7 @@ _LAZY = {
     "map_table_figure": "strategy_map",
     "sent_bars_figure": "strategy_map",
     "split_figure": "strategy_map",
+    "strategy_figure": "strategy_picture",
     "tp_animation": "tp",
     "tp_blocks": "tp",
     "memory_bars": "zero",

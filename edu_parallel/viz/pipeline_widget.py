@@ -95,7 +95,7 @@ class PipelineWidget(WidgetView):
     ``run_small(schedule, P, M, v, t_f, t_b, t_w)``, when given, runs the plan for real and
     returns an object with ``.timeline`` (a Timeline, e.g. the executed order retimed in units of
     t_f, or a Trace of measured times: the axis says which),
-    ``.bubble_fraction_measured`` and ``.peak_activations_per_stage`` (a list, or a method
+    ``.bubble_fraction_retimed`` and ``.peak_activations_per_stage`` (a list, or a method
     returning one); it is used when ``P <= real_max_ranks`` and ``M <= real_max_microbatches``.
     Everything else is the SIMULATION of the same plan, and ``source_html`` says which, and why.
 
@@ -263,7 +263,7 @@ class PipelineWidget(WidgetView):
         self.timeline = result.timeline
         peaks = result.peak_activations_per_stage
         self.peaks = list(peaks() if callable(peaks) else peaks)
-        self.bubble = float(result.bubble_fraction_measured)
+        self.bubble = float(result.bubble_fraction_retimed)
         label = getattr(result, "time_label", None)
         rt = ", ".join(
             f"{n}={x:g}"
@@ -284,8 +284,8 @@ class PipelineWidget(WidgetView):
         ).format(setting=new.describe(), times=rt, shows=shows)
         sim = self.simulated.bubble_fraction() if self.simulated else float("nan")
         self.bubble_html.value = _(
-            "bubble: <b>{bubble}</b> of rank-time as the real run measured it; the "
-            "same plan simulated: {simulated}; {formula}"
+            "bubble: <b>{bubble}</b> of rank-time, the real run's executed order retimed "
+            "with its stage times; the same plan simulated: {simulated}; {formula}"
         ).format(
             bubble=f"{self.bubble:.1%}", simulated=f"{sim:.1%}", formula=_formula_text(formula)
         )

@@ -164,8 +164,10 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         "10_pipeline",
-        N_("Pipeline parallelism: the bubble, measured; activation memory, counted"),
-        N_("The bubble measured and stashed activations counted under four schedules."),
+        N_(
+            "Pipeline parallelism: four schedules executed, the bubble retimed, activations counted"
+        ),
+        N_("Four schedules executed: their bubble retimed, their stashed activations counted."),
         ("U4",),
         ("U18",),
         ("E2", "E3"),

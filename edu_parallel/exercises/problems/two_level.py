@@ -1,4 +1,4 @@
-"""Exercise 15: a two-level (hierarchical) all-reduce on pretend nodes.
+"""Exercise 05: a two-level (hierarchical) all-reduce on pretend nodes.
 
 ``my_two_level_allreduce(ctx, x, node, rail)`` sums every rank's ``x`` as ``dist.all_reduce``
 does, split in two levels for nodes of ``g`` GPUs as Horovod's hierarchical all-reduce does it
@@ -241,7 +241,7 @@ def _case(n: int, nodes: int) -> Case:
 
 
 EXERCISE = Exercise(
-    lesson="15_landscape",
+    lesson="05_nccl_in_practice",
     title=N_("A two-level all-reduce across pretend nodes"),
     function="my_two_level_allreduce",
     params=("ctx", "x", "node", "rail"),

@@ -149,3 +149,4 @@ SPEEDS_INTER = {
     + (12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
 }
 MAX_SEARCH_CHANNELS = 32  # MAXCHANNELS / 2: the search's channel limit
+MAXCHANNELS = 2 * MAX_SEARCH_CHANNELS  # the most channels a communicator has (device.h)

@@ -10,12 +10,17 @@ Library 2.12", 2022). Set a knob in the job's environment, or in ``os.environ`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from ...core.i18n import N_, _
+from ...core.metrics import busbw_gbps
 from ...core.shown import ShownFrame, shown
+from .rules import NcclSystem
+from .selection import nccl_choose
+from .tuning import nccl_graph
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ KNOBS: tuple[Knob, ...] = (
             "bounds on the channels (rings or trees side by side, one CUDA block each): more"
             " channels drive more links at once and take more SMs from compute"
         ),
-        N_("a parameter: the channels come from the topology, one per NIC across nodes"),
+        N_("read: NcclSystem(max_channels=...), the channels table below"),
     ),
     Knob(
         "NCCL_IB_HCA",
@@ -110,3 +115,31 @@ def nccl_knobs_table() -> ShownFrame:
         for k in KNOBS
     ]
     return shown(pd.DataFrame(rows).set_index(COLUMNS[0]))
+
+
+CHANNEL_COLUMNS = (
+    "NCCL_MAX_NCHANNELS",
+    N_("channels"),
+    N_("time (µs, modelled)"),
+    N_("busbw (GB/s, modelled)"),
+)
+
+
+def max_channels_table(
+    system: NcclSystem, nbytes: int, caps: Sequence[int | None] = (1, 2, 4, 8, None)
+) -> ShownFrame:
+    """A ring all-reduce of ``nbytes`` (``NCCL_ALGO=Ring NCCL_PROTO=Simple``) on ``system`` with
+    ``NCCL_MAX_NCHANNELS`` set to each of ``caps`` (None: unset): the channels NCCL's model runs,
+    its time and its bus bandwidth (nccl-tests' busbw, 2(n-1)/n of the algorithm bandwidth)."""
+    rows = []
+    for cap in caps:
+        s = replace(system, max_channels=cap)
+        t = nccl_choose("all_reduce", nbytes, s, nccl_algo="Ring", nccl_proto="Simple").time_us
+        values = (
+            _("(unset)") if cap is None else str(cap),
+            nccl_graph(s, "Ring").channels,
+            round(t, 1),
+            round(busbw_gbps("all_reduce", s.ranks, nbytes, t * 1e-6), 1),
+        )
+        rows.append(dict(zip(CHANNEL_COLUMNS, values, strict=True)))
+    return shown(pd.DataFrame(rows).set_index(CHANNEL_COLUMNS[0]))

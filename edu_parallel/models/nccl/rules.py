@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import bad_value, check_choice
+from ...core.errors import bad_value, check_choice, check_int
 from ...core.i18n import _
 from ...core.width import fit
 from ..topology import Topology
@@ -27,7 +27,9 @@ class NcclSystem:
     reduces (NVLink SHARP). ``collnet``: the InfiniBand switches reduce (SHARP) and NCCL's CollNet
     plugin is loaded. ``nic_near_gpu``: each NIC sits on its GPU's PCIe switch (PXB/PXN), which
     LL128 needs across nodes. ``cpu``: intel or amd (network overhead, LL caps).
-    ``nvlink``: the intra-node link is NVLink (default: its name says so), else PCIe."""
+    ``nvlink``: the intra-node link is NVLink (default: its name says so), else PCIe.
+    ``max_channels``: ``NCCL_MAX_NCHANNELS``, at most this many channels for the rings and trees
+    (NVLS keeps its own, ``NCCL_NVLS_NCHANNELS``); None: as many as the topology search finds."""
 
     topology: Topology
     arch: str = "hopper"
@@ -38,6 +40,7 @@ class NcclSystem:
     cpu: str = "intel"
     nvlink: bool | None = None
     name: str = ""
+    max_channels: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.topology, Topology):
@@ -52,6 +55,8 @@ class NcclSystem:
             object.__setattr__(self, "nvls", self.nvswitch and K.COMPCAP[self.arch] >= 90)
         if self.nvls and not (self.nvswitch and K.COMPCAP[self.arch] >= 90):
             raise bad_value("nvls", self.nvls, "False unless nvswitch=True on hopper or later")
+        if self.max_channels is not None:
+            check_int("max_channels", self.max_channels, 1, K.MAXCHANNELS)
 
     @property
     def nodes(self) -> int:

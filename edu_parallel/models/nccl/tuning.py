@@ -72,6 +72,8 @@ def nccl_graph(system: NcclSystem, algo: str) -> NcclGraph | None:
     if speed >= 25.0 and not (K.COMPCAP[arch] > 80 and speed < 50.0 and ch > 4):
         dup = min(2 * ch, K.MAX_SEARCH_CHANNELS)
         speed, ch = speed / math.ceil(dup / ch), dup
+    if system.max_channels is not None:  # NCCL_MAX_NCHANNELS: fewer channels, each as fast
+        ch = min(ch, system.max_channels)
     return NcclGraph(ch, speed, speed, hw)
 
 

@@ -2,7 +2,7 @@
 ZB-H1's stash and torch's action names (F, I, W, B).
 
 ``runner(schedule, P, M) -> result`` runs a schedule; ``result`` has ``peak_activations_per_stage``
-and ``bubble_fraction_measured``. The default times the plan in-process
+and ``bubble_fraction_retimed``. The default times the plan in-process
 (:func:`edu_parallel.pipeline_parallel.timing.time_schedule`); the lesson passes one that runs real
 ranks (:func:`edu_parallel.pipeline_parallel.report.run_pipeline`). The questions that draw
 nothing are in ``pipeline_why.py``. References: Huang et al. 2019
@@ -44,7 +44,7 @@ def simulated_pipeline(schedule: str, num_ranks: int, microbatches: int) -> Any:
     timeline = time_schedule(build_schedule(schedule, num_ranks, microbatches), 1.0, 2.0)
     return SimpleNamespace(
         peak_activations_per_stage=timeline.peak_activations_per_stage(),
-        bubble_fraction_measured=timeline.bubble_fraction(),
+        bubble_fraction_retimed=timeline.bubble_fraction(),
     )
 
 
@@ -162,8 +162,8 @@ def q_outline_2p(d: PipelineDraw, run: PipelineRunner) -> MultipleChoice:
         0,
         _(
             "With equal stage times the GPipe formula holds exactly, and substituting M = 2P"
-            " gives (P-1)/(3P-1); the engine's measured idle share equals it (errata E3 names"
-            " both conventions)."
+            " gives (P-1)/(3P-1); the idle share of the engine's executed order, retimed, equals"
+            " it (errata E3 names both conventions)."
         ),
         params={"P": p},
         key="outline_2p",
@@ -210,7 +210,7 @@ def _reveal(result: Any) -> str:
         "peak stashed activations per stage: {peaks}\nbubble (share of total time): {bubble}"
     ).format(
         peaks=list(result.peak_activations_per_stage),
-        bubble=f"{result.bubble_fraction_measured:.4f}",
+        bubble=f"{result.bubble_fraction_retimed:.4f}",
     )
 
 

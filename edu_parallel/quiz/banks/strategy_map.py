@@ -1,11 +1,13 @@
-"""Question bank of lesson 01 (the parallelism map): what each strategy splits and what it sends.
+"""Question bank of lesson 01 (the parallelism map): what each strategy splits, what travels, why
+each exists, and a predict-then-run on what a TP rank holds.
 
-Every number comes from :mod:`edu_parallel.strategy_map.formulas`, which the tests check against
-real runs. ``runner(world_size) -> report`` runs the lesson's model under the four strategies
-(:func:`edu_parallel.strategy_map.report.map_runner`); the default evaluates the formula for the
-lesson's model (no processes), shaped like a report. The questions that draw nothing are in
-``strategy_map_why.py``. References: Shoeybi et al. 2019
-(Megatron-LM), Korthikanti et al. 2022 (sequence parallelism).
+The lesson teaches no formula, so neither does its quiz: its numbers are read from the lesson's run
+(``runner(world_size) -> report`` runs the lesson's model under TP,
+:func:`edu_parallel.strategy_map.report.map_runner`; the default evaluates
+:func:`~edu_parallel.strategy_map.formulas.formula_param_bytes`, which the tests check against the
+runs, shaped like a report). The questions that draw nothing are in ``strategy_map_why.py``; the
+questions in bytes that left the lesson (``T*``, bytes per step) are in ``strategy_map_bytes.py``.
+References: Shoeybi et al. 2019 (Megatron-LM); Lepikhin et al. 2020 (GShard).
 """
 
 from __future__ import annotations
@@ -17,34 +19,30 @@ from types import SimpleNamespace
 from typing import Any
 
 from ...core.i18n import _
-from ...strategy_map.crossover import crossover_tokens
-from ...strategy_map.formulas import (
-    MapConfig,
-    block_params,
-    formula_param_bytes,
-    formula_sent_bytes,
-)
+from ...strategy_map.formulas import MapConfig, formula_param_bytes
 from ..container import Quiz
 from ..numeric import Numeric
 from ..predict import PredictThenRun
 from ..registry import QuestionSet, register_bank
 from .common import pick, ranks
-from .strategy_map_why import q_memory_errata, q_what_splits
+from .strategy_map_why import (
+    NEEDS,
+    q_memory_errata,
+    q_what_splits,
+    q_what_travels,
+    q_which_strategy,
+)
 
 NAME = "01_parallelism_map"
 MapRunner = Callable[[int], Any]
 LESSON = MapConfig()  # the lesson's model: edu_parallel.strategy_map.strategies's defaults
-ITEM = 2  # bf16 gradients and activations of the paper questions
-
-
-def _lesson_sizes() -> dict[str, int]:
-    return {"layers": LESSON.layers, "hidden": LESSON.hidden, "tokens": LESSON.batch * LESSON.seq}
+RUN_RANKS = 2  # the predict-then-run's TP degree: the lesson's table shows 4
 
 
 def formula_runner(world_size: int) -> Any:
-    """TP's bytes per rank for the lesson's model by the formula, shaped like a run's report."""
-    sent = formula_sent_bytes("tp", world_size, 0, **_lesson_sizes())
-    tp = SimpleNamespace(per_rank=[{"sent_bytes": sent}] * world_size)
+    """A TP rank's parameter bytes for the lesson's model by the formula, shaped like a report."""
+    held = formula_param_bytes("tp", world_size, layers=LESSON.layers, hidden=LESSON.hidden)
+    tp = SimpleNamespace(per_rank=[{"param_bytes": held}] * world_size)
     return SimpleNamespace(runs={"tp": tp})
 
 
@@ -52,164 +50,49 @@ def formula_runner(world_size: int) -> Any:
 class MapDraw:
     """Lesson 01's parameters, drawn in one go."""
 
-    n: int
-    """GPUs of the paper questions (the pipeline has at least 4 stages)."""
-    h: int
-    """Hidden size of the paper questions' MLP blocks."""
-    layers: int
-    """MLP blocks of the paper questions' model."""
-    tokens: int
-    """Tokens per step of the paper questions."""
-    n_run: int
-    """Ranks of the TP run (the lesson prints N = 4)."""
-    accumulate: int
-    """Micro-batches per optimizer step in the crossover question."""
+    need: int
+    """Which need the "which strategy" question names: an index of ``NEEDS``."""
 
     @classmethod
     def draw(cls, rng: random.Random | None) -> MapDraw:
-        n, h = pick(rng, 8, 2, 4, 8), pick(rng, 4096, 1024, 2048, 4096)
-        layers, tokens = pick(rng, 32, 16, 24, 32), pick(rng, 8, 4, 8, 16) * 2048
-        return cls(n, h, layers, tokens, pick(rng, 2, 2, 4), pick(rng, 8, 2, 4, 8, 16))
-
-    @property
-    def big(self) -> dict[str, int]:
-        """The paper questions' model, as the formulas take it."""
-        return {"layers": self.layers, "hidden": self.h, "tokens": self.tokens, "itemsize": ITEM}
-
-
-def q_map_dp_sent(d: MapDraw, run: MapRunner) -> Numeric:
-    """Bytes each GPU sends per step under data parallelism."""
-    psi = d.layers * block_params(d.h)
-    return Numeric(
-        _(
-            "Data parallelism on {n} GPUs for a model of {layers} MLP blocks with h = {h}"
-            " ({psi} parameters, bf16 gradients, one bucket, ring all-reduce): how many bytes"
-            " does each GPU send per step?"
-        ).format(n=d.n, layers=d.layers, h=d.h, psi=f"{psi:,}"),
-        formula_sent_bytes("dp", d.n, 0, **d.big),
-        units="bytes",
-        explanation=_(
-            "The gradient all-reduce: 2(N-1)/N of the gradient bytes (Psi x 2 B), whatever the"
-            " batch size: DP's traffic grows with the MODEL. Measured in the lesson: 2(N-1)/N x"
-            " Psi x 4 B."
-        ),
-        params={"N": d.n, "psi": psi, "itemsize": ITEM},
-        key="map_dp_sent",
-    )
-
-
-def q_map_tp_sent(d: MapDraw, run: MapRunner) -> Numeric:
-    """Bytes each GPU sends per step under Megatron tensor parallelism."""
-    return Numeric(
-        _(
-            "Tensor parallelism (Megatron MLP) over {n} GPUs, same {layers} blocks with h ="
-            " {h}, {tokens} tokens per step, bf16 activations: bytes each GPU sends per step"
-            " (forward and backward)?"
-        ).format(n=d.n, layers=d.layers, h=d.h, tokens=f"{d.tokens:,}"),
-        formula_sent_bytes("tp", d.n, 0, **d.big),
-        units="bytes",
-        explanation=_(
-            "Each block all-reduces its (tokens, h) output forward (g) and the gradient of its"
-            " input backward (f): 2L all-reduces of T h x 2 B, each 2(N-1)/N of that per rank."
-            " TP's traffic grows with the TOKENS, not the parameters: with a small batch TP"
-            " sends less than DP."
-        ),
-        params={"N": d.n, "L": d.layers, "h": d.h, "T": d.tokens, "itemsize": ITEM},
-        key="map_tp_sent",
-    )
-
-
-def q_map_pp_sent(d: MapDraw, run: MapRunner) -> Numeric:
-    """Bytes a middle pipeline stage sends per step."""
-    stages = max(d.n, 4)
-    return Numeric(
-        _(
-            "Pipeline parallelism with {stages} stages, {tokens} tokens per step, h = {h},"
-            " bf16: how many bytes does stage 1 (a middle stage) send per step?"
-        ).format(stages=stages, tokens=f"{d.tokens:,}", h=d.h),
-        formula_sent_bytes("pp", stages, 1, **d.big),
-        units="bytes",
-        explanation=_(
-            "Its output activations to the next stage (T h x 2 B over all microbatches) and the"
-            " gradient of its input to the previous one (the same size): 2 T h x 2 B,"
-            " independent of the number of stages and of the parameters; only neighbours talk."
-        ),
-        params={"T": d.tokens, "h": d.h, "itemsize": ITEM},
-        key="map_pp_sent",
-    )
-
-
-def q_map_layer_crossover(d: MapDraw, run: MapRunner) -> Numeric:
-    """Above how many tokens per micro-batch TP sends more than DP."""
-    return Numeric(
-        _(
-            "A full transformer layer (attention + MLP, 12h^2 parameters, no biases) with h ="
-            " {h}, trained with gradient accumulation over {k} micro-batches per optimizer"
-            " step: above how many tokens PER MICRO-BATCH does TP send more bytes per step than"
-            " DP?"
-        ).format(h=d.h, k=d.accumulate),
-        crossover_tokens(d.h, "bare", d.accumulate),
-        units="tokens",
-        explanation=_(
-            "DP all-reduces 12h^2 gradients per layer ONCE per step; TP all-reduces a (T, h)"
-            " activation 4 times per layer in EVERY micro-batch: 12h^2 = 4 k T h, so"
-            " T* = 3h/k (the MLP block alone: 4h + 2.5 with k = 1). The lesson measures it on"
-            " lesson 12's model."
-        ),
-        params={"h": d.h, "k": d.accumulate},
-        key="map_layer_crossover",
-    )
-
-
-def q_map_tp_param_bytes(d: MapDraw, run: MapRunner) -> Numeric:
-    """Parameter bytes per GPU under tensor parallelism."""
-    return Numeric(
-        _(
-            "TP over {n} GPUs: parameter bytes per GPU for the {layers} blocks with h = {h} in"
-            " bf16 (W1, b1 and W2 split, b2 replicated)?"
-        ).format(n=d.n, layers=d.layers, h=d.h),
-        formula_param_bytes("tp", d.n, layers=d.layers, hidden=d.h, itemsize=ITEM),
-        units="bytes",
-        explanation=_(
-            "(8h^2 + 4h)/t of the split tensors plus the replicated h-element bias b2, per"
-            " block: almost exactly 1/t of the model. Activations are another story: without"
-            " sequence parallelism every TP rank keeps the full (b, s, h) tensors."
-        ),
-        params={"N": d.n, "L": d.layers, "h": d.h, "itemsize": ITEM},
-        key="map_tp_param_bytes",
-    )
+        return cls(pick(rng, 1, *range(len(NEEDS))))
 
 
 def _reveal(report: Any) -> str:
-    sent = [row["sent_bytes"] for row in report.runs["tp"].per_rank]
-    return _("bytes each rank sent in the TP step, from the trace: {sent}").format(sent=sent)
+    held = [row["param_bytes"] for row in report.runs["tp"].per_rank]
+    return _("parameter bytes each TP rank holds, from the trace: {held}").format(held=held)
 
 
-def q_predict_map_tp_sent(d: MapDraw, run: MapRunner) -> PredictThenRun:
-    """Predict, then run: the bytes rank 0 sends in one TP step of the lesson's model."""
-    n_run, lesson = d.n_run, _lesson_sizes()
+def q_predict_map_tp_params(d: MapDraw, run: MapRunner) -> PredictThenRun:
+    """Predict, then run: the parameter bytes of one TP rank on 2 ranks."""
+    n, c = RUN_RANKS, LESSON
+    sizes = {"layers": c.layers, "hidden": c.hidden}
+    whole, four = formula_param_bytes("dp", 1, **sizes), formula_param_bytes("tp", 4, **sizes)
     return PredictThenRun(
         _(
-            "Predict the bytes rank 0 sends in one TP step of the lesson's model ({layers}"
-            " blocks, h = {h}, {tokens} tokens, fp32) on {n} ranks, then run it."
-        ).format(layers=lesson["layers"], h=lesson["hidden"], tokens=lesson["tokens"], n=n_run),
+            "On 4 ranks each TP rank held {four:,} of the model's {whole:,} parameter bytes. On"
+            " {n} ranks, how many parameter bytes does each TP rank hold? Predict, then run it."
+        ).format(four=int(four), whole=int(whole), n=n),
         Numeric(
-            _("Bytes sent by rank 0"),
-            formula_sent_bytes("tp", n_run, 0, **lesson),
+            _("Parameter bytes of one TP rank"),
+            formula_param_bytes("tp", n, **sizes),
             tolerance=0.02,
             units="bytes",
-            explanation=_("2L all-reduces of T h x 4 B, each 2(N-1)/N of that per rank."),
+            explanation=_(
+                "W1, b1 and W2 are split in {n}; b2 stays whole on every rank: a little more"
+                " than 1/{n} of the model."
+            ).format(n=n),
         ),
-        run=lambda: run(n_run),
+        run=lambda: run(n),
         reveal=_reveal,
         explanation=_(
-            "The trace holds 2L all_reduce events per rank (L forward, L backward); the ring"
-            " volume of each is 2(N-1)/N of its (T, h) buffer."
+            "Each rank records every tensor it holds in its trace: a 1/N slice of W1, b1 and W2"
+            " in each block, and the whole b2 (it is added after the partial outputs are summed)."
         ),
-        truth=lambda report: report.runs["tp"].per_rank[0]["sent_bytes"],
-        params={"N": n_run, **lesson},
-        key="predict_map_tp_sent",
-        config=f"run_strategy_map({ranks(n_run)})",
+        truth=lambda report: report.runs["tp"].per_rank[0]["param_bytes"],
+        params={"N": n, "layers": c.layers, "hidden": c.hidden},
+        key="predict_map_tp_params",
+        config=f"run_strategy_map({ranks(n)}, ['tp'])",
     )
 
 
@@ -217,13 +100,10 @@ MAP = QuestionSet(
     MapDraw.draw,
     (
         q_what_splits,
-        q_map_dp_sent,
-        q_map_tp_sent,
-        q_map_pp_sent,
-        q_map_layer_crossover,
-        q_map_tp_param_bytes,
+        q_what_travels,
         q_memory_errata,
-        q_predict_map_tp_sent,
+        q_which_strategy,
+        q_predict_map_tp_params,
     ),
     formula_runner,
     "runner(world_size)",
@@ -233,8 +113,8 @@ MAP = QuestionSet(
 def map_quiz(
     seed: int | None = None, runner: MapRunner | None = None, learner: str | None = None
 ) -> Quiz:
-    """Lesson 01: what DP, TP, PP, EP split; bytes they send; the syllabus's table checked (U1,
-    U7)."""
+    """Lesson 01: what DP, TP, PP, EP split and send, why each exists; the syllabus's table
+    checked (U1, U7)."""
     questions = MAP.build(seed, runner)
     return Quiz(_("Lesson 01: the parallelism map"), questions, name=NAME, learner=learner)
 
