@@ -6,9 +6,9 @@ Grading an exercise runs every case on real ranks and then, for the picture, the
 solution on the case shown. Each exercise's reference is graded twice: on the lesson's cluster
 (``Cluster(4)``; ``Cluster(8)`` in lesson 12), where a case of another size starts a
 short-lived cluster as in a notebook, and with no cluster, as ``edu-parallel exercise check``
-grades (the grader starts its own). The starters of exercises 05 and 12 return at once with wrong
-groups or sums; they are graded on the lesson's cluster too, since a learner's first check must
-come back quickly with a diagnosis, not after a hang. The goals were assertions in
+grades (the grader starts its own). The starters of exercises 05, 11 and 12 return at once with
+wrong groups, sums or tokens; they are graded on the lesson's cluster too, since a learner's first
+check must come back quickly with a diagnosis, not after a hang. The goals were assertions in
 ``tests/test_exercise_*.py`` until issue 28 moved timing out of the tests; the tests keep what
 each grade says. A hang costs the exercise's ``timeout_s`` per case on top.
 Timing on a shared 2-core machine is noisy: compare numbers from one run.
@@ -28,7 +28,7 @@ from edu_parallel.exercises import EXERCISES, get_exercise, grade
 
 GOAL_S = 5.0  # grading a reference, every case on 2..4 ranks (8 for exercises 05 and 12)
 # grading the starter on a cluster of its largest case, by the function the learner writes
-STARTER_GOAL_S = {"my_mesh_groups": 10.0, "my_two_level_allreduce": 20.0}
+STARTER_GOAL_S = {"my_mesh_groups": 10.0, "my_two_level_allreduce": 20.0, "my_dp_crossover": 5.0}
 
 
 def starter(ex):
