@@ -8,9 +8,11 @@ shared cores are noisy (each sweep keeps the fastest of its rounds).
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 
+from edu_parallel.app.course.links import load
 from edu_parallel.models.published import PUBLISHED_BUSBW
 from edu_parallel.quiz import roofline_quiz
 from edu_parallel.roofline.config import SweepConfig
@@ -183,3 +185,23 @@ def test_the_predict_question_is_graded_against_a_real_run(cluster2) -> None:
     assert report.accumulation == (1, q.params["k"])
     assert q.check(q.predict.position(q.truth(report))).correct
     assert "ms" in q.reveal(report)
+
+
+def test_the_lessons_gpu_prose_quotes_the_model() -> None:
+    """Lesson 11's text names the GPU model's numbers; they must be what the model computes."""
+    nb = load(Path(__file__).resolve().parents[1] / "notebooks" / "11_bytes_to_time.ipynb")
+    text = {c["id"]: "".join(c["source"]) for c in nb["cells"]}
+    rows = {(r.strategy, r.place): r for r in gpu_rows(8192, 65536)}
+    quoted = {
+        "c13": [
+            rows[("tp", "in a node")].intensity,
+            rows[("tp", "in a node")].critical,
+            rows[("tp", "across nodes")].critical,
+            rows[("dp", "across nodes")].intensity,
+            65536 / 8,
+        ],
+        "c11": [H100_FLOPS / 1e12, IN_NODE.bandwidth_Bps / 1e9, 65536],
+    }
+    for cell, values in quoted.items():
+        for v in values:
+            assert f"{v:,.0f}" in text[cell], (cell, f"{v:,.0f}")
