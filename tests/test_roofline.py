@@ -38,7 +38,7 @@ from edu_parallel.viz.fit import fit_problems
 from edu_parallel.viz.roofline import crossover_time_figure, gpu_share_figure
 from edu_parallel.zero.report import run_zero
 
-SWEEP = {"hidden": 128, "layers": 2}  # the lesson's sweep
+SWEEP: dict = {}  # the lesson's sweep: the defaults
 
 
 def test_step_time_is_flops_over_f_and_alpha_beta() -> None:
@@ -92,7 +92,7 @@ def test_sweep_config_names_every_bad_value_at_once() -> None:
     with pytest.raises(ValueError, match=r"accumulation=\(1, 64\) is not valid: expected at most"):
         SweepConfig(2, microbatch=16, accumulation=(1, 64))
     cfg = SweepConfig(2, **SWEEP)
-    assert cfg.params == 2 * block_params(128) and cfg.calibration_sizes[-1] == cfg.params * 4
+    assert cfg.params == block_params(128) and cfg.calibration_sizes[-1] == cfg.params * 4
     assert cfg.tokens == tuple(4 * k for k in cfg.accumulation)
 
 
@@ -144,7 +144,7 @@ def test_the_measured_crossover_matches_the_formula_within_30_percent(cluster2) 
         step = rep.trace.select("compute", rank=0, phase=MATMUL)
         counted = sum(e.attrs["flops"] for e in step if e.step == len(cfg.accumulation) - 1)
         assert counted == dp_step_flops(cfg.hidden, cfg.layers, cfg.tokens[-1])
-        assert rep.comm_level_s <= min(rep.comm_s) and rep.link.bandwidth_Bps > 0
+        assert min(rep.comm_s) <= rep.comm_level_s <= max(rep.comm_s) and rep.link.bandwidth_Bps > 0
     ratios = [r.ratio for r in reports]
     median = statistics.median(x if x is not None else float("inf") for x in ratios)
     assert 0.7 <= median <= 1.3, [

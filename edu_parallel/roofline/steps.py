@@ -17,9 +17,11 @@ gradient accumulation, autograd and Python) is what the roofline leaves out.
 
 In the same round, on the same ranks, it times the two constants the formula needs:
 
-* ``F``, this machine's matmul FLOP/s at the step's shapes: the first block's matmuls called one
-  by one, forward ``addmm`` and the backward's ``mm`` for dX and dW (a ``calibrate`` compute
-  event carrying their FLOPs in ``attrs``);
+* ``F``, this machine's matmul FLOP/s at the step's shapes: the model's forward and backward
+  alone on two microbatches (the first finds the weights cold, the second warm, as in the
+  accumulating steps near the crossover), its matmuls timed the same way (``calibrate`` compute
+  events, each carrying its FLOPs in ``attrs``). At a few tokens a matmul is bound by reading
+  its weights, not by its FLOPs, so ``F`` is measured at these shapes, not taken from a peak;
 * right after it, as a step's all-reduce follows a compute, one ``all_reduce`` of the step's own
   bucket size, then one of a smaller calibration size, ``sizes[(round + i) % (len(sizes) - 1)]``
   (``calibrate`` collectives, in that order on every rank), for the α-β fit.
@@ -44,6 +46,7 @@ from .config import SweepConfig
 
 CALIBRATE = "calibrate"  # phase of the timings that give the formula its constants
 MATMUL = "matmul"  # phase of each matmul inside a step's forward and backward
+PROBE_MICROBATCHES = 2  # the matmul timing's microbatches: one with cold weights, one warm
 
 
 def _leaves(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -62,15 +65,20 @@ def _bucket(blocks: list[dict[str, torch.Tensor]]) -> torch.Tensor:
 
 
 def timed_linear(
-    ctx: RankContext, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, step: int
+    ctx: RankContext,
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    step: int,
+    phase: str = MATMUL,
 ) -> torch.Tensor:
     """``x W^T + b`` on (T, h_in) @ (h_in, h_out) as one ``addmm``, its forward and its backward
-    node each a ``matmul`` compute event (the backward's FLOPs are dX's and dW's)."""
+    node each a compute event of ``phase`` (the backward's FLOPs are dX's and dW's)."""
     start = ctx.tracer.now()
     z = torch.addmm(b, x, w.t())  # (T, h_out)
     fwd = 2 * x.shape[0] * w.shape[0] * w.shape[1]
     ctx.record_compute(
-        "addmm", 0, start, ctx.tracer.now(), step=step, phase=MATMUL, attrs={"flops": fwd}
+        "addmm", 0, start, ctx.tracer.now(), step=step, phase=phase, attrs={"flops": fwd}
     )
     began: list[float] = []
     node = z.grad_fn
@@ -84,7 +92,7 @@ def timed_linear(
             began.pop(),
             ctx.tracer.now(),
             step=step,
-            phase=MATMUL,
+            phase=phase,
             attrs={"flops": flops},
         )
 
@@ -93,11 +101,11 @@ def timed_linear(
 
 
 def dense_block(
-    ctx: RankContext, x: torch.Tensor, w: dict[str, torch.Tensor], step: int
+    ctx: RankContext, x: torch.Tensor, w: dict[str, torch.Tensor], step: int, phase: str = MATMUL
 ) -> torch.Tensor:
     """The strategy map's block ``x + W2 GeLU(W1 x + b1) + b2`` on tokens (T, h), matmuls timed."""
-    a = F.gelu(timed_linear(ctx, x, w["w1"], w["b1"], step))  # (T, 4h)
-    return x + timed_linear(ctx, a, w["w2"], w["b2"], step)  # (T, h)
+    a = F.gelu(timed_linear(ctx, x, w["w1"], w["b1"], step, phase))  # (T, 4h)
+    return x + timed_linear(ctx, a, w["w2"], w["b2"], step, phase)  # (T, h)
 
 
 def dp_step(
@@ -124,22 +132,22 @@ def dp_step(
     flat.zero_()
 
 
-def time_matmuls(ctx: RankContext, w: dict[str, torch.Tensor], x: torch.Tensor, step: int) -> None:
-    """The first block's matmuls on ``x`` (T, h) one by one, the kernels its step runs (W1's
-    input is data: no dX), as a ``calibrate`` compute event carrying their FLOPs."""
-    t, h = x.shape
-    with torch.no_grad():
-        ctx.barrier()
-        start = ctx.tracer.now()
-        z = torch.addmm(w["b1"], x, w["w1"].t())  # (T, h) @ (h, 4h) -> (T, 4h)
-        g = torch.addmm(w["b2"], z, w["w2"].t())  # (T, 4h) @ (4h, h) -> (T, h)
-        dz = torch.mm(g, w["w2"])  # dX of W2: (T, h) @ (h, 4h) -> (T, 4h)
-        torch.mm(g.t(), z)  # dW2: (h, T) @ (T, 4h) -> (h, 4h)
-        torch.mm(dz.t(), x)  # dW1: (4h, T) @ (T, h) -> (4h, h)
-        end = ctx.tracer.now()
-    flops = 5 * 2 * t * 4 * h * h  # W1: forward, dW; W2: forward, dX, dW
-    attrs = {"flops": flops, "tokens": t}
-    ctx.record_compute("matmuls", 0, start, end, step=step, phase=CALIBRATE, attrs=attrs)
+def time_matmuls(
+    ctx: RankContext,
+    blocks: list[dict[str, torch.Tensor]],
+    batches: list[tuple[torch.Tensor, torch.Tensor]],
+    step: int,
+) -> None:
+    """The model's forward and backward on the microbatches ``batches`` in turn, alone (two: the
+    first finds the weights cold, the next warm, as in an accumulating step), its matmuls timed
+    as the step times its own (``calibrate`` events carrying their FLOPs): the same kernels,
+    shapes and bookkeeping, without the all-reduce and its wait."""
+    ctx.barrier()
+    for x, y in batches:  # (T, h) each
+        out = x
+        for w in blocks:
+            out = dense_block(ctx, out, w, step, CALIBRATE)
+        sq_error(out, y, y.numel()).backward()
 
 
 def sweep_job(ctx: RankContext, cfg: SweepConfig, rnd: int) -> dict[str, Any]:
@@ -161,7 +169,8 @@ def sweep_job(ctx: RankContext, cfg: SweepConfig, rnd: int) -> dict[str, Any]:
     ctx.tracer.where(f"roofline sweep, round {rnd}")
     for i, k in enumerate(cfg.accumulation):
         step = rnd * points + i
-        time_matmuls(ctx, weights[0], micro[0][0], step)
+        time_matmuls(ctx, blocks, micro[:PROBE_MICROBATCHES], step)  # the step's weights
+        flat.zero_()  # its gradients went into the bucket
         for buf in (buffers[-1], buffers[(rnd + i) % (len(buffers) - 1)]):
             ctx.collective("all_reduce", buf, step=step, phase=CALIBRATE)
         dp_step(ctx, blocks, flat, micro[:k], n * k * t * model.hidden, step)

@@ -18,9 +18,10 @@
 
 Each time is the fastest of the rounds after the first (a warm-up): on shared cores load only ever
 adds time, so the minimum is the least disturbed measurement (``timeit``'s advice). Every point
-all-reduces the same bucket, so the measured all-reduce is the fastest of all points
-(``comm_level_s``; ``comm_s`` keeps each point's own); ``spread`` keeps the median over the
-minimum, to say how noisy the machine was.
+all-reduces the same bucket and times the same matmuls, so the measured all-reduce
+(``comm_level_s``; ``comm_s`` keeps each point's own), ``F`` and the bucket's calibration are each
+the median over the points of their fastest rounds: estimated from as many rounds as a measured
+point is. ``spread`` keeps the median over the minimum, to say how noisy the machine was.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class SweepReport:
     compute_s: list[float]  # measured: the matmuls of one optimizer step
     other_s: list[float]  # measured: the rest of forward and backward
     comm_s: list[float]  # measured: the gradient all-reduce, each point's fastest round
-    comm_level_s: float  # ... the fastest of all points: each sends the same bucket
+    comm_level_s: float  # ... the median of the points' fastest: each sends the same bucket
     flops_per_s: float  # F: the matmul timings' rate at the microbatch's shapes
     sizes: tuple[int, ...]  # calibration all-reduces
     allreduce_s: list[float]  # their fastest times
@@ -174,13 +175,14 @@ def read_sweep(cfg: SweepConfig, params: int, trace: Trace) -> SweepReport:
     n, points = cfg.world_size, len(cfg.accumulation)
     total: dict[Any, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     matmul: dict[Any, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    probe: dict[Any, dict[int, float]] = defaultdict(dict)
-    flops: dict[Any, float] = {}
+    probe: dict[Any, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    flops: dict[Any, float] = defaultdict(float)
     colls: dict[tuple[Any, Any], list[Event]] = defaultdict(list)
     for e in trace.events:
         if e.kind == "compute" and e.phase == CALIBRATE:
-            probe[e.step][e.rank] = e.duration
-            flops[e.step] = (e.attrs or {})["flops"]
+            probe[e.step][e.rank] += e.duration
+            if e.rank == 0:
+                flops[e.step] += (e.attrs or {})["flops"]
         elif e.kind == "compute" and e.phase == MATMUL:
             matmul[e.step][e.rank] += e.duration
         elif e.kind == "compute":
@@ -189,19 +191,23 @@ def read_sweep(cfg: SweepConfig, params: int, trace: Trace) -> SweepReport:
             colls[(e.phase, e.step)].append(e)
     sizes = list(cfg.calibration_sizes)
     samples: dict[str, list[list[float]]] = {k: [[] for _ in range(points)] for k in "cos"}
-    calib: list[list[float]] = [[] for _ in sizes]
-    rates = []
+    calib: list[list[float]] = [[] for _ in sizes[:-1]]
+    bucket: list[list[float]] = [[] for _ in range(points)]  # the bucket's size, per point
+    rates: list[list[float]] = [[] for _ in range(points)]
     for s in range(points, cfg.repeats * points):  # round 0 warms up
         rnd, i = divmod(s, points)
         samples["c"][i].append(max(matmul[s].values()))
         samples["o"][i].append(max(total[s][r] - matmul[s][r] for r in total[s]))
         samples["s"][i].append(_spans(colls[(GRAD_SYNC, s)], n))
-        rates.append(flops[s] / max(probe[s].values()))
-        bucket, other = _pair(colls[(CALIBRATE, s)], n)
-        calib[-1].append(bucket)
+        rates[i].append(flops[s] / max(probe[s].values()))
+        first_ar, other = _pair(colls[(CALIBRATE, s)], n)
+        bucket[i].append(first_ar)
         calib[(rnd + i) % (len(sizes) - 1)].append(other)
     best = {k: [_best(v) for v in samples[k]] for k in "cos"}
-    allreduce = [min(v) for v in calib]
+    # Every point times the same bucket and the same matmuls: each point's fastest round, then
+    # the median over points, so the formula's F and B and the measured all-reduce are each
+    # estimated from as many rounds as each measured point is.
+    allreduce = [min(v) for v in calib] + [statistics.median(min(v) for v in bucket)]
     alpha_all, bandwidth = fit_alpha_beta([ring_factor(n) * s for s in sizes], allreduce)
     source = f"fit_alpha_beta on {len(sizes)} all-reduce sizes on {n} ranks, in the sweep's rounds"
     link = Link(FIT_NAME, alpha_all / (2 * (n - 1)), bandwidth, source)
@@ -215,8 +221,8 @@ def read_sweep(cfg: SweepConfig, params: int, trace: Trace) -> SweepReport:
         [c for c, _ in best["c"]],
         [c for c, _ in best["o"]],
         [c for c, _ in best["s"]],
-        min(c for c, _ in best["s"]),
-        max(rates),
+        statistics.median(c for c, _ in best["s"]),
+        statistics.median(max(v) for v in rates),
         tuple(sizes),
         allreduce,
         link,

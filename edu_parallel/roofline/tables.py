@@ -42,7 +42,7 @@ def sweep_table(report: Any) -> pd.DataFrame:
                 N_("W / F, formula (ms)"): report.formula_compute_s[i] * MS,
                 N_("other compute, measured (ms)"): report.other_s[i] * MS,
                 N_("all-reduce, measured (ms)"): report.comm_s[i] * MS,
-                N_("all-reduce, fastest of all (ms)"): level * MS,
+                N_("all-reduce, median of the points (ms)"): level * MS,
                 N_("all-reduce, formula (ms)"): report.formula_comm * MS,
                 N_("bound (measured)"): _(BOUND["communication" if level > compute else "compute"]),
             }

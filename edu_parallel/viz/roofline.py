@@ -86,7 +86,7 @@ def crossover_time_figure(report: Any, title: str | None = None) -> Any:
         y=[report.comm_level_s * MS] * 2,
         mode="lines",
         line=dict(color=COMMUNICATION),
-        name=_("all-reduce, measured (the fastest: the same bucket at every point)"),
+        name=_("all-reduce, measured (median of the points: the same bucket at each)"),
     )
     link = report.link
     _line(
