@@ -20,7 +20,7 @@ Equal to ``F / B`` at ``T* = (F / B) (N-1) e / (3N)``, plus ``α``'s share
 1909.08053) sends ``2(N-1)/N T h e`` per all-reduce, two per block, while a block computes
 ``6 · 8h²/N · T``: ``W / D = 12 h / ((N-1) e)``, the **width**, whatever the batch, which is why
 it stays inside a node (Narayanan et al. 2021, arXiv
-2104.04473 §3.3: "tensor model parallelism within a server").
+2104.04473, takeaway #1: tensor parallelism up to the GPUs of a server).
 
 :func:`crossover` finds where two measured or modelled curves cross on a sweep.
 ``tests/test_roofline.py`` checks the formulas' crossover against the ranks' measured one.

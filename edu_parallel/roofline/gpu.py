@@ -20,8 +20,8 @@ GPUs) and only its communication differs (:func:`gpu_rows`): DP all-reduces ``12
 gradients once per step; TP (Megatron) all-reduces a ``(B, h)`` activation 4 times per layer;
 ZeRO-3 all-gathers the parameters twice and reduce-scatters the gradients; PP sends a stage's
 activations forward and their gradients back; EP sends each token to ``k = 2`` experts and back,
-twice (forward, backward). Narayanan et al. 2021 (arXiv 2104.04473, §3.3) put TP inside a node for
-exactly the reason :func:`gpu_rows` shows.
+twice (forward, backward). Narayanan et al. 2021 (arXiv 2104.04473, takeaway #1) put TP inside a
+node for exactly the reason :func:`gpu_rows` shows.
 """
 
 from __future__ import annotations
