@@ -1,7 +1,9 @@
 """Question bank of lesson 11 (bytes become time): arithmetic intensity, the crossover, overlap.
 
 Every number comes from :mod:`edu_parallel.roofline.formulas` (checked against the ranks by
-``tests/test_roofline.py``) and :mod:`edu_parallel.roofline.gpu` (modelled with published rates).
+``tests/test_roofline.py``) and :mod:`edu_parallel.roofline.gpu` (modelled with published rates);
+two of lesson 01's byte questions (``strategy_map_bytes.py``: TP's bytes per step, the crossover
+with accumulation) come along with the sweeps they belong to.
 ``runner(accumulation) -> report`` runs lesson 11's sweep with those microbatch counts
 (:func:`edu_parallel.roofline.sweep.sweep_runner`); the default is the formula, shaped like a
 report (the all-reduce does not depend on ``k``). Reference: the JAX Scaling Book, "All About
@@ -24,6 +26,7 @@ from ..numeric import Numeric
 from ..predict import PredictThenRun
 from ..questions import MultipleChoice
 from ..registry import QuestionSet, register_bank
+from . import strategy_map_bytes as map_bytes
 from .common import pick, place, ranks, with_right
 
 NAME = "11_bytes_to_time"
@@ -50,15 +53,13 @@ class RooflineDraw:
     """Microbatches of the predict-then-run question."""
     at: int
     """Where the right option of the multiple-choice questions goes."""
+    map: map_bytes.MapDraw
+    """Lesson 01's byte questions' parameters (their model, ranks and accumulation)."""
 
     @classmethod
     def draw(cls, rng: random.Random | None) -> RooflineDraw:
-        return cls(
-            pick(rng, 8, 8, 16, 64),
-            pick(rng, 4096, 1024, 2048, 4096),
-            pick(rng, 8, 4, 8),
-            place(rng, 0),
-        )
+        n, tokens = pick(rng, 8, 8, 16, 64), pick(rng, 4096, 1024, 2048, 4096)
+        return cls(n, tokens, pick(rng, 8, 4, 8), place(rng, 0), map_bytes.MapDraw.draw(rng))
 
 
 def q_dp_intensity(d: RooflineDraw, run: Any) -> Numeric:
@@ -169,6 +170,16 @@ def q_batch(d: RooflineDraw, run: Any) -> MultipleChoice:
     )
 
 
+def q_map_tp_sent(d: RooflineDraw, run: Any) -> Numeric:
+    """Lesson 01's sweep: the bytes a TP rank sends per step (they grow with the tokens)."""
+    return map_bytes.q_map_tp_sent(d.map, run)
+
+
+def q_map_layer_crossover(d: RooflineDraw, run: Any) -> Numeric:
+    """Lesson 01's sweep: TP's byte crossover against DP with gradient accumulation."""
+    return map_bytes.q_map_layer_crossover(d.map, run)
+
+
 def _choice(report: Any) -> int:
     """The choice the measured ratio (k microbatches over one) falls in."""
     k, ratio = report.accumulation[-1], report.comm_s[-1] / report.comm_s[0]
@@ -226,6 +237,8 @@ ROOFLINE = QuestionSet(
         q_dp_crossover_h100,
         q_tp_in_node,
         q_batch,
+        q_map_tp_sent,
+        q_map_layer_crossover,
         q_overlap,
         q_predict_accumulation,
     ),
