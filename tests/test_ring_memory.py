@@ -56,7 +56,10 @@ def test_a_ring_rank_holds_at_most_three_times_its_payload(cluster2):
     d = run.buffer.real_bytes
     for peak in peaks:
         assert peak <= PEAK_FACTOR * d + ALLOWANCE, f"{peak / d:.2f}x the payload"
-        assert peak >= 2 * d  # the buffer and the builtin's result: the measure sees them
+        # the buffer and the builtin's result: the measure sees most of them (pages the job takes
+        # back from ones an earlier test freed are resident already, so they are no rise; a
+        # fresh-clone run once measured 1.88x)
+        assert peak >= 1.75 * d
 
 
 @pytest.mark.multiprocess
