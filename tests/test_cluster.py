@@ -62,8 +62,12 @@ def test_a_hang_times_out_naming_the_ranks_that_did_not_finish():
             c.run(demos.skip_collective, 3)
         assert "timed out after 2 s" in str(info.value)
         assert info.value.ranks == [0, 1, 2]
-        assert "all_reduce" in info.value.where[0] and "ranks [3] finished" in str(info.value)
-        assert info.value.lines == {}  # blocked inside the collective: no Python line to give
+        assert "all_reduce" in info.value.where[0]
+        found = info.value.diagnosis  # from the flight records: rank 3 skipped the collective
+        assert (found.kind, found.culprits) == ("missing", (3,))
+        assert "rank 3 never entered all_reduce #1 (group world)" in str(info.value)
+        assert "rank 3 finished the job before its first operation" in str(info.value)
+        assert info.value.lines == {}  # ranks waiting in the collective: no line of their own
         assert c.run(demos.hello, timeout=5).results[3]["rank"] == 3
 
 
@@ -108,7 +112,8 @@ def test_a_rank_that_loops_is_probed_for_its_line():
         line = spin_on.__code__.co_firstlineno + 1
         assert info.value.ranks == [1]
         assert info.value.lines == {1: f"{__file__}:{line} in spin_on"}
-        assert f"(running {__file__}:{line} in spin_on)" in str(info.value)
+        assert info.value.diagnosis.kind == "slow"  # busy on its core: working, not stuck
+        assert f"at {__file__}:{line} in spin_on: while ctx.rank == rank:" in str(info.value)
 
 
 @pytest.fixture

@@ -29,6 +29,21 @@ def time_allreduce(ctx: RankContext, nbytes: int, iters: int, impl: str) -> list
     return times[1:]
 
 
+def time_traced_allreduce(ctx: RankContext, nbytes: int, iters: int) -> list[float]:
+    """Seconds per ``ctx.collective("all_reduce")`` on a float32 buffer of ``nbytes``: the
+    path whose flight record, and on a checking cluster its signature check, a job pays for
+    (``benchmarks/bench_collective_check.py``); ranks line up at a barrier first."""
+    x = torch.ones(max(1, nbytes // 4))
+    times = []
+    with ctx.tracer.paused():
+        for _ in range(iters + 1):  # the first iteration warms up and is dropped
+            ctx.barrier()
+            start = ctx.tracer.now()
+            ctx.collective("all_reduce", x)
+            times.append(ctx.tracer.now() - start)
+    return times[1:]
+
+
 def ping_pong(ctx: RankContext, nbytes: int, repeats: int) -> list[float] | None:
     """One-way seconds of a message of ``nbytes`` between ranks 0 and 1: rank 0 sends, rank 1
     sends it back, half the round trip, ``repeats`` times after one warm-up. Rank 0 returns the

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from .diagnosis import Diagnosis
 from .i18n import _
 
 
@@ -27,12 +28,18 @@ class WorkerError(EngineError):
     """
 
     def __init__(
-        self, message: str, rank: int, where: str = "", remote_traceback: str | None = None
+        self,
+        message: str,
+        rank: int,
+        where: str = "",
+        remote_traceback: str | None = None,
+        diagnosis: Diagnosis | None = None,
     ):
         super().__init__(message)
         self.rank = rank
         self.where = where
         self.remote_traceback = remote_traceback
+        self.diagnosis = diagnosis
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -44,8 +51,9 @@ class WorkerError(EngineError):
 
 class JobTimeoutError(EngineError, TimeoutError):
     """A job did not finish in time; ``ranks`` are the ranks that were still running, ``where``
-    their last published step, ``lines`` the Python line each was running when probed (only
-    the ranks that could answer: one blocked in a receive cannot)."""
+    their last published step, ``lines`` the Python line (``file:line in function``) of each
+    that was not waiting in a send, receive or collective, and ``diagnosis`` which rank is at
+    fault, and why (:class:`~edu_parallel.core.diagnosis.Diagnosis`)."""
 
     def __init__(
         self,
@@ -53,11 +61,18 @@ class JobTimeoutError(EngineError, TimeoutError):
         ranks: list[int],
         where: dict[int, str],
         lines: dict[int, str] | None = None,
+        diagnosis: Diagnosis | None = None,
     ):
         super().__init__(message)
         self.ranks = ranks
         self.where = where
         self.lines = dict(lines or {})
+        self.diagnosis = diagnosis
+
+
+class CollectiveMismatchError(WorkerError):
+    """Ranks of a group called the same collective number with different operations, dtypes or
+    element counts; caught before gloo ran it. ``diagnosis.sides`` holds each side's ranks."""
 
 
 class ClusterClosedError(EngineError):

@@ -30,9 +30,12 @@ from collections.abc import Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
+from ..core.diagnosis import Diagnosis, diagnose
+from ..core.diagnosis_text import explain, wait_clause
 from ..core.dims import MAX_LOCAL_WORLD_SIZE, ParallelDims
 from ..core.errors import (
     ClusterClosedError,
+    CollectiveMismatchError,
     EngineError,
     JobTimeoutError,
     WorkerError,
@@ -49,15 +52,17 @@ from .failures import (
     died_message,
     job_label,
     joining_label,
+    mismatch_message,
     raised_message,
     timeout_message,
 )
+from .flight import FLIGHT_BYTES, read_record
 from .messages import Close, Done, Failed, Init, Job, Ready
-from .platform import resolve_backend, resolve_start_method
+from .platform import process_stopped, resolve_backend, resolve_start_method
 from .progress import Progress, ProgressWatch, watch_progress
-from .status import STATUS_BYTES, read_pulse, read_status, write_status
+from .status import STATUS_BYTES, read_pulse, read_status
 from .store import make_store_dir, sweep_stale
-from .worker import PROBE_SIGNAL, worker_main
+from .worker import worker_main
 
 PULSE_S = 0.25  # how often the watchdog and the progress read the ranks' counters while they wait
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
@@ -84,6 +89,14 @@ class Cluster:
         progress: ``progress(done, total)``, called while a job runs with the slowest rank's
             ``ctx.progress`` counters when they change, and with ``(total, total)`` when it
             ends (``progress.py``); the command line draws a bar with it. None: nothing.
+        check_collectives: before each blocking collective issued through ``ctx``, the ranks
+            of its group compare its operation, dtype and element count in shared memory, and
+            a mismatch raises :class:`CollectiveMismatchError` naming every side, before gloo
+            aborts a rank or returns a wrong answer (``flight.py``; its cost:
+            ``benchmarks/bench_collective_check.py``). False: no comparison, for speed.
+
+    Every failure carries a :class:`~edu_parallel.core.diagnosis.Diagnosis` (``err.diagnosis``)
+    read from the ranks' flight records: which rank is at fault, and why.
     """
 
     def __init__(
@@ -96,6 +109,7 @@ class Cluster:
         snapshot_limit: int = SNAPSHOT_LIMIT,
         watchdog: bool = False,
         progress: Progress | None = None,
+        check_collectives: bool = True,
     ):
         if mp.current_process().daemon:  # a rank: multiprocessing refuses it children
             raise EngineError(
@@ -112,6 +126,7 @@ class Cluster:
         self.timeout = check_timeout("timeout", timeout)
         self.snapshot_limit = check_int("snapshot_limit", snapshot_limit, 0)
         self.watchdog = check_bool("watchdog", watchdog)
+        self.check_collectives = check_bool("check_collectives", check_collectives)
         if progress is not None and not callable(progress):
             raise bad_value("progress", progress, _("a function progress(done, total), or None"))
         self.progress = progress
@@ -156,7 +171,7 @@ class Cluster:
         t0 = time.perf_counter()
         ctx = mp.get_context(self.start_method)
         self._status = ctx.RawArray("c", STATUS_BYTES * self.world_size)
-        self._lines = ctx.RawArray("c", STATUS_BYTES * self.world_size)  # answers to a probe
+        self._flight = ctx.RawArray("c", FLIGHT_BYTES * self.world_size)  # flight.py
         sweep_stale()  # the stores of clusters whose parent was killed before it could close
         self._store_dir = make_store_dir()  # per start: a FileStore must not outlive its group
         init = pickle.dumps(Init(os.path.join(self._store_dir, "store"), self.timeout + 30.0))
@@ -171,7 +186,7 @@ class Cluster:
                     child_end,
                     self._status,
                     os.getpid(),
-                    self._lines,
+                    self._flight,
                 ),
                 name=f"edu-parallel-rank{rank}",
                 daemon=True,
@@ -237,20 +252,38 @@ class Cluster:
         """What ``rank`` was last doing (its published step)."""
         return read_status(self._status, rank) or _("not started")
 
-    def probe(self, ranks: list[int], wait_s: float = 0.3) -> dict[int, str]:
-        """The Python line each of ``ranks`` is running now (``file:line in function`` of the
-        caller's own code), for a rank that hangs. A rank blocked inside a receive or a
-        collective cannot answer: it is left out."""
-        for r in ranks:
-            write_status(self._lines, r, "")
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._procs[r].pid, PROBE_SIGNAL)
-        deadline = time.monotonic() + wait_s
-        answers: dict[int, str] = {}
-        while time.monotonic() < deadline and len(answers) < len(ranks):
-            time.sleep(0.01)
-            answers = {r: t for r in ranks if (t := read_status(self._lines, r))}
-        return answers
+    def probe(self, ranks: list[int]) -> dict[int, str]:
+        """The Python line (``file:line in function`` of the caller's own code) each of ``ranks``
+        runs now, from its heartbeat (``flight.py``), for the ranks that are not waiting in a
+        send, a receive or a collective issued through ``ctx``."""
+        records = [read_record(self._flight, r, self.world_size) for r in ranks]
+        return {
+            rec.rank: rec.line
+            for rec in records
+            if rec.line and (rec.blocked is None or rec.blocked.done)
+        }
+
+    def diagnose(
+        self,
+        finished: list[int] | set[int] = (),  # type: ignore[assignment]
+        dead: dict[int, int | None] | None = None,
+        timeout_s: float = 0.0,
+    ) -> Diagnosis:
+        """Which rank is at fault in the job now running or just failed, and why, from every
+        rank's flight record (:func:`~edu_parallel.core.diagnosis.diagnose`)."""
+        n = self.world_size
+        records = [read_record(self._flight, r, n) for r in range(n)]
+        stopped = frozenset(
+            r for r, p in enumerate(self._procs) if r not in (dead or {}) and process_stopped(p.pid)
+        )
+        return diagnose(
+            records,
+            time.time(),
+            finished=frozenset(finished),
+            dead=dead,
+            stopped=stopped,
+            timeout_s=timeout_s,
+        )
 
     # ------------------------------------------------------------------ jobs
     def sized(self, world_size: int) -> contextlib.AbstractContextManager[Cluster]:
@@ -286,7 +319,15 @@ class Cluster:
         self._job_id += 1
         t0 = time.perf_counter()
         job = Job(
-            self._job_id, fn, args, kwargs, t0, bool(trace), self.snapshot_limit, get_language()
+            self._job_id,
+            fn,
+            args,
+            kwargs,
+            t0,
+            bool(trace),
+            self.snapshot_limit,
+            get_language(),
+            self.check_collectives,
         )
         msg = job_bytes(job, args, kwargs)
         shown = watch_progress(self._status, self.world_size, self.progress)
@@ -334,12 +375,15 @@ class Cluster:
                     where = {r: self.where(r) for r in stuck}
                     lines = self.probe(stuck) if job_id >= 0 else {}
                     done = sorted(set(range(n)) - pending)
+                    found = self.diagnose(done, timeout_s=limit) if job_id >= 0 else None
                     self._fail("timeout")
+                    said = explain(found) if found is not None else ""
                     raise JobTimeoutError(
-                        timeout_message(what, limit, watch, where, lines, done),
+                        timeout_message(what, limit, watch, where, lines, done, said),
                         stuck,
                         where,
                         lines,
+                        found,
                     )
                 for obj in ready:
                     r = by_obj[obj]
@@ -354,7 +398,7 @@ class Cluster:
                         if reply is not None:
                             self._accept(r, reply, job_id, replies, pending, what)
                             continue
-                    self._dead(r, what)
+                    self._dead(r, what, set(range(n)) - pending)
         except KeyboardInterrupt:
             self._fail("interrupted")
             raise
@@ -374,6 +418,8 @@ class Cluster:
         elif isinstance(reply, Failed):
             tb = reply.traceback
             last = tb.strip().splitlines()[-1] if tb.strip() else _("error")
+            if "CollectiveMismatch" in last and job_id >= 0:
+                self._mismatch(r, reply.where, set(range(self.world_size)) - pending)
             self._fail(f"rank {r} raised")
             raise WorkerError(
                 raised_message(r, what, reply.where, last),
@@ -382,16 +428,32 @@ class Cluster:
                 tb,
             )
 
-    def _dead(self, r: int, what: str) -> None:
+    def _mismatch(self, r: int, where: str, finished: set[int]) -> None:
+        """Rank ``r`` found that its group disagrees on a collective: name every side."""
+        found = self.diagnose(finished)
+        for _try in range(10):  # the group's other ranks find it within microseconds: name them all
+            seen = {q for ranks, _op in found.sides for q in ranks}
+            if found.kind != "mismatch" or found.op is None or seen >= set(found.op.group):
+                break
+            time.sleep(0.02)
+            found = self.diagnose(finished)
+        if found.kind != "mismatch":
+            return
+        self._fail("collective mismatch")
+        raise CollectiveMismatchError(mismatch_message(explain(found)), r, where, None, found)
+
+    def _dead(self, r: int, what: str, finished: set[int]) -> None:
         proc = self._procs[r]
         proc.join(1.0)
         where = self.where(r)
+        found = self.diagnose(finished, {r: proc.exitcode})
+        if found.kind == "mismatch":  # gloo aborted a rank that met a mismatched collective
+            self._fail("collective mismatch")
+            said = mismatch_message(explain(found), aborted=r)
+            raise CollectiveMismatchError(said, r, where, None, found)
         self._fail(f"rank {r} died")
-        raise WorkerError(
-            died_message(r, proc.exitcode, what, where),
-            r,
-            where,
-        )
+        said = died_message(r, proc.exitcode, what, where, wait_clause(found, self.world_size))
+        raise WorkerError(said, r, where, None, found)
 
 
 @atexit.register

@@ -171,9 +171,19 @@ class RankContext:
                     last=self.world_size - 1, rank=self.rank
                 ),
             )
+        flight = self.tracer.flight
+        entry = (
+            flight.p2p(ev.kind, index, tag, dtype_name(tensor), tensor.numel())
+            if flight is not None
+            else -1
+        )
         if segment_bytes <= 0 or nbytes_of(tensor) <= segment_bytes:
             return Pending(
-                [post(tensor, peer, tag=tag)], [tensor], self.tracer.add(ev), self.tracer
+                [post(tensor, peer, tag=tag)],
+                [tensor],
+                self.tracer.add(ev),
+                self.tracer,
+                entry=entry,
             )
         views = list(torch.split(tensor, max(1, segment_bytes // tensor.element_size())))
         if len(views) > SEGMENT_TAGS:
@@ -183,7 +193,7 @@ class RankContext:
                 _("at most {n} segments per message").format(n=SEGMENT_TAGS),
             )
         works = [post(v, peer, tag=tag * SEGMENT_TAGS + k) for k, v in enumerate(views)]
-        return Pending(works, views, self.tracer.add(ev), self.tracer)
+        return Pending(works, views, self.tracer.add(ev), self.tracer, entry=entry)
 
     def wait_all(self, pending: list[Pending]) -> None:
         """Wait for every posted send and receive."""
@@ -219,30 +229,51 @@ class RankContext:
         with a ``group=`` its global ranks are recorded as ``attrs["group"]``.
 
         With ``async_op=True`` the event is marked ``attrs["async"]`` and the returned handle's
-        ``wait()`` closes it, so its span runs from the launch to the wait."""
+        ``wait()`` closes it, so its span runs from the launch to the wait.
+
+        The rank's flight record (``flight.py``) counts it per group; on a cluster whose jobs
+        check collectives, a blocking one waits until the group's ranks have entered it and
+        raises :class:`~edu_parallel.engine.flight.CollectiveMismatch` if they disagree on the
+        operation, dtype or element count, before gloo sees it."""
         step, phase = self._label(step, phase)
         self.tracer.where(
             _("{name} ({phase}, step {step})").format(
                 name=name, phase=phase or _("no phase"), step=step
             )
         )
+        group = kwargs.get("group")
+        ranks = dist.get_process_group_ranks(group) if group is not None else None
+        is_async = bool(kwargs.get("async_op"))
+        flight, entry = self.tracer.flight, -1
+        if flight is not None:
+            entry = flight.collective(name, ranks, dtype_name(tensor), numel_of(tensor))
+            if not is_async:
+                flight.block(entry)
+                if self.tracer.check:
+                    flight.agree(entry)
         start = self.tracer.now()
         out = getattr(dist, name)(tensor, *args, **kwargs)
+        if flight is not None and not is_async:
+            flight.done(entry)
         nbytes = nbytes_of(tensor)
-        attrs: dict[str, Any] = {"async": True} if kwargs.get("async_op") else {}
-        if kwargs.get("group") is not None:  # the global ranks it ran on (default: the world)
-            attrs["group"] = dist.get_process_group_ranks(kwargs["group"])
+        attrs: dict[str, Any] = {"async": True} if is_async else {}
+        if ranks is not None:  # the global ranks it ran on (default: the world)
+            attrs["group"] = ranks
         ev = self.record(
             "collective", name, start, step=step, phase=phase, nbytes=nbytes, attrs=attrs or None
         )
-        return (
-            TracedWork(out, ev, self.tracer) if kwargs.get("async_op") and out is not None else out
-        )
+        return TracedWork(out, ev, self.tracer, entry) if is_async and out is not None else out
 
     def barrier(self) -> None:
-        """An untraced barrier (used to line ranks up before timing)."""
+        """An untraced barrier (to line ranks up before timing); the flight record counts it."""
         self.tracer.where("barrier")
+        flight = self.tracer.flight
+        entry = flight.collective("barrier", None, "", 0) if flight is not None else -1
+        if flight is not None:
+            flight.block(entry)
         dist.barrier()
+        if flight is not None:
+            flight.done(entry)
 
     # ---------------------------------------------------------------- compute, memory, marks
     def record(
@@ -308,6 +339,20 @@ class RankContext:
 def nbytes_of(t: torch.Tensor) -> int:
     """Bytes of a tensor's elements."""
     return t.numel() * t.element_size()
+
+
+def dtype_name(t: torch.Tensor | list[torch.Tensor]) -> str:
+    """``float32`` for ``torch.float32``: what a flight record entry names (of a list of
+    tensors, its first's)."""
+    first = t[0] if isinstance(t, (list, tuple)) and t else t
+    return str(getattr(first, "dtype", "")).removeprefix("torch.")
+
+
+def numel_of(t: torch.Tensor | list[torch.Tensor]) -> int:
+    """Elements of a tensor, or of a list of tensors together."""
+    if isinstance(t, (list, tuple)):
+        return sum(x.numel() for x in t)
+    return t.numel()
 
 
 def _where(message: str, peer: int | None, step: int | None, phase: str | None, **more: Any) -> str:

@@ -54,17 +54,16 @@ def raised_message(rank: int, what: str, where: str, last: str) -> str:
     )
 
 
-def died_message(rank: int, exitcode: int | None, what: str, where: str) -> str:
-    """:class:`WorkerError` for a rank whose process ended: by a signal, or with an exit code."""
+def died_message(rank: int, exitcode: int | None, what: str, where: str, waited: str = "") -> str:
+    """:class:`WorkerError` for a rank whose process ended: by a signal, or with an exit code;
+    ``waited``: the ranks left waiting for it (``ranks 1–3 have waited in all_reduce #2...``)."""
     how = _("exit code {code}").format(code=exitcode)
     if exitcode is not None and exitcode < 0:
         how = _("killed by {signal}").format(signal=signal.Signals(-exitcode).name)
-    return sentences(
-        _("rank {rank} died ({how}) during {what}, at: {where}.").format(
-            rank=rank, how=how, what=what, where=where
-        ),
-        restarted(),
+    died = _("rank {rank} died ({how}) during {what}, at: {where}").format(
+        rank=rank, how=how, what=what, where=where
     )
+    return sentences(died + (_("; ") + waited if waited else "") + ".", restarted())
 
 
 def timeout_message(
@@ -74,15 +73,14 @@ def timeout_message(
     where: dict[int, str],
     lines: dict[int, str],
     done: list[int],
+    said: str = "",
+    ending: str = "",
 ) -> str:
-    """:class:`JobTimeoutError`: the ranks that did not finish, each with its last step and, if
-    it could answer the probe, the line it was running; ``watchdog``: the limit counted from the
-    last step any rank took, not from the start."""
-    detail = _("; ").join(
-        _("rank {rank} at: {where}").format(rank=r, where=w)
-        + (" " + _("(running {line})").format(line=lines[r]) if r in lines else "")
-        for r, w in where.items()
-    )
+    """:class:`JobTimeoutError`: how long, then the diagnosis (``said``: which rank is at fault,
+    and why, from the flight records); without one, the ranks that did not finish, each with its
+    last step and the line it was running if it was not waiting. ``watchdog``: the limit counted
+    from the last step any rank took, not from the start. ``ending``: what happens next, when
+    not a cluster's restart (under torchrun: :func:`torchrun_ending`)."""
     timed_out = (
         _("{what} made no progress for {seconds} s (no rank took a step, sent or received)").format(
             what=what, seconds=f"{limit:g}"
@@ -90,10 +88,33 @@ def timeout_message(
         if watchdog
         else _("{what} timed out after {seconds} s").format(what=what, seconds=f"{limit:g}")
     )
+    if said:
+        return sentences(timed_out + _(": ") + said, ending or restarted())
+    detail = _("; ").join(
+        _("rank {rank} at: {where}").format(rank=r, where=w)
+        + (" " + _("(running {line})").format(line=lines[r]) if r in lines else "")
+        for r, w in where.items()
+    )
     return sentences(
         _("{timed_out}: ranks {stuck} did not finish ({detail}); ranks {done} finished.").format(
             timed_out=timed_out, stuck=sorted(where), detail=detail, done=done
         ),
-        _("A rank that skips a collective leaves the others waiting."),
         restarted(),
     )
+
+
+def torchrun_ending() -> str:
+    """What follows a failed rank under torchrun."""
+    return _("This rank exits, and torchrun stops the job's other ranks.")
+
+
+def mismatch_message(said: str, aborted: int | None = None) -> str:
+    """:class:`CollectiveMismatchError`: the diagnosis, caught before gloo ran the collective,
+    or after gloo aborted rank ``aborted`` on it."""
+    if aborted is None:
+        head = _("collective mismatch, caught before gloo ran it: {said}").format(said=said)
+    else:
+        head = _("collective mismatch (gloo aborted rank {rank} on it): {said}").format(
+            rank=aborted, said=said
+        )
+    return sentences(head, restarted())

@@ -34,6 +34,7 @@ class Job:
     trace: bool
     snapshot_limit: int
     language: str = "en"  # the parent's: what the rank publishes and raises reads in it
+    check: bool = False  # ranks compare each collective's signature before issuing it (flight.py)
 
 
 @dataclass(frozen=True)

@@ -55,3 +55,17 @@ def resolve_start_method(start_method: str, backend: str) -> str:
 
 def _cuda_initialized() -> bool:
     return bool(torch.cuda.is_initialized())
+
+
+def process_stopped(pid: int | None) -> bool:
+    """Whether the process ``pid`` is stopped (SIGSTOP, a debugger), from ``/proc/<pid>/stat``'s
+    state field (``T`` or ``t``); False where there is no ``/proc`` (macOS: the flight record's
+    silent heartbeat says it there)."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..core.trace import SNAPSHOT_LIMIT, Event, Snapshot
+from .flight import FlightRecorder
 
 
 class Tracer:
@@ -42,6 +43,10 @@ class Tracer:
         self.step: int | None = None  # the current ``RankContext.step`` block, if any
         self.phase: str | None = None
         self.watched: torch.Tensor | None = None  # snapshotted at the end of each step block
+        # the rank's flight record (flight.py; None under torchrun and in one process) and whether
+        # each collective's signature is compared across its group before it is issued
+        self.flight: FlightRecorder | None = None
+        self.check = False
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -98,35 +103,49 @@ class Pending:
     event: Event
     tracer: Tracer
     done: bool = field(default=False)
+    entry: int = -1  # its flight record entry (flight.py), -1: none
 
     def segments(self) -> Iterator[torch.Tensor]:
         for work, view in zip(self.works, self.views, strict=True):
+            self._block()
             work.wait()
             yield view
         self._close()
 
     def wait(self) -> None:
         if not self.done:
+            self._block()
             for work in self.works:
                 work.wait()
             self._close()
+
+    def _block(self) -> None:
+        if self.tracer.flight is not None and self.entry >= 0:
+            self.tracer.flight.block(self.entry)
 
     def _close(self) -> None:
         if not self.done:
             self.event.end = self.tracer.now()
             self.done = True
+            if self.tracer.flight is not None and self.entry >= 0:
+                self.tracer.flight.done(self.entry)
 
 
 class TracedWork:
     """The handle of an asynchronous collective: ``wait()`` waits and closes its event's span;
     everything else is the torch ``Work``'s."""
 
-    def __init__(self, work: Any, event: Event, tracer: Tracer):
-        self._work, self.event, self._tracer = work, event, tracer
+    def __init__(self, work: Any, event: Event, tracer: Tracer, entry: int = -1):
+        self._work, self.event, self._tracer, self._entry = work, event, tracer, entry
 
     def wait(self, *args: Any, **kwargs: Any) -> Any:
+        flight = self._tracer.flight
+        if flight is not None and self._entry >= 0:
+            flight.block(self._entry)
         out = self._work.wait(*args, **kwargs)
         self.event.end = self._tracer.now()
+        if flight is not None and self._entry >= 0:
+            flight.done(self._entry)
         return out
 
     def __getattr__(self, name: str) -> Any:

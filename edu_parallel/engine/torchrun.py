@@ -21,12 +21,18 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
+from ..core.diagnosis import diagnose
+from ..core.diagnosis_text import explain
 from ..core.dims import ParallelDims
-from ..core.errors import EngineError, bad_value, check_timeout
+from ..core.errors import EngineError, JobTimeoutError, bad_value, check_timeout
 from ..core.i18n import _
 from .context import RankContext, Tracer, rank_output
 from .executor import TORCHRUN_VARS, RunResult, check_importable, job_meta, torchrun_dims
+from .failures import job_label, timeout_message, torchrun_ending
+from .flight import FLIGHT_BYTES, MAX_RANKS, FlightRecorder, read_slots
 from .platform import resolve_backend
+
+_KEY = "edu_parallel/flight"  # the store's keys: {_KEY}/{job}/{rank} (slot), .../done/{rank}
 
 
 @contextmanager
@@ -53,7 +59,15 @@ def _cpp_stderr_held() -> Iterator[None]:
 
 class TorchrunExecutor:
     """The :class:`~edu_parallel.engine.executor.Executor` of a process that is one rank of a
-    torchrun job. ``dims`` (default: from ``WORLD_SIZE``) are the run's validated degrees."""
+    torchrun job. ``dims`` (default: from ``WORLD_SIZE``) are the run's validated degrees.
+
+    Up to :data:`~edu_parallel.engine.flight.MAX_RANKS` ranks, each keeps a flight record
+    (``flight.py``) and its heartbeat sends it to the launcher's store every half second; a rank
+    whose collective or receive times out (gloo's ``timeout``) reads every rank's record there and
+    raises :class:`JobTimeoutError` with the :class:`~edu_parallel.core.diagnosis.Diagnosis`, as a
+    :class:`~edu_parallel.engine.cluster.Cluster` does. A rank that returns says so in the store
+    and waits there for the others before results are gathered, so a rank that skipped a
+    collective is named rather than meeting the others' collective with the gather's."""
 
     def __init__(
         self, backend: str = "auto", timeout: float = 30.0, dims: ParallelDims | None = None
@@ -98,6 +112,21 @@ class TorchrunExecutor:
                         unset="unset " + " ".join(TORCHRUN_VARS),
                     )
                 ) from None
+        self._start_flight()
+
+    def _start_flight(self) -> None:
+        self._job = 0
+        self.flight: FlightRecorder | None = None
+        if self.world_size > MAX_RANKS:
+            return
+        self._store = dist.distributed_c10d._get_default_store()
+        self.flight = FlightRecorder(
+            bytearray(FLIGHT_BYTES * self.world_size), self.rank, self.world_size
+        )
+        self.flight.start_heartbeat(self._publish)
+
+    def _publish(self, slot: bytes) -> None:
+        self._store.set(f"{_KEY}/{self._job}/{self.rank}", slot)
 
     def run(self, fn: Any, *args: Any, trace: bool = True, **kwargs: Any) -> RunResult | None:
         """Run ``fn(ctx, *args)`` on this rank; rank 0 gets every rank's results and events."""
@@ -105,14 +134,53 @@ class TorchrunExecutor:
         dist.barrier()
         t0 = time.perf_counter()
         tracer = Tracer(self.rank, t0, trace)
+        self._job += 1
+        if self.flight is not None:
+            self.flight.reset(self._job)
+            tracer.flight = self.flight
         ctx = RankContext(self.rank, self.world_size, self.backend, self.device, tracer)
-        output = rank_output(ctx, fn(ctx, *args, **kwargs))
+        try:
+            output = rank_output(ctx, fn(ctx, *args, **kwargs))
+        except RuntimeError as err:
+            if self.flight is None or "timed out" not in str(err).lower():
+                raise
+            raise self._timed_out(fn) from None
+        self._all_returned()
         gathered: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
         dist.gather_object(output, gathered, dst=0)
         if self.rank != 0:
             return None
         meta = job_meta(self, fn, "torchrun")
         return RunResult.merge(gathered, meta, time.perf_counter() - t0)
+
+    def _all_returned(self) -> None:
+        """Say in the store that this rank returned, and wait there until every rank has."""
+        if self.flight is None:
+            return
+        self._publish(self.flight.slot())
+        self._store.set(f"{_KEY}/{self._job}/done/{self.rank}", b"1")
+        keys = [f"{_KEY}/{self._job}/done/{r}" for r in range(self.world_size)]
+        self._store.wait(keys, timedelta(seconds=self.timeout + 10))
+
+    def _timed_out(self, fn: Any) -> JobTimeoutError:
+        """The diagnosis of a job whose operation timed out on this rank, from every rank's
+        record in the store (this rank's own read here, the freshest)."""
+        assert self.flight is not None
+        slots, finished = {self.rank: self.flight.slot()}, set()
+        for r in range(self.world_size):
+            key = f"{_KEY}/{self._job}/{r}"
+            if r != self.rank and self._store.check([key]):
+                slots[r] = self._store.get(key)
+            if self._store.check([f"{_KEY}/{self._job}/done/{r}"]):
+                finished.add(r)
+        records = read_slots(slots, self.world_size)
+        found = diagnose(records, time.time(), finished=frozenset(finished), timeout_s=self.timeout)
+        stuck = sorted(set(range(self.world_size)) - finished)
+        what = job_label(getattr(fn, "__qualname__", str(fn)))
+        said = timeout_message(
+            what, self.timeout, False, {}, {}, sorted(finished), explain(found), torchrun_ending()
+        )
+        return JobTimeoutError(said, stuck, {}, {}, found)
 
     def sized(self, world_size: int) -> AbstractContextManager[TorchrunExecutor]:
         """This executor: torchrun fixed the world size, so another one is an error."""

@@ -18,10 +18,8 @@ import os
 import pickle
 import signal
 import sys
-import sysconfig
 import traceback
 from datetime import timedelta
-from types import FrameType
 from typing import Any
 
 import torch
@@ -30,44 +28,15 @@ import torch.distributed as dist
 from ..core.i18n import _, language
 from .context import RankContext, Tracer, rank_output
 from .failures import joining_label
+from .flight import FlightRecorder
 from .lifetime import end_group_with_parent
 from .messages import Close, Done, Failed, Init, Job, Ready
 from .status import read_status, write_progress, write_status
-
-PROBE_SIGNAL = signal.SIGUSR1  # "which line are you running?", sent to a rank that hangs
-_LIBRARY = (  # where a probed frame is not the caller's own code
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,  # edu_parallel/
-    os.path.dirname(torch.__file__) + os.sep,
-    sysconfig.get_paths()["stdlib"] + os.sep,
-    "<frozen",
-)
 
 
 def loopback_interface() -> str:
     """Name of the loopback interface, for GLOO_SOCKET_IFNAME (gloo then binds 127.0.0.1 only)."""
     return "lo0" if sys.platform == "darwin" else "lo"
-
-
-def user_frame(frame: FrameType | None) -> str:
-    """``file:line in function`` of the innermost frame outside the package, torch and the
-    standard library: the caller's own code (a learner's loop), or "" when there is none."""
-    while frame is not None:
-        code = frame.f_code
-        if not code.co_filename.startswith(_LIBRARY) and "site-packages" not in code.co_filename:
-            return f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
-        frame = frame.f_back
-    return ""
-
-
-def _answer_probe(rank: int, lines: Any) -> None:
-    """On :data:`PROBE_SIGNAL`, publish the line the main thread is running. Python runs the
-    handler between bytecodes, so a rank blocked inside a receive answers nothing: the parent
-    reads that as "waiting in communication"."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        write_status(lines, rank, user_frame(frame) or "in library code")
-
-    signal.signal(PROBE_SIGNAL, handler)
 
 
 def _send(conn: Any, msg: Ready | Done | Failed) -> None:
@@ -81,7 +50,7 @@ def worker_main(
     conn: Any,
     status: Any,
     parent_pid: int,
-    lines: Any = None,
+    flight: Any = None,
 ) -> None:
     """Entry point of a worker process (fork or spawn)."""
     # What the rank inherited from the parent (a notebook kernel's whole heap) is never garbage
@@ -93,21 +62,19 @@ def worker_main(
     # cluster ends the whole group with the rank (Cluster._kill), so nothing outlives the cluster.
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
-    if lines is not None:
-        _answer_probe(rank, lines)
     end_group_with_parent(parent_pid)  # the rank and what its jobs started end with the parent
     if os.getppid() != parent_pid:  # the parent died before we set the death signal
         os._exit(1)
     os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
     code = 0
     try:
-        code = _serve(rank, world_size, backend, conn, status)
+        code = _serve(rank, world_size, backend, conn, status, flight)
     finally:
         conn.close()
         os._exit(code)  # skip atexit and destructors inherited from the parent
 
 
-def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> int:
+def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any, flight: Any) -> int:
     torch.set_num_threads(1)  # N ranks share the machine's cores
     try:
         init = pickle.loads(conn.recv_bytes())
@@ -130,6 +97,9 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
         _send(conn, Failed(-1, traceback.format_exc(), joining_label()))
         return 1
     write_status(status, rank, "idle")
+    recorder = FlightRecorder(flight, rank, world_size) if flight is not None else None
+    if recorder is not None:
+        recorder.start_heartbeat()
     while True:
         try:
             msg = pickle.loads(conn.recv_bytes())
@@ -138,14 +108,18 @@ def _serve(rank: int, world_size: int, backend: str, conn: Any, status: Any) -> 
         if isinstance(msg, Close):
             dist.destroy_process_group()
             return 0
-        ctx = RankContext(rank, world_size, backend, device, _tracer(rank, status, msg))
+        if recorder is not None:
+            recorder.reset(msg.job_id)
+        ctx = RankContext(rank, world_size, backend, device, _tracer(rank, status, msg, recorder))
         _send_result(conn, status, msg, ctx)
 
 
-def _tracer(rank: int, status: Any, job: Job) -> Tracer:
+def _tracer(rank: int, status: Any, job: Job, recorder: FlightRecorder | None) -> Tracer:
     publish = lambda text: write_status(status, rank, text)  # noqa: E731
     progress = lambda done, total: write_progress(status, rank, done, total)  # noqa: E731
-    return Tracer(rank, job.t0, job.trace, job.snapshot_limit, publish, progress)
+    tracer = Tracer(rank, job.t0, job.trace, job.snapshot_limit, publish, progress)
+    tracer.flight, tracer.check = recorder, job.check
+    return tracer
 
 
 def _send_result(conn: Any, status: Any, job: Job, ctx: RankContext) -> None:
