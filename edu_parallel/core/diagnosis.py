@@ -112,6 +112,8 @@ class RankState:
     busy: float = 0.0
     waits_for: tuple[int, ...] = ()
     exitcode: int | None = None
+    ops: tuple[Op, ...] = ()
+    """Its last operations, oldest first (the flight record's ring): a timeline's spans."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class Diagnosis:
     cycles: tuple[tuple[int, ...], ...] = ()
     sides: tuple[tuple[tuple[int, ...], Op], ...] = ()
     timeout_s: float = 0.0
+    now: float = 0.0
+    """Wall time of the reading: where an operation still waiting ends on a timeline."""
 
     def rank(self, r: int) -> RankState:
         return self.ranks[r]
@@ -157,7 +161,8 @@ def diagnose(
     states = tuple(_state(r, now, finished, dead, stopped, waits[r.rank]) for r in records)
 
     def found(kind: Kind, culprits: list[int] | tuple[int, ...], **more: object) -> Diagnosis:
-        return Diagnosis(kind, tuple(sorted(culprits)), states, timeout_s=timeout_s, **more)
+        culprits = tuple(sorted(culprits))
+        return Diagnosis(kind, culprits, states, timeout_s=timeout_s, now=now, **more)
 
     clash = _mismatch(records)  # first: gloo aborts a rank that meets a mismatched collective
     if clash is not None:
@@ -227,6 +232,7 @@ def _state(
         busy=r.busy,
         waits_for=waits,
         exitcode=dead.get(r.rank),
+        ops=r.ops,
     )
 
 
