@@ -31,6 +31,7 @@ from edu_parallel.models.simulation import simulate
 from edu_parallel.planner import ClusterSpec, plan
 from edu_parallel.plans.naive import naive_allreduce_plan
 from edu_parallel.plans.ring import ring_allreduce_plan
+from edu_parallel.quiz.banks.debugging_sim import simulated_diagnosis
 from edu_parallel.viz.fit import MAX_WIDTH_PX, fit_problems
 from edu_parallel.zero import preload, run_fsdp, run_zero
 
@@ -46,7 +47,9 @@ NOT_FIGURES = {
     "default_formula",
     "ledger",
     "pipeline_view",
+    "quoted",
     "time_axis_label",
+    "wrapped",
 }
 
 
@@ -184,6 +187,10 @@ BUILDERS = {
     "split_figure": lambda r: [viz.split_figure(r["map"])],
     "strategy_figure": lambda r: [
         viz.strategy_figure(r["map"], s) for s in ("dp", "tp", "tp-sp", "pp", "ep")
+    ],
+    "hang_strip": lambda r: [
+        viz.hang_strip(simulated_diagnosis(case, culprit))
+        for case, culprit in (("sleeps", 2), ("deadlock", 1), ("straggler", 3), ("killed", 0))
     ],
     "staleness_figure": lambda r: [viz.staleness_figure({"sync": {0: 40}, "async": {0: 9, 2: 30}})],
     "step_grid": lambda r: [viz.step_grid(ring(4, 64)), viz.step_grid(ring(8, 256))],

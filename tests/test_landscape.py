@@ -10,10 +10,11 @@ import pytest
 import torch.distributed as dist
 
 from edu_parallel.app.course.frameworks import FRAMEWORKS, frameworks_table, mapping_table
-from edu_parallel.app.course.landscape import LIBRARIES, backend_table, libraries_table, wrapped
+from edu_parallel.app.course.landscape import LIBRARIES, backend_table, libraries_table
 from edu_parallel.app.course.lessons import LESSONS
 from edu_parallel.models.links import LINKS
 from edu_parallel.quiz import BANKS, landscape_quiz
+from edu_parallel.viz import wrapped
 
 
 def test_libraries_name_maker_backend_and_source():

@@ -56,6 +56,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tensor_parallel": _TRAINING,
     "expert_parallel": _TRAINING,
     "pipeline_parallel": _TRAINING,
+    # Lesson 16: failures made to happen on the ranks, each diagnosed from the flight records.
+    "debugging": _TRAINING,
     "strategy_map": (*_TASK, *PARALLELISMS),
     # Lesson 11: each strategy's bytes become time, measured on the ranks and modelled for GPUs.
     "roofline": (*_TASK, *PARALLELISMS, "strategy_map", "planner"),
@@ -68,8 +70,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "viz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
     "quiz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
     # Exercises run the learner's code on the ranks and draw it with the lessons' renderers.
-    "exercises": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz"),
-    "app": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "exercises"),
+    "exercises": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "debugging"),
+    "app": (
+        *_TASK,
+        *PARALLELISMS,
+        "strategy_map",
+        *COMPOSED,
+        "viz",
+        "quiz",
+        "exercises",
+        "debugging",
+    ),
 }
 TOP_LEVEL = ("__init__", "__main__")  # the only modules outside a folder
 PURE = ("core", "plans", "models", "memory", "planner", "viz", "quiz")  # never reach engine/

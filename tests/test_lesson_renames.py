@@ -105,7 +105,10 @@ def test_an_old_lessons_check_call_is_graded_as_the_exercise_its_function_names(
     assert get_exercise("04", my_tree_reduce).function == "my_tree_reduce"  # 04 stayed 04
     functions = {e.function for e in EXERCISES.values()}
     assert set(FORMER_EXERCISES.values()) <= functions  # every exercise of then is one of now
-    assert functions - set(FORMER_EXERCISES.values()) == {"my_dp_crossover"}  # lesson 11's is new
+    assert functions - set(FORMER_EXERCISES.values()) == {
+        "my_dp_crossover",
+        "my_ring_shift",
+    }  # lessons 11 and 16
     with pytest.raises(ValueError, match=r"^exercise='99' is not valid"):
         get_exercise("99", my_bucketed_reducer)
 

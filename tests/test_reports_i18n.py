@@ -23,7 +23,7 @@ import pytest
 from helpers import SHOWN_NAMES, english_phrases
 
 from edu_parallel.app.course.frameworks import frameworks_table, mapping_table
-from edu_parallel.app.course.landscape import backend_table, libraries_table, wrapped
+from edu_parallel.app.course.landscape import backend_table, libraries_table
 from edu_parallel.comm import run_allreduce
 from edu_parallel.comm.allreduce import format_report
 from edu_parallel.comm.collective import format_collective, run_collective
@@ -37,6 +37,7 @@ from edu_parallel.models import prediction_table
 from edu_parallel.plans.checker import explain
 from edu_parallel.plans.ring import ring_allreduce_plan
 from edu_parallel.tensor_parallel import format_tp, run_tp
+from edu_parallel.viz import wrapped
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")

@@ -4,8 +4,11 @@ and only that."""
 
 from __future__ import annotations
 
+import pandas as pd
 from zh_outputs import english_in_notebook, english_in_outputs, english_in_widgets
 
+from edu_parallel.core.i18n import language
+from edu_parallel.viz import quoted, wrapped
 from edu_parallel.viz.figure import TEXT_KEY
 
 PLOTLY = "application/vnd.plotly.v1+json"
@@ -117,3 +120,24 @@ def test_a_saved_notebook_names_the_code_cell_as_nbval_does():
 def test_the_text_a_widget_shows_is_read_too():
     shown = ["先预测，再运行\n答案（单位：µs）", "bucket size (MiB)\n25", "rank 0 rank 1 rank 2"]
     assert english_in_widgets(shown) == ["widget 1: bucket size (MiB)"]
+
+
+def html(text: str) -> dict:
+    return {"output_type": "display_data", "data": {"text/html": text}}
+
+
+def test_another_programs_words_quoted_as_english_pass_and_the_caption_does_not():
+    """``viz.quoted`` marks torch's own message ``lang="en"``; the caption is the learner's."""
+    torch_says = "Rank 3 failed to pass monitoredBarrier in 1000 ms"
+    with language("zh"):
+        shown = quoted(torch_says, by="torch")._repr_html_()
+    assert english_in_outputs("", [html(shown)]) == []
+    unmarked = html(f"<div>{torch_says}</div>")
+    assert english_in_outputs("", [unmarked]) == ["html: failed to pass monitoredBarrier in"]
+    with language("en"):  # an English caption is found: only the quoted passage is exempt
+        caption = quoted(torch_says, by="torch")._repr_html_()
+    found = english_in_outputs("", [html(caption)])
+    assert found == ["html: torch's own words, as it prints them (in"]
+    table = pd.DataFrame({"format": ["NCCL INFO Channel <c> of <n>"], "what": ["记录"]})
+    styled = wrapped(table, english=["format"]).to_html()
+    assert english_in_outputs("", [html(styled)]) == []

@@ -18,7 +18,10 @@ A label a code cell prints goes through ``_()`` (``app/i18n_catalog.py``), or co
 package, which translates its own. What is code stays as written: a cell that prints source
 (``inspect.getsource``), a trace's records, a tensor's shape (``X (s, h)``), a product of
 symbols (``dp x tp x pp``), a tuple of them (``(pp, dp, tp)``), a paper cited by its authors
-(``Huang et al.``), and the names in :data:`ALLOW`.
+(``Huang et al.``), and the names in :data:`ALLOW`. Another program's own words, quoted as it
+prints them and marked ``lang="en"`` (HTML's mark of a passage in another language than the
+page's: ``viz.quoted``, torch's error messages in lesson 16), are English on purpose: a Chinese
+learner reads torch's messages in English on a cluster too, under a caption that says so.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ _TRACE_LINE = re.compile(r"^\s*r\d+ s\d+ .*$", re.MULTILINE)
 _SHAPE = re.compile(r"\b[A-Za-z]{1,3}\s+\((?:[a-z0-9/]+,\s*)+[a-z0-9/]+\)")
 _TUPLE = re.compile(r"\((?:[a-z]{1,3},\s*)+[a-z]{1,3}\)")  # a tuple of symbols: (pp, dp, tp)
 _STYLE = re.compile(r"<style.*?</style>", re.DOTALL)
+_FOREIGN = re.compile(r'<(\w+)\b[^>]*\blang="en"[^>]*>.*?</\1>', re.DOTALL)  # quoted, verbatim
 
 
 def _text(value: Any) -> str:
@@ -131,7 +135,8 @@ def output_texts(out: dict) -> Iterator[tuple[str, str]]:
     if fig is not None:
         yield from figure_texts(fig)
     elif "text/html" in data:
-        yield "html", html.unescape(_TAGS.sub(" ", _STYLE.sub(" ", data["text/html"])))
+        page = _FOREIGN.sub(" ", _STYLE.sub(" ", data["text/html"]))
+        yield "html", html.unescape(_TAGS.sub(" ", page))
     elif "image/png" in data:
         for text in (out.get("metadata") or {}).get("image/png", {}).get(TEXT_KEY, []):
             yield "png", text

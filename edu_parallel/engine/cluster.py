@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import pickle
+import re
 import shutil
 import signal
 import time
@@ -67,6 +68,11 @@ from .worker import worker_main
 PULSE_S = 0.25  # how often the watchdog and the progress read the ranks' counters while they wait
 MAX_WORLD_SIZE = MAX_LOCAL_WORLD_SIZE  # the engine's name for core/dims.py's limit (public API)
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
+
+
+# gloo's words on a rank whose peer's process ended mid-operation
+_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|Connection refused")
+PEER_GONE_S = 0.5  # how long a rank's "peer gone" error waits for the parent to see the death
 
 
 class Cluster:
@@ -420,6 +426,10 @@ class Cluster:
             last = tb.strip().splitlines()[-1] if tb.strip() else _("error")
             if "CollectiveMismatch" in last and job_id >= 0:
                 self._mismatch(r, reply.where, set(range(self.world_size)) - pending)
+            if _PEER_GONE.search(last):  # a peer's death reached rank r first: name the dead one
+                gone = self._first_dead(pending - {r})
+                if gone is not None:
+                    self._dead(gone, what, set(range(self.world_size)) - pending)
             self._fail(f"rank {r} raised")
             raise WorkerError(
                 raised_message(r, what, reply.where, last),
@@ -441,6 +451,17 @@ class Cluster:
             return
         self._fail("collective mismatch")
         raise CollectiveMismatchError(mismatch_message(explain(found)), r, where, None, found)
+
+    def _first_dead(self, ranks: set[int]) -> int | None:
+        """The first of ``ranks`` whose process has ended, waiting up to :data:`PEER_GONE_S` for
+        one (a rank killed mid-collective closes its sockets as it dies: its peers' gloo sees it
+        a moment before the parent does)."""
+        deadline = time.monotonic() + PEER_GONE_S
+        while True:
+            gone = [q for q in sorted(ranks) if not self._procs[q].is_alive()]
+            if gone or time.monotonic() > deadline:
+                return gone[0] if gone else None
+            time.sleep(0.01)
 
     def _dead(self, r: int, what: str, finished: set[int]) -> None:
         proc = self._procs[r]

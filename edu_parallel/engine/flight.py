@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import multiprocessing.process
 import os
 import struct
 import sys
@@ -62,8 +63,11 @@ _GROUPS_AT = _RING_AT + RING * _ENTRY.size
 _PEERS_AT = _GROUPS_AT + GROUPS * _GROUP.size
 FLIGHT_BYTES = _PEERS_AT + MAX_RANKS * _PEER.size
 _ENTRIES_AT, _BLOCKED_AT, _JOB_AT = 24, 32, 40  # offsets of three header fields
+_PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep  # edu_parallel/
+_ENGINE = os.path.dirname(__file__) + os.sep  # edu_parallel/engine/
+_BOOTSTRAP = multiprocessing.process.__file__  # where a rank's own frames begin
 _LIBRARY = (  # where a frame is not the caller's own code
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,  # edu_parallel/
+    _PACKAGE,
     os.path.dirname(torch.__file__) + os.sep,
     sysconfig.get_paths()["stdlib"] + os.sep,
     "<frozen",
@@ -230,13 +234,22 @@ class FlightRecorder:
 
 def user_frame_of(frame: FrameType | None) -> FrameType | None:
     """The innermost frame outside the package, torch and the standard library: the caller's own
-    code (a learner's loop), or None when there is none."""
+    code (a learner's loop); else the innermost frame of the package's own job code (outside
+    ``engine/``: a lesson's job, such as the failure lab's); None when there is neither.
+
+    The walk stops at multiprocessing's bootstrap: a forked rank inherits its parent's frames
+    (the notebook cell that started the cluster), which are not the job's."""
+    fallback = None
     while frame is not None:
         name = frame.f_code.co_filename
+        if name == _BOOTSTRAP:
+            break
         if not name.startswith(_LIBRARY) and "site-packages" not in name:
             return frame
+        if fallback is None and name.startswith(_PACKAGE) and not name.startswith(_ENGINE):
+            fallback = frame
         frame = frame.f_back
-    return None
+    return fallback
 
 
 def frame_line(frame: FrameType | None) -> str:
@@ -247,7 +260,9 @@ def frame_line(frame: FrameType | None) -> str:
         return ""
     code, lineno = found.f_code, found.f_lineno
     source = linecache.getline(code.co_filename, lineno).strip()
-    return f"{code.co_filename}:{lineno} in {code.co_name}\n{source}"
+    name = code.co_filename  # the package's own files from its folder: edu_parallel/...
+    shown = name[len(os.path.dirname(_PACKAGE[:-1])) + 1 :] if name.startswith(_PACKAGE) else name
+    return f"{shown}:{lineno} in {code.co_name}\n{source}"
 
 
 def read_slots(slots: dict[int, bytes], world_size: int) -> list[RankRecord]:

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
-from ..core.diagnosis import diagnose
+from ..core.diagnosis import Diagnosis, diagnose
 from ..core.diagnosis_text import explain
 from ..core.dims import ParallelDims
 from ..core.errors import EngineError, JobTimeoutError, bad_value, check_timeout
@@ -32,6 +32,7 @@ from .failures import job_label, timeout_message, torchrun_ending
 from .flight import FLIGHT_BYTES, MAX_RANKS, FlightRecorder, read_slots
 from .platform import resolve_backend
 
+_POLL_S = 0.05  # how often a rank that returned looks in the store for the others, or a failure
 _KEY = "edu_parallel/flight"  # the store's keys: {_KEY}/{job}/{rank} (slot), .../done/{rank}
 
 
@@ -76,6 +77,8 @@ class TorchrunExecutor:
         self.world_size = self.dims.world_size
         self.rank = int(os.environ["RANK"])
         self.timeout = check_timeout("timeout", timeout)
+        self.restarts = 0  # as a Cluster counts them: a torchrun rank is never restarted
+        self.startup_s = 0.0
         local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         # One GPU per local rank is what matters on a multi-node job.
@@ -145,7 +148,7 @@ class TorchrunExecutor:
             if self.flight is None or "timed out" not in str(err).lower():
                 raise
             raise self._timed_out(fn) from None
-        self._all_returned()
+        self._all_returned(fn)
         gathered: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
         dist.gather_object(output, gathered, dst=0)
         if self.rank != 0:
@@ -153,34 +156,55 @@ class TorchrunExecutor:
         meta = job_meta(self, fn, "torchrun")
         return RunResult.merge(gathered, meta, time.perf_counter() - t0)
 
-    def _all_returned(self) -> None:
-        """Say in the store that this rank returned, and wait there until every rank has."""
+    def _all_returned(self, fn: Any) -> None:
+        """Say in the store that this rank returned, and wait there until every rank has; when
+        another rank's operation timed out meanwhile (it says so in the store), raise the same
+        :class:`JobTimeoutError`, read from the same records: every rank names the culprit."""
         if self.flight is None:
             return
         self._publish(self.flight.slot())
         self._store.set(f"{_KEY}/{self._job}/done/{self.rank}", b"1")
         keys = [f"{_KEY}/{self._job}/done/{r}" for r in range(self.world_size)]
-        self._store.wait(keys, timedelta(seconds=self.timeout + 10))
+        failed = [f"{_KEY}/{self._job}/failed"]
+        deadline = time.monotonic() + self.timeout + 10
+        while not self._store.check(keys):
+            if self._store.check(failed):
+                raise self._timed_out(fn)
+            if time.monotonic() > deadline:
+                raise self._timed_out(fn)
+            time.sleep(_POLL_S)
 
     def _timed_out(self, fn: Any) -> JobTimeoutError:
         """The diagnosis of a job whose operation timed out on this rank, from every rank's
         record in the store (this rank's own read here, the freshest)."""
         assert self.flight is not None
-        slots, finished = {self.rank: self.flight.slot()}, set()
-        for r in range(self.world_size):
-            key = f"{_KEY}/{self._job}/{r}"
-            if r != self.rank and self._store.check([key]):
-                slots[r] = self._store.get(key)
-            if self._store.check([f"{_KEY}/{self._job}/done/{r}"]):
-                finished.add(r)
-        records = read_slots(slots, self.world_size)
-        found = diagnose(records, time.time(), finished=frozenset(finished), timeout_s=self.timeout)
+        self._store.set(f"{_KEY}/{self._job}/failed", b"1")  # the ranks that returned: stop waiting
+        finished = {
+            r for r in range(self.world_size) if self._store.check([f"{_KEY}/{self._job}/done/{r}"])
+        }
+        found = self.diagnose(finished, timeout_s=self.timeout)
         stuck = sorted(set(range(self.world_size)) - finished)
         what = job_label(getattr(fn, "__qualname__", str(fn)))
         said = timeout_message(
             what, self.timeout, False, {}, {}, sorted(finished), explain(found), torchrun_ending()
         )
         return JobTimeoutError(said, stuck, {}, {}, found)
+
+    def diagnose(
+        self,
+        finished: list[int] | set[int] | range = (),  # type: ignore[assignment]
+        timeout_s: float = 0.0,
+    ) -> Diagnosis:
+        """Which rank is at fault in the job now running or just ended, and why, from every
+        rank's record in the store (this rank's own read here, the freshest)."""
+        assert self.flight is not None
+        slots = {self.rank: self.flight.slot()}
+        for r in range(self.world_size):
+            key = f"{_KEY}/{self._job}/{r}"
+            if r != self.rank and self._store.check([key]):
+                slots[r] = self._store.get(key)
+        records = read_slots(slots, self.world_size)
+        return diagnose(records, time.time(), finished=frozenset(finished), timeout_s=timeout_s)
 
     def sized(self, world_size: int) -> AbstractContextManager[TorchrunExecutor]:
         """This executor: torchrun fixed the world size, so another one is an error."""

@@ -17,14 +17,25 @@ import re
 import textwrap
 
 from ..core.errors import JobTimeoutError, WorkerError
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..engine.matching import MessageSizeError
 from .spec import RETURNED, Case, Finding
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
-_WAIT = re.compile(
-    r"step (?P<step>-?\d+|None): (?:waiting on )?(?P<kind>send|recv) \w+ rank (?P<peer>\d+)"
+# A rank's published step while it sends or receives (engine/context.py, engine/execute.py), in
+# the learner's language: (kind, message), kind None where the message names it as {kind}.
+_WAIT_MESSAGES = (
+    ("send", N_("{phase} step {step}: send to rank {peer}")),
+    ("recv", N_("{phase} step {step}: recv from rank {peer}")),
+    (None, N_("{phase} step {step}: waiting on {kind} with rank {peer}")),
+    ("recv", N_("{phase} step {step}: waiting on recv from rank {peer}")),
 )
+_WAIT_FIELDS = {
+    "phase": r"(?:.*? )?",  # with the space after it: a step published without a phase
+    "step": r"(?P<step>-?\d+|None)",
+    "peer": r"(?P<peer>\d+)",
+    "kind": r"(?P<kind>send|recv)",
+}
 _COLLECTIVE = re.compile(r"^(?P<name>\w+) \((?P<phase>[^,]*), step (?P<step>-?\d+|None)\)$")
 _PROBED = re.compile(r":(?P<line>\d+) in ")
 UNTRACED = "UntracedCall: "  # how the traceback's last line names untraced.UntracedCall
@@ -124,11 +135,25 @@ def error_finding(err: WorkerError, code_file: str, case: Case) -> Finding:
 
 def _wait(where: str) -> tuple[str, int, int | None] | None:
     """('recv' | 'send', peer, step) of a rank blocked in point-to-point communication."""
-    m = _WAIT.search(where)
-    if m is None:
-        return None
-    step = None if m["step"] == "None" else int(m["step"])
-    return m["kind"], int(m["peer"]), step
+    for kind, pattern in _wait_patterns():
+        m = pattern.search(where)
+        if m is not None:
+            step = None if m["step"] == "None" else int(m["step"])
+            return kind or m["kind"], int(m["peer"]), step
+    return None
+
+
+def _wait_patterns() -> list[tuple[str | None, re.Pattern]]:
+    """:data:`_WAIT_MESSAGES` as patterns, in the language the ranks published their steps in
+    (the learner's: a job runs in the language of the call that started it), then in English."""
+    out = []
+    for kind, message in _WAIT_MESSAGES:
+        for text in dict.fromkeys((_(message), message)):  # and English, the messages' source
+            pattern = re.escape(text).replace(re.escape("{phase} "), re.escape("{phase}"))
+            for name, field in _WAIT_FIELDS.items():
+                pattern = pattern.replace(re.escape("{" + name + "}"), field)
+            out.append((kind, re.compile(pattern)))
+    return out
 
 
 def _at(step: int | None) -> str:

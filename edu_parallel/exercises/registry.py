@@ -9,6 +9,7 @@ from ..core.lesson_renames import FORMER_EXERCISES
 from .problems.broadcast_chain import EXERCISE as BROADCAST_CHAIN
 from .problems.bucketed_reducer import EXERCISE as BUCKETED_REDUCER
 from .problems.dp_crossover import EXERCISE as DP_CROSSOVER
+from .problems.hang_fix import EXERCISE as HANG_FIX
 from .problems.mesh_groups import EXERCISE as MESH_GROUPS
 from .problems.moe_dispatch import EXERCISE as MOE_DISPATCH
 from .problems.one_f_one_b import EXERCISE as ONE_F_ONE_B
@@ -34,6 +35,7 @@ EXERCISES: dict[str, Exercise] = {
             MESH_GROUPS,
             TWO_LEVEL,
             DP_CROSSOVER,
+            HANG_FIX,
         ),
         key=lambda e: e.id,
     )

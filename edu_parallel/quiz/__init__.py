@@ -33,6 +33,7 @@ _LAZY = {
     "collectives_quiz": "banks.collectives",
     "compress_quiz": "banks.compression",
     "ddp_quiz": "banks.ddp",
+    "debugging_quiz": "banks.debugging",
     "moe_quiz": "banks.expert_parallel",
     "landscape_quiz": "banks.landscape",
     "three_d_quiz": "banks.parallel_3d",

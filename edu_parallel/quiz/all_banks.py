@@ -30,6 +30,7 @@ BANK_MODULES = (  # one per lesson bank, in course order
     "compression",
     "async_training",
     "landscape",
+    "debugging",
 )
 
 for _module in BANK_MODULES:

@@ -33,6 +33,7 @@ from ..models.simulation import simulate
 from ..plans.ring import ring_allreduce_plan
 from .container import Quiz
 from .predict import Question
+from .shuffle import learner_draw
 
 Runner = Callable[[int, int], Trace]
 Bank = Callable[..., Quiz]
@@ -101,6 +102,16 @@ class QuestionSet:
     """How the questions call the runner: ``runner(world_size, nbytes) -> Trace`` for the ring."""
     share_runs: bool = False
     """True: questions asking for the same run share one (:func:`shared_runs`)."""
+    per_learner: bool = False
+    """True: with no seed, the parameters are drawn for the learner (:meth:`seed_for`), not the
+    teaching defaults: each learner gets other cases, and no two share an answer key."""
+
+    def seed_for(self, seed: Any, bank: str, learner: str) -> Any:
+        """The seed :meth:`build` is given: ``seed``, or for a bank drawn per learner and no
+        seed, ``learner``'s own (:func:`~edu_parallel.quiz.shuffle.learner_draw`)."""
+        if seed is None and self.per_learner:
+            return learner_draw(bank, learner)
+        return seed
 
     def build(self, seed: Any = None, runner: Any = None) -> list[Question]:
         """The bank's questions for ``seed`` and ``runner``, checked once here."""

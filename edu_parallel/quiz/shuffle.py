@@ -74,3 +74,10 @@ def permutation(n: int, learner: str, bank: str, key: str) -> tuple[int, ...]:
     order = list(range(n))
     random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
     return tuple(order)
+
+
+def learner_draw(bank: str, learner: str) -> int:
+    """The seed of ``learner``'s own draw of ``bank``'s parameters (a bank whose questions are
+    drawn per learner, :attr:`~edu_parallel.quiz.registry.QuestionSet.per_learner`): stable for one
+    learner, different across learners."""
+    return int.from_bytes(hashlib.sha256(f"{bank}\x1f{learner}".encode()).digest()[:4], "big")

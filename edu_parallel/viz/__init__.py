@@ -18,6 +18,10 @@
 * Synchronous against asynchronous training (lesson 14): :func:`regime_timeline` (idle time at
   barriers against overlapping pushes), :func:`staleness_figure`, :func:`loss_curves_figure`,
   :func:`time_to_target_figure`.
+* Debugging a distributed job (lesson 16): :func:`hang_strip` (a rank × time strip of a
+  failed job's flight records: where each rank was stuck, the culprits' rows marked).
+* Text: :func:`quoted` (another program's own words, verbatim, marked as English) and
+  :func:`wrapped` (a table of prose that fits the page).
 * Bytes become time (lesson 11): :func:`crossover_time_figure` (the measured crossover beside the
   formula's), :func:`gpu_share_figure` (communication over compute on 8 H100s, modelled).
 * Interconnects (lesson 15): :func:`interconnect_figure` (one trace timed on every link
@@ -56,6 +60,9 @@ from __future__ import annotations
 from ..core.lazy import lazy_exports
 
 _LAZY = {
+    "Quoted": "verbatim",
+    "quoted": "verbatim",
+    "wrapped": "verbatim",
     "loss_curves_figure": "async_timeline",
     "regime_timeline": "async_timeline",
     "staleness_figure": "async_timeline",
@@ -77,6 +84,7 @@ _LAZY = {
     "collective_sequence": "fsdp",
     "gathered_memory_figure": "fsdp",
     "step_grid": "grid",
+    "hang_strip": "hang",
     "interconnect_figure": "interconnects",
     "Ledger": "memory_ledger",
     "LedgerFrame": "memory_ledger",

@@ -8,6 +8,7 @@ from .comm import COMM_CONCEPTS
 from .compression import COMPRESS
 from .ddp import DDP
 from .expert_parallel import MOE_CONCEPT
+from .failure import FAILURE
 from .parallel_3d import PARALLEL_3D
 from .pipeline import PIPELINE
 from .strategy_map import MAP
@@ -28,6 +29,7 @@ CONCEPTS: dict[str, Concept] = {
         MAP,
         PARALLEL_3D,
         ASYNC,
+        FAILURE,
     )
     for name in (concept.name, *concept.aliases)
 }

@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 import torch.distributed as dist
-from pandas.io.formats.style import Styler
 
 from ...core.i18n import N_, _
-from ...core.shown import ShownFrame, shown
+from ...core.shown import shown
 from ...engine.platform import BACKENDS as ENGINE_BACKENDS
 
 
@@ -186,14 +185,6 @@ LIBRARY_HEADERS = (
     N_("backend"),
     N_("source"),
 )
-
-
-def wrapped(table: pd.DataFrame) -> Styler:
-    """``table`` with long words (URLs, module paths) allowed to break, so that a table of prose
-    fits the notebook's width instead of scrolling sideways."""
-    if isinstance(table, ShownFrame):  # a Styler shows the frame's own labels: translate first
-        table = table.translated()
-    return table.style.set_properties(**{"overflow-wrap": "anywhere", "text-align": "left"})
 
 
 # vendor -> (its torch device type, the library under the backend torch picks for it)

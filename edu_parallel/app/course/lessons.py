@@ -206,10 +206,14 @@ LESSONS: tuple[Lesson, ...] = (
         ("U8",),
         ("E6",),
     ),
+    Lesson(
+        "16_debugging",
+        N_("Debugging a distributed job: killed, hung, lagging and mismatched ranks"),
+        N_("Nine failures made to happen on the ranks; the engine names the rank at fault."),
+    ),
 )
 
 PLANNED: tuple[Planned, ...] = (
-    Planned("16", N_("Debugging: killed, hung, lagging and mismatched ranks")),
     Planned("17", N_("Long sequences: context parallelism and activation recomputation")),
 )
 
