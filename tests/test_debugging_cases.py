@@ -44,7 +44,7 @@ NAMED = {
 # where the culprit is, from its heartbeat: the function of the job and its source line
 LINE = {
     "sleeps": (case_jobs.sleeps, "time.sleep(seconds)"),
-    "timeout_too_short": (case_jobs.busy, "a = torch.tanh(a @ a)"),
+    "timeout_too_short": (case_jobs.compute_for, "a = torch.tanh(a @ a)"),
 }
 
 

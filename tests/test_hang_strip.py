@@ -162,7 +162,7 @@ def _shaded(fig) -> list[float]:
         ("sleeping", [2], "idle in time.sleep"),
         ("dead", [1], "dead (SIGKILL)"),
         ("dead_at_once", [1], "dead (SIGKILL)"),
-        ("straggler", [2], "returned from the job"),
+        ("straggler", [2], "entered each collective last"),
         ("deadlock", [0, 1], "waiting in recv #1 from rank"),
     ],
 )

@@ -41,6 +41,9 @@ COMPOSED = (
     "parallel_3d",
     "roofline",
 )  # lesson 12: the parallelisms together, planned and run
+# what the renderers and quizzes read: the parallelisms' pure modules, the composed ones and the
+# failure lab's cases as data (debugging/config.py)
+READ = (*PARALLELISMS, "strategy_map", *COMPOSED, "debugging")
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
     "plans": ("core",),
@@ -67,8 +70,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "parallel_3d": (*_TASK, *PARALLELISMS, "strategy_map", "planner"),
     # Renderers and quizzes read traces, plans, models and formulas; the reach rule below keeps
     # them off the engine even where a folder they read also holds a runner.
-    "viz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
-    "quiz": ("core", "plans", "models", "memory", "task", *PARALLELISMS, "strategy_map", *COMPOSED),
+    "viz": ("core", "plans", "models", "memory", "task", *READ),
+    "quiz": ("core", "plans", "models", "memory", "task", *READ),
     # Exercises run the learner's code on the ranks and draw it with the lessons' renderers.
     "exercises": (*_TASK, *PARALLELISMS, "strategy_map", *COMPOSED, "viz", "quiz", "debugging"),
     "app": (

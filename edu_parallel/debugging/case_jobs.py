@@ -24,24 +24,16 @@ import torch
 
 from ..core.i18n import _
 from ..engine.context import ALL_GATHER
+from .config import AT_STEP, NUMEL, STEPS, partner_of
 
 if TYPE_CHECKING:
     from ..engine.context import RankContext
 
-NUMEL = 16  # elements of each step's all-reduce
-STEPS = 4  # all-reduce steps of every job
-AT_STEP = 2  # the step at which the culprit misbehaves (its third all-reduce: all_reduce #3)
 PHASE = "lab"
 # each step's forward pass in ``killed``: the others compute while the culprit dies, and the parent
 # sees the death before a peer's gloo does (a peer blocked in a collective with a dead rank raises
 # "Connection closed by peer" within milliseconds, a second error that races the first)
 FORWARD_S = 0.05
-WIDE = 2  # threads of the culprit's long product in ``timeout_too_short``
-
-
-def partner_of(culprit: int, world_size: int) -> int:
-    """The rank the culprit of the deadlock waits for, and that waits for it: the next rank."""
-    return (culprit + 1) % world_size
 
 
 def _grad(ctx: RankContext, step: int, numel: int = NUMEL) -> torch.Tensor:
@@ -61,21 +53,17 @@ def normal_result(world_size: int) -> float:
     return float(sum(n * (n + 1) // 2 + n * s for s in range(STEPS)))
 
 
-def busy(seconds: float, threads: int = 1) -> int:
-    """Compute for ``seconds`` (small matrix products, as a forward pass does) on ``threads``
-    threads (a rank uses one, so that the ranks share the cores; more for a large product);
-    the number of products."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        a = torch.randn(96 if threads == 1 else 256, 96 if threads == 1 else 256)
-        done, end = 0, time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            a = torch.tanh(a @ a)
-            done += 1
-        return done
-    finally:
-        torch.set_num_threads(before)
+def compute_for(seconds: float) -> int:
+    """Compute for ``seconds`` on one thread (small matrix products, as a forward pass does);
+    the number of products. One thread: a rank forked from a parent whose OpenMP pool already ran
+    may hang in a parallel region (GNU OpenMP does not survive ``fork``), and the ranks share the
+    cores anyway."""
+    a = torch.randn(96, 96)
+    done, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a = torch.tanh(a @ a)
+        done += 1
+    return done
 
 
 def normal(ctx: RankContext) -> float:
@@ -91,7 +79,7 @@ def killed(ctx: RankContext, culprit: int, seconds: float) -> float:
         ctx.tracer.where(_("step {step}: forward pass").format(step=step))
         if step == AT_STEP and ctx.rank == culprit:
             os.kill(os.getpid(), signal.SIGKILL)
-        busy(FORWARD_S)
+        compute_for(FORWARD_S)
         out += _all_reduce(ctx, step)
     return out
 
@@ -177,16 +165,15 @@ def straggler(ctx: RankContext, culprit: int, seconds: float) -> float:
     out = 0.0
     for step in range(STEPS):
         if ctx.rank == culprit:
-            busy(seconds)
+            compute_for(seconds)
         out += _all_reduce(ctx, step)
     return out
 
 
 def timeout_too_short(ctx: RankContext, culprit: int, seconds: float) -> float:
-    """Every rank computes a little each step; at step 2 the culprit's share of the work, a large
-    product on :data:`WIDE` threads, takes ``seconds``, longer than the job's timeout: working,
-    not stuck (on a loaded machine one thread may get less than half a core, which the engine
-    would take for idle)."""
+    """Every rank computes a little each step; at step 2 the culprit's share of the work takes
+    ``seconds``, longer than the job's timeout: working, not stuck (its main thread runs, or waits
+    runnable for a core on a loaded machine: ``flight.demand_s``)."""
     out = 0.0
     for step in range(STEPS):
         late = step == AT_STEP and ctx.rank == culprit
@@ -194,7 +181,7 @@ def timeout_too_short(ctx: RankContext, culprit: int, seconds: float) -> float:
         ctx.tracer.where(
             _("step {step}: computing for {seconds} s").format(step=step, seconds=f"{work:g}")
         )
-        busy(work, WIDE if late else 1)
+        compute_for(work)
         out += _all_reduce(ctx, step)
     return out
 

@@ -41,6 +41,14 @@ EXPECTED: dict[str, Kind] = {
 }
 # ranks a case needs: a mismatch is named on its minority side, so it needs a majority
 MIN_RANKS = {"mismatched_collectives": 3, "mismatched_sizes": 3}
+NUMEL = 16  # elements of each step's all-reduce
+STEPS = 4  # all-reduce steps of every job
+AT_STEP = 2  # the step at which the culprit misbehaves (its third all-reduce: all_reduce #3)
+
+
+def partner_of(culprit: int, world_size: int) -> int:
+    """The rank the culprit of the deadlock waits for, and that waits for it: the next rank."""
+    return (culprit + 1) % world_size
 
 
 def check_case(case: str, culprit: int | None, world_size: int) -> tuple[str, int]:

@@ -28,6 +28,7 @@ from ..core.errors import bad_value
 from ..core.i18n import N_, _
 from ..core.shown import ShownFrame, shown
 from ..core.trace import Trace
+from ..core.width import fitted
 from ..engine.cluster import Cluster
 from ..engine.torchrun import TorchrunExecutor
 from .cases import CASES, EXPECTED, Provoked, provoke
@@ -188,10 +189,12 @@ def run_case(executor: Cluster | TorchrunExecutor, spec: LabCase) -> CaseReport 
     return CaseReport(spec, provoked)
 
 
+@fitted
 def format_case(report: CaseReport) -> str:
-    """The report as the command line prints it: the engine's paragraph, every rank's evidence,
-    and the verdict against what the case planted."""
+    """The report as the command line prints it: the engine's paragraph, one line of evidence
+    per rank, and the verdict against what the case planted."""
     p, d = report.provoked, report.provoked.diagnosis
+    world = len(d.ranks)
     verdict = (
         _("diagnosed as planted: {kind}, {rank}")
         if report.diagnosed
@@ -200,6 +203,25 @@ def format_case(report: CaseReport) -> str:
     head = _("case {case} on {n} ranks, {rank} at fault:").format(
         case=p.case, n=p.world_size, rank=ranks_label([p.culprit])
     )
-    # the table without its widest columns: the message names the culprit's line and sizes
-    table = evidence_table(d).drop(columns=[N_("line")]).to_string()
-    return "\n".join([head, p.message, "", table, "", verdict])
+    lines = [head, p.message, ""]
+    for s in d.ranks:
+        waits = (
+            _("in {op} for {seconds} s, waiting for {ranks}").format(
+                op=op_label(s.op, world),
+                seconds=f"{s.waited_s:.2f}",
+                ranks=ranks_label(list(s.waits_for)) if s.waits_for else _("nobody"),
+            )
+            if s.op is not None
+            else short_line(s.line)
+        )
+        mark = "*" if s.rank in d.culprits else " "  # the legend below says what * means
+        said = _("{rank}: {state}, {waits}").format(
+            rank=ranks_label([s.rank]), state=_(STATES[s.state]), waits=waits
+        )
+        lines.append(f"{mark} {said}")
+        beat = _("heartbeat {age} s ago, {busy:.0%} of a core").format(
+            age=f"{s.silent_s:.2f}", busy=s.busy
+        )
+        lines.append(f"    {beat}")
+    lines.append(_("* at fault"))
+    return "\n".join([*lines, "", verdict])

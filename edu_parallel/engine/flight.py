@@ -12,7 +12,8 @@ Cluster` writes, for each collective and send/receive issued through its ``RankC
 * which entry its main thread waits in now;
 * a heartbeat from a thread of its own every :data:`BEAT_S`: the time, the line the main thread
   runs (``file:line in function: source``, read from ``sys._current_frames()``: it answers even
-  while the main thread is blocked inside gloo), and how busy the process was over the last second.
+  while the main thread is blocked inside gloo), and how busy its main thread was over the last
+  second (:func:`demand_s`).
 
 The parent reads every rank's record with :func:`read_record` when a job hangs or a rank dies, and
 ``core/diagnosis.py`` names the culprit. The rank writes, the parent reads: no message, no lock;
@@ -213,10 +214,10 @@ class FlightRecorder:
         return bytes(self.buf[self.base : self.base + FLIGHT_BYTES])
 
     def _beat(self, main: int | None, publish: Callable[[bytes], None] | None = None) -> None:
-        history: list[tuple[float, float]] = []  # (wall, process CPU seconds)
+        history: list[tuple[float, float]] = []  # (wall, main thread's demand for a core)
         beats = 0
         while True:
-            now, cpu = time.time(), time.process_time()
+            now, cpu = time.time(), demand_s()
             history = [h for h in history if now - h[0] <= 1.0] + [(now, cpu)]
             span = now - history[0][0]
             busy = (cpu - history[0][1]) / span if span > 0.05 else 0.0
@@ -230,6 +231,19 @@ class FlightRecorder:
                 with contextlib.suppress(Exception):  # a store gone at exit: nothing to tell
                     publish(self.slot())
             time.sleep(BEAT_S)
+
+
+def demand_s() -> float:
+    """Seconds the process's main thread has run on a core or waited, runnable, for one
+    (Linux's ``/proc/self/schedstat``: its first two fields, in ns): a rank that computes on a
+    machine busier than its cores counts as working, while one blocked in gloo or asleep accrues
+    nothing. Elsewhere, the process's CPU time (``time.process_time``)."""
+    try:
+        with open("/proc/self/schedstat", "rb") as f:
+            ran, waited = f.read().split()[:2]
+        return (int(ran) + int(waited)) / 1e9
+    except (OSError, ValueError):
+        return time.process_time()
 
 
 def user_frame_of(frame: FrameType | None) -> FrameType | None:

@@ -137,7 +137,9 @@ def row_labels(d: Diagnosis) -> list[str]:
     for s in d.ranks:
         name = _("rank {rank}").format(rank=s.rank)
         if s.rank in d.culprits:
-            name = f"<b>{name}</b><br>{state_label(s, world)}"
+            finished = all(q.state == "finished" for q in d.ranks)  # a straggler: nothing hung
+            said = _("entered each collective last") if finished else state_label(s, world)
+            name = f"<b>{name}</b><br>{said}"
         out.append(name)
     return out
 

@@ -124,8 +124,8 @@ def strategy_figure(report: Any, strategy: str, title: str | None = None) -> Any
     codes, seen = data_grid(run, cfg["batch"], cfg["seq"])
     microbatches = max(row["data"].get("microbatches", 1) for row in run["per_rank"])
     if any(ROUTED in row for row in codes):
-        data_title = _(
-            "data: the tokens it computes on (light: other ranks' tokens for its expert)"
+        data_title = _(  # two lines: one is wider than its panel
+            "data: the tokens it computes on<br>(light: other ranks' tokens for its expert)"
         )
     elif microbatches > 1:
         data_title = _("data: the tokens it computes on, {m} microbatches one after another")

@@ -20,9 +20,9 @@ without a cluster. Every rank completed ``all_reduce #1`` and ``#2`` of the worl
   :data:`STEPS` all-reduces last; as the lab does, the finding of the finished job is then named
   ``slow`` with the straggler as its culprit.
 
-The kinds they give are :data:`EXPECTED`, the lab's on real ranks (``debugging/cases.py``, whose
-layer the quiz may not import: the two are kept equal by ``tests/test_quiz_debugging.py``).
-Pure: imports ``core/`` only. Reference: PyTorch's flight recorder
+The kinds they give are :data:`EXPECTED`, the lab's on real ranks (``debugging/config.py``, the
+cases as data, the one home of the cases, their kinds and the deadlock's partner). Pure: imports
+``core/`` and that module, never the ranks. Reference: PyTorch's flight recorder
 (``torch.distributed.flight_recorder``).
 """
 
@@ -32,27 +32,14 @@ import dataclasses
 import signal
 from typing import Any
 
-from ...core.diagnosis import Diagnosis, Kind, Op, RankRecord, RankState, diagnose
+from ...core.diagnosis import Diagnosis, Op, RankRecord, RankState, diagnose
 from ...core.diagnosis_text import explain, op_label, ranks_label
 from ...core.errors import bad_value, check_int, one_of
 from ...core.i18n import N_, _
+from ...debugging.config import AT_STEP, CASES, EXPECTED, NUMEL, STEPS, partner_of
 
-EXPECTED: dict[str, Kind] = {
-    "killed": "dead",
-    "skips_collective": "missing",
-    "sleeps": "missing",
-    "stopped": "stopped",
-    "mismatched_collectives": "mismatch",
-    "mismatched_sizes": "mismatch",
-    "deadlock": "deadlock",
-    "straggler": "slow",
-    "timeout_too_short": "slow",
-}
-CASES = tuple(EXPECTED)
 NOW = 1000.0  # the wall time of the reading
-HUNG_AT = 3  # the collective number the job stops at
-NUMEL = 16
-STEPS = 4  # all-reduces of the straggler's job, which finishes
+HUNG_AT = AT_STEP + 1  # the collective number the job stops at
 TIMEOUT_S = {"timeout_too_short": 1.0}  # every other case: DEFAULT_TIMEOUT_S
 DEFAULT_TIMEOUT_S = 5.0
 LAG_S = 0.4  # how late a straggler enters each collective
@@ -66,9 +53,7 @@ CULPRIT_SOURCE = {  # the culprit's line, where it is not in an operation
 }
 
 
-def partner(culprit: int, world_size: int) -> int:
-    """The rank a deadlocked culprit exchanges with, and waits for: the next rank (the lab's)."""
-    return (culprit + 1) % world_size
+partner = partner_of  # the rank a deadlocked culprit exchanges with, and waits for
 
 
 def _collective(seq: int, world: tuple[int, ...], entered: float, done: float, **kw: Any) -> Op:
