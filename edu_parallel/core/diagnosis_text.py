@@ -95,6 +95,11 @@ def _after(state: RankState, world: int) -> str:
     return _("after {op}").format(op=op_label(state.last, world))
 
 
+def sentence(text: str) -> str:
+    """``text`` ended as a sentence in the learner's language: a full stop, or 。 in Chinese."""
+    return _("{text}.").format(text=text)
+
+
 def explain(d: Diagnosis) -> str:
     """The finding, with its evidence, as one paragraph."""
     world = len(d.ranks)
@@ -109,7 +114,7 @@ def explain(d: Diagnosis) -> str:
             )
             for r in d.culprits
         )
-        return text + tail + "."
+        return sentence(text + tail)
     if d.kind == "stopped":
         text = _("; ").join(
             _("{rank} is stopped (SIGSTOP or frozen): no heartbeat for {seconds} s").format(
@@ -117,7 +122,7 @@ def explain(d: Diagnosis) -> str:
             )
             for r in d.culprits
         )
-        return text + tail + "."
+        return sentence(text + tail)
     if d.kind == "mismatch":
         calls = _("; ").join(
             _("{ranks} called {op}").format(ranks=ranks_label(ranks), op=op_label(op, world, True))
@@ -190,4 +195,4 @@ def explain(d: Diagnosis) -> str:
         head += said.format(ranks=ranks_label(others), seconds=_seconds(waited))
     elif tail:
         head += tail
-    return head + _("; ") + _("; ").join(parts) + "."
+    return sentence(head + _("; ") + _("; ").join(parts))

@@ -29,6 +29,7 @@ _LAZY = {
     "check_case": "config",
     "Provoked": "cases",
     "provoke": "cases",
+    "provoke_case": "cases",
     "ORDERS": "deadlock",
     "exchange": "deadlock",
     "run_exchange": "deadlock",

@@ -39,7 +39,7 @@ from ..core.i18n import _
 from ..engine.cluster import Cluster
 from ..engine.torchrun import TorchrunExecutor
 from .case_jobs import AT_STEP, JOBS, NUMEL, STEPS, normal, normal_result, partner_of
-from .config import CASES, EXPECTED, check_case
+from .config import CASES, EXPECTED, LabCase, check_case
 
 __all__ = [
     "AT_STEP",
@@ -56,6 +56,7 @@ __all__ = [
     "normal_result",
     "partner_of",
     "provoke",
+    "provoke_case",
 ]
 
 # the error each case raises (None: the straggler's job finishes)
@@ -122,10 +123,22 @@ def provoke(
     return what the engine found. ``timeout``: the job's (default: the cluster's; under torchrun
     the process group's, fixed when it started). The expected error is returned, not raised; the
     next ``cluster.run`` restarts the workers. Under torchrun every rank returns the same finding,
-    read from the records in the launcher's store."""
-    n = cluster.world_size
-    case, culprit = check_case(case, culprit, n)
-    limit = cluster.timeout if timeout is None else check_timeout("timeout", timeout)
+    read from the records in the launcher's store. The arguments are checked here, once
+    (:class:`~edu_parallel.debugging.config.LabCase`); :func:`provoke_case` trusts them."""
+    spec = LabCase(case, culprit, cluster.world_size)
+    return provoke_case(
+        cluster, spec, None if timeout is None else check_timeout("timeout", timeout)
+    )
+
+
+def provoke_case(
+    cluster: Cluster | TorchrunExecutor, spec: LabCase, timeout: float | None = None
+) -> Provoked:
+    """:func:`provoke` for a case checked already (``spec``; ``timeout``: seconds, or None for
+    the cluster's)."""
+    n, case = cluster.world_size, spec.case
+    culprit: int = spec.culprit  # type: ignore[assignment]  # LabCase put the last rank for None
+    limit = cluster.timeout if timeout is None else timeout
     job_timeout = {} if timeout is None else {"timeout": limit}
     before = cluster.restarts
     t0 = time.perf_counter()

@@ -24,14 +24,14 @@ import pandas as pd
 from ..comm.bench import ProgressBar
 from ..core.diagnosis import Diagnosis
 from ..core.diagnosis_text import op_label, ranks_label
-from ..core.errors import bad_value
+from ..core.errors import bad_value, spelled_as
 from ..core.i18n import N_, _
 from ..core.shown import ShownFrame, shown
 from ..core.trace import Trace
 from ..core.width import fitted
 from ..engine.cluster import Cluster
 from ..engine.torchrun import TorchrunExecutor
-from .cases import CASES, EXPECTED, Provoked, provoke
+from .cases import CASES, EXPECTED, Provoked, provoke_case
 from .config import LabCase
 
 # the states a rank can be in (core/diagnosis.py's ``State``), as the table shows them
@@ -87,18 +87,16 @@ def run_lab(
         raise bad_value(
             "culprits", unknown[0], _("a case of {cases}").format(cases=", ".join(CASES))
         )
-    plan = {case: chosen.get(case, cluster.world_size - 1) for case in CASES}
-    for case, rank in plan.items():
-        if not 0 <= rank < cluster.world_size:
-            raise bad_value(
-                f"culprits[{case!r}]", rank, _("0..{last}").format(last=cluster.world_size - 1)
-            )
+    plan = {}
+    for case in CASES:  # each case checked once, here, before the first runs
+        with spelled_as({"culprit": f"culprits[{case!r}]"}):
+            plan[case] = LabCase(case, chosen.get(case), cluster.world_size)
     bar = ProgressBar(_("provoking each failure"), unit=N_("case")) if progress else None
     out: dict[str, Provoked] = {}
-    for case, rank in plan.items():
+    for case, spec in plan.items():
         if bar is not None:
             bar(len(out), len(plan), case)
-        out[case] = provoke(cluster, case, rank)
+        out[case] = provoke_case(cluster, spec)
     if bar is not None:
         bar(len(out), len(plan), "")
     return out
@@ -183,7 +181,7 @@ class CaseReport:
 def run_case(executor: Cluster | TorchrunExecutor, spec: LabCase) -> CaseReport | None:
     """``spec`` provoked on ``executor``; None on the ranks of a torchrun job other than 0 (each
     names the culprit; rank 0 reports)."""
-    provoked = provoke(executor, spec.case, spec.culprit)
+    provoked = provoke_case(executor, spec)
     if isinstance(executor, TorchrunExecutor) and executor.rank != 0:
         return None
     return CaseReport(spec, provoked)
@@ -215,7 +213,7 @@ def format_case(report: CaseReport) -> str:
             else short_line(s.line)
         )
         mark = "*" if s.rank in d.culprits else " "  # the legend below says what * means
-        said = _("{rank}: {state}, {waits}").format(
+        said = (_("{rank}: {state}, {waits}") if waits else _("{rank}: {state}")).format(
             rank=ranks_label([s.rank]), state=_(STATES[s.state]), waits=waits
         )
         lines.append(f"{mark} {said}")

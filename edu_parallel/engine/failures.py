@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 
+from ..core.diagnosis_text import sentence
 from ..core.i18n import _
 
 
@@ -63,7 +64,7 @@ def died_message(rank: int, exitcode: int | None, what: str, where: str, waited:
     died = _("rank {rank} died ({how}) during {what}, at: {where}").format(
         rank=rank, how=how, what=what, where=where
     )
-    return sentences(died + (_("; ") + waited if waited else "") + ".", restarted())
+    return sentences(sentence(died + (_("; ") + waited if waited else "")), restarted())
 
 
 def timeout_message(

@@ -124,9 +124,9 @@ class Ask:
 
 def _prompt(d: Diagnosis, ask: str) -> str:
     return _(
-        "A job on {n} ranks, timeout {timeout} s. The flight records of such a job read:"
-        " {evidence}. {ask} Predict, then the same job runs on the ranks and the engine reads"
-        " their records."
+        "A job on {n} ranks, timeout {timeout} s. The flight records of such a job read (modelled"
+        " by the diagnosis's rule): {evidence}. {ask} Predict, then the same job runs on the ranks"
+        " and the engine reads their records."
     ).format(n=WORLD, timeout=f"{d.timeout_s:g}", evidence=_shown(d), ask=ask)
 
 
@@ -234,7 +234,8 @@ def _from_evidence(
 ) -> MultipleChoice:
     """A question graded from the simulated finding ``d``, its evidence in the prompt."""
     prompt = _(
-        "A job on {n} ranks, timeout {timeout} s. Its flight records read: {evidence}. {ask}"
+        "A job on {n} ranks, timeout {timeout} s. Its flight records read (modelled): {evidence}."
+        " {ask}"
     )
     return MultipleChoice(
         prompt.format(n=WORLD, timeout=f"{d.timeout_s:g}", evidence=_shown(d), ask=ask),
